@@ -1,0 +1,3 @@
+//! The `mcp-edge` command: parse arguments, call into the library.
+
+fn main() {}

@@ -1,0 +1,199 @@
+//! MCP request header names and the value encoding of spec §"Value Encoding".
+//!
+//! Names are compared case-insensitively (the `http` crate lowercases them); values are
+//! case-sensitive. Optional whitespace around a value is trimmed. `Mcp-Name` and `Mcp-Param-*`
+//! values may be wrapped as `=?base64?<standard base64 with padding>?=`; anything that does not
+//! have exactly that lowercase prefix and suffix is a literal.
+
+use base64::Engine;
+use http::HeaderMap;
+use std::borrow::Cow;
+
+/// `MCP-Protocol-Version`, on every POST.
+pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// `Mcp-Method`, on every request: the JSON-RPC `method`.
+pub const METHOD: &str = "mcp-method";
+/// `Mcp-Name`, on tools/call, prompts/get (params.name) and resources/read (params.uri).
+pub const NAME: &str = "mcp-name";
+/// Prefix of the headers that mirror tool arguments marked `x-mcp-header`.
+pub const PARAM_PREFIX: &str = "mcp-param-";
+/// The legacy session header; never minted nor echoed in this revision.
+pub const SESSION_ID: &str = "mcp-session-id";
+/// The response header the gateway adds to name the instance that served a request.
+pub const DEFAULT_UPSTREAM_HEADER: &str = "x-mcp-edge-upstream";
+
+const SENTINEL_PREFIX: &str = "=?base64?";
+const SENTINEL_SUFFIX: &str = "?=";
+
+/// Why a header value could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueProblem {
+    /// The header appears more than once.
+    Duplicate,
+    /// The raw value has bytes outside visible ASCII, space and tab.
+    BadCharacters,
+    /// The `=?base64?…?=` sentinel holds invalid base64 (alphabet or padding).
+    BadBase64,
+    /// The base64 payload is not UTF-8.
+    NotUtf8,
+}
+
+impl ValueProblem {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ValueProblem::Duplicate => "appears more than once",
+            ValueProblem::BadCharacters => "has characters outside visible ASCII, space and tab",
+            ValueProblem::BadBase64 => "has a malformed =?base64?...?= value (bad alphabet or padding)",
+            ValueProblem::NotUtf8 => "has a =?base64?...?= value that is not UTF-8",
+        }
+    }
+}
+
+/// What a request's headers claim about one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim<'a> {
+    Absent,
+    Present(Cow<'a, str>),
+    Invalid(ValueProblem),
+}
+
+impl<'a> Claim<'a> {
+    pub fn value(&self) -> Option<&str> {
+        match self {
+            Claim::Present(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Trim optional whitespace (space and tab) around a header value.
+fn trim_ows(raw: &[u8]) -> &[u8] {
+    let start = raw.iter().position(|b| *b != b' ' && *b != b'\t').unwrap_or(raw.len());
+    let end = raw.iter().rposition(|b| *b != b' ' && *b != b'\t').map_or(start, |e| e + 1);
+    &raw[start..end]
+}
+
+/// Decode one raw header value: check characters, trim, unwrap base64 when `decode_base64`.
+pub fn decode_value(raw: &[u8], decode_base64: bool) -> Result<Cow<'_, str>, ValueProblem> {
+    if raw.iter().any(|b| !(*b == b'\t' || (0x20..=0x7e).contains(b))) {
+        return Err(ValueProblem::BadCharacters);
+    }
+    // Checked above: every byte is ASCII.
+    let text = std::str::from_utf8(trim_ows(raw)).map_err(|_| ValueProblem::BadCharacters)?;
+    if decode_base64 {
+        if let Some(inner) = text.strip_prefix(SENTINEL_PREFIX).and_then(|t| t.strip_suffix(SENTINEL_SUFFIX)) {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(inner)
+                .map_err(|_| ValueProblem::BadBase64)?;
+            return String::from_utf8(bytes).map(Cow::Owned).map_err(|_| ValueProblem::NotUtf8);
+        }
+    }
+    Ok(Cow::Borrowed(text))
+}
+
+/// Encode a value for a `Mcp-Name` / `Mcp-Param-*` header: as is when it is safe, otherwise
+/// base64-wrapped (non-ASCII, control characters, surrounding whitespace, or a literal that
+/// looks like the sentinel).
+pub fn encode_value(value: &str) -> Cow<'_, str> {
+    let safe = !value.is_empty()
+        && value.bytes().all(|b| (0x21..=0x7e).contains(&b) || b == b' ')
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !(value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX));
+    if safe || value.is_empty() {
+        Cow::Borrowed(value)
+    } else {
+        Cow::Owned(format!(
+            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        ))
+    }
+}
+
+/// Read a single-valued header: absent, its decoded value, or why it cannot be used.
+pub fn claim<'a>(headers: &'a HeaderMap, name: &str, decode_base64: bool) -> Claim<'a> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Claim::Absent;
+    };
+    if values.next().is_some() {
+        return Claim::Invalid(ValueProblem::Duplicate);
+    }
+    match decode_value(first.as_bytes(), decode_base64) {
+        Ok(v) => Claim::Present(v),
+        Err(p) => Claim::Invalid(p),
+    }
+}
+
+/// The bearer token of an `Authorization: Bearer …` header, if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_digest_examples() {
+        assert_eq!(decode_value(b"=?base64?bcOpdMOpbw==?=", true).unwrap(), "météo");
+        assert_eq!(
+            decode_value(b"=?base64?ZmlsZTovLy9kb25uw6llcy9hLnR4dA==?=", true).unwrap(),
+            "file:///données/a.txt"
+        );
+        assert_eq!(decode_value(b"=?base64?IGV1LXdlc3Qg?=", true).unwrap(), " eu-west ");
+        assert_eq!(decode_value(b"=?base64?PT9iYXNlNjQ/eD89?=", true).unwrap(), "=?base64?x?=");
+    }
+
+    #[test]
+    fn trims_and_keeps_case() {
+        assert_eq!(decode_value(b"   get_weather \t", true).unwrap(), "get_weather");
+        assert_eq!(decode_value(b"TOOLS/CALL", false).unwrap(), "TOOLS/CALL");
+    }
+
+    #[test]
+    fn rejects_bad_base64_and_treats_near_misses_as_literals() {
+        assert_eq!(decode_value(b"=?base64?bcOpdMOpbw?=", true), Err(ValueProblem::BadBase64));
+        assert_eq!(decode_value(b"=?base64?bc!!?=", true), Err(ValueProblem::BadBase64));
+        assert_eq!(decode_value(b"=?base64?/w==?=", true), Err(ValueProblem::NotUtf8));
+        assert_eq!(
+            decode_value(b"=?BASE64?Z2V0X3dlYXRoZXI=?=", true).unwrap(),
+            "=?BASE64?Z2V0X3dlYXRoZXI=?="
+        );
+        assert_eq!(decode_value(b"=?base64?Z2V0", true).unwrap(), "=?base64?Z2V0");
+        assert_eq!(decode_value("caf\u{e9}".as_bytes(), true), Err(ValueProblem::BadCharacters));
+        assert_eq!(decode_value(b"a\x00b", true), Err(ValueProblem::BadCharacters));
+    }
+
+    #[test]
+    fn encode_round_trips() {
+        for v in ["get_weather", "météo", " eu-west ", "=?base64?x?=", "a\nb", "file:///a%20b.txt"] {
+            let enc = encode_value(v);
+            assert_eq!(decode_value(enc.as_bytes(), true).unwrap(), v, "{enc}");
+        }
+        assert_eq!(encode_value("get_weather"), "get_weather");
+        assert_eq!(encode_value("météo"), "=?base64?bcOpdMOpbw==?=");
+    }
+
+    #[test]
+    fn claims_detect_duplicates() {
+        let mut h = HeaderMap::new();
+        h.append("mcp-name", "a".parse().unwrap());
+        assert_eq!(claim(&h, NAME, true), Claim::Present(Cow::Borrowed("a")));
+        h.append("Mcp-Name", "a".parse().unwrap());
+        assert_eq!(claim(&h, NAME, true), Claim::Invalid(ValueProblem::Duplicate));
+        assert_eq!(claim(&h, METHOD, false), Claim::Absent);
+    }
+
+    #[test]
+    fn bearer() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer_token(&h), None);
+        h.insert("authorization", "Bearer alice".parse().unwrap());
+        assert_eq!(bearer_token(&h), Some("alice"));
+        h.insert("authorization", "Basic xyz".parse().unwrap());
+        assert_eq!(bearer_token(&h), None);
+    }
+}

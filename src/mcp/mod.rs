@@ -1,0 +1,88 @@
+//! Protocol facts of MCP revision 2026-07-28 over Streamable HTTP, shared by the gateway, the
+//! reference backend and the load tester.
+//!
+//! Everything that names a header, an error code, a `_meta` key or the shape of a JSON-RPC
+//! error body lives here, once. This module does no I/O: it turns bytes and header maps into
+//! plain data and back.
+//!
+//! - [`header`]: header names and the `=?base64?…?=` value encoding.
+//! - [`envelope`]: the one strict parse of a request body (method, id, name/uri, `_meta`,
+//!   MRTR fields), which rejects anything two JSON readers could read differently.
+//! - [`check`]: headers against the envelope, in the spec's order of precedence.
+//! - [`error`]: error codes and JSON-RPC error bodies.
+
+pub mod check;
+pub mod envelope;
+pub mod error;
+pub mod header;
+
+pub use check::{check_request, Claims, VersionPolicy};
+pub use envelope::{Envelope, EnvelopeError};
+pub use error::{codes, error_body, Rejection};
+
+/// The protocol revision this project speaks.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The one HTTP path the examples and the default config use for the MCP endpoint.
+pub const DEFAULT_ENDPOINT: &str = "/mcp";
+
+/// `_meta` keys reserved by the specification.
+pub mod meta {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
+/// Method names used across the project.
+pub mod methods {
+    pub const DISCOVER: &str = "server/discover";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    pub const PROMPTS_GET: &str = "prompts/get";
+    pub const RESOURCES_LIST: &str = "resources/list";
+    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    pub const RESOURCES_READ: &str = "resources/read";
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub const ROOTS_LIST: &str = "roots/list";
+
+    /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
+    pub fn name_field(method: &str) -> Option<NameField> {
+        match method {
+            TOOLS_CALL | PROMPTS_GET => Some(NameField::Name),
+            RESOURCES_READ => Some(NameField::Uri),
+            _ => None,
+        }
+    }
+
+    /// The body field that `Mcp-Name` must equal.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum NameField {
+        /// `params.name` (tools/call, prompts/get)
+        Name,
+        /// `params.uri` (resources/read)
+        Uri,
+    }
+
+    impl NameField {
+        pub fn path(self) -> &'static str {
+            match self {
+                NameField::Name => "params.name",
+                NameField::Uri => "params.uri",
+            }
+        }
+    }
+}
+
+/// `resultType` values.
+pub mod result_type {
+    pub const COMPLETE: &str = "complete";
+    pub const INPUT_REQUIRED: &str = "input_required";
+}
