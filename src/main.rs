@@ -1,3 +1,104 @@
 //! The `mcp-edge` command: parse arguments, call into the library.
 
-fn main() {}
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use mcp_edge::config::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "mcp-edge",
+    version,
+    about = "An edge gateway for fleets of stateless MCP (2026-07-28) servers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway.
+    Serve {
+        /// The gateway config file.
+        #[arg(long, short, default_value = "gateway.yaml")]
+        config: PathBuf,
+        /// Write one access-log line per request.
+        #[arg(long, value_enum, default_value = "off")]
+        access_log: AccessLog,
+    },
+    /// Validate a config file and print the resolved route table.
+    Check {
+        #[arg(long, short, default_value = "gateway.yaml")]
+        config: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AccessLog {
+    Off,
+    Text,
+    Json,
+}
+
+fn init_logging(access: AccessLog) {
+    use tracing_subscriber::EnvFilter;
+    let default = if access == AccessLog::Off {
+        "info,mcp_edge::access=off"
+    } else {
+        "info"
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if access == AccessLog::Json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn load(path: &Path) -> Result<Config, ExitCode> {
+    Config::load(path).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { config, access_log } => {
+            init_logging(access_log);
+            let cfg = match load(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            tracing::info!(
+                "mcp-edge gateway: MCP on {} (POST {}), admin on {:?}",
+                cfg.listen.mcp,
+                cfg.endpoint,
+                cfg.listen.admin
+            );
+            mcp_edge::gateway::serve(cfg)
+        }
+        Command::Check { config } => {
+            let cfg = match load(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            println!("{}: OK\n", config.display());
+            print!("{}", cfg.describe());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

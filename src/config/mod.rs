@@ -1,1 +1,662 @@
-//! (being built)
+//! `gateway.yaml`: the schema, its defaults, validation with line-precise errors, and the
+//! resolved route table that `mcp-edge check` prints.
+//!
+//! Loading never half-succeeds: a file with an unknown key, a bad value or a dangling reference
+//! is refused as a whole with an error naming the file, the line, the key and what would be valid.
+
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::gateway::route::Pattern;
+
+/// The configuration of one gateway, as loaded and validated.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub listen: Listen,
+    /// The MCP endpoint path (POST only).
+    #[serde(default = "default_endpoint")]
+    pub endpoint: String,
+    /// Worker threads of the proxy (1 is fastest on a 2-core machine shared with its upstreams).
+    #[serde(default = "default_threads")]
+    pub threads: usize,
+    /// Let proxy threads steal each other's work (tokio's multi-thread scheduler). Off by default:
+    /// one single-threaded runtime per thread measured faster here. Turn it on when several
+    /// gateways start and stop inside one process (tests): pingora's no-steal runtime keeps a
+    /// per-thread handle that a later runtime's recycled thread can inherit.
+    #[serde(default)]
+    pub work_stealing: bool,
+    /// The response header naming the instance that served a request; `false` turns it off.
+    #[serde(
+        default = "default_upstream_header",
+        deserialize_with = "de_upstream_header"
+    )]
+    pub upstream_header: Option<String>,
+    pub pools: BTreeMap<String, PoolConfig>,
+    /// Ordered routes; the first match wins.
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    /// Where requests that match no route go. Without it they are answered 404 / -32601.
+    #[serde(default)]
+    pub default_route: Option<DefaultRoute>,
+    #[serde(default)]
+    pub validation: Validation,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Listen {
+    /// The MCP listener.
+    #[serde(default = "default_mcp_addr")]
+    pub mcp: SocketAddr,
+    /// The admin listener (`/healthz`, `/readyz`, `/metrics`); `null` turns it off.
+    #[serde(default = "default_admin_addr")]
+    pub admin: Option<SocketAddr>,
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen {
+            mcp: default_mcp_addr(),
+            admin: default_admin_addr(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// `host:port` of each instance.
+    pub instances: Vec<String>,
+    #[serde(default)]
+    pub balance: Balance,
+    /// With `balance: hash`: `mcp-name` (default), `principal` or `header:<name>`.
+    #[serde(default)]
+    pub hash_key: Option<HashKey>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    /// Consistent hashing (ketama): adding or removing one of N instances moves about 1/N keys.
+    Hash,
+}
+
+/// What a `hash` pool shards on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashKey {
+    /// The decoded `Mcp-Name` (tool name, prompt name or resource URI).
+    McpName,
+    /// A hash of the `Authorization: Bearer` token (the token itself is never kept).
+    Principal,
+    /// The value of a named request header.
+    Header(http::HeaderName),
+}
+
+impl fmt::Display for HashKey {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            HashKey::McpName => f.write_str("mcp-name"),
+            HashKey::Principal => f.write_str("principal"),
+            HashKey::Header(h) => write!(f, "header:{h}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HashKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "mcp-name" => Ok(HashKey::McpName),
+            "principal" => Ok(HashKey::Principal),
+            other => match other.strip_prefix("header:") {
+                Some(h) => http::HeaderName::from_bytes(h.trim().as_bytes())
+                    .map(HashKey::Header)
+                    .map_err(|_| {
+                        serde::de::Error::custom(format!(
+                            "hash_key: {h:?} is not a valid header name"
+                        ))
+                    }),
+                None => Err(serde::de::Error::custom(format!(
+                    "hash_key: unknown key {other:?}; use mcp-name, principal or header:<name>"
+                ))),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// A label for logs, metrics and `check` (default `route-N`).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(rename = "match", default)]
+    pub matcher: Match,
+    pub pool: String,
+    #[serde(default)]
+    pub validation: Option<Validation>,
+}
+
+/// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
+/// `*` and `?`). An absent pattern matches anything; a `name` pattern never matches a request
+/// whose method carries no `Mcp-Name`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    #[serde(default)]
+    pub method: Option<Pattern>,
+    #[serde(default)]
+    pub name: Option<Pattern>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultRoute {
+    pub pool: String,
+    #[serde(default)]
+    pub validation: Option<Validation>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    /// The share of requests whose headers are checked against the body (0.0 to 1.0). The rest
+    /// take the header-only fast path: routed on the claimed headers, body forwarded unread.
+    #[serde(default = "default_sample", deserialize_with = "de_sample")]
+    pub sample: f64,
+}
+
+impl Default for Validation {
+    fn default() -> Self {
+        Validation { sample: 1.0 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request body accepted (bytes); larger ones get 413.
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+    /// Largest total size of the request headers (bytes); larger ones get 431.
+    #[serde(default = "default_max_header")]
+    pub max_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: default_max_body(),
+            max_header_bytes: default_max_header(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// Connecting to an instance.
+    #[serde(default = "d_connect", with = "humantime_serde_compat")]
+    pub connect: Duration,
+    /// Longest wait for the next bytes of an upstream response (for SSE: the gap between events).
+    #[serde(default = "d_upstream_read", with = "humantime_serde_compat")]
+    pub upstream_read: Duration,
+    /// Longest wait to write to an instance.
+    #[serde(default = "d_upstream_write", with = "humantime_serde_compat")]
+    pub upstream_write: Duration,
+    /// Longest wait for the next bytes of a client's request body (slow clients are cut off).
+    #[serde(default = "d_downstream_read", with = "humantime_serde_compat")]
+    pub downstream_read: Duration,
+    /// How long an idle upstream connection is kept for reuse.
+    #[serde(default = "d_idle", with = "humantime_serde_compat")]
+    pub upstream_idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: d_connect(),
+            upstream_read: d_upstream_read(),
+            upstream_write: d_upstream_write(),
+            downstream_read: d_downstream_read(),
+            upstream_idle: d_idle(),
+        }
+    }
+}
+
+fn default_endpoint() -> String {
+    crate::mcp::DEFAULT_ENDPOINT.to_string()
+}
+fn default_threads() -> usize {
+    1
+}
+fn default_upstream_header() -> Option<String> {
+    Some(crate::mcp::header::DEFAULT_UPSTREAM_HEADER.to_string())
+}
+fn default_mcp_addr() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+fn default_admin_addr() -> Option<SocketAddr> {
+    Some(SocketAddr::from(([127, 0, 0, 1], 9090)))
+}
+fn default_sample() -> f64 {
+    1.0
+}
+fn default_max_body() -> usize {
+    1024 * 1024
+}
+fn default_max_header() -> usize {
+    16 * 1024
+}
+fn d_connect() -> Duration {
+    Duration::from_secs(2)
+}
+fn d_upstream_read() -> Duration {
+    Duration::from_secs(60)
+}
+fn d_upstream_write() -> Duration {
+    Duration::from_secs(10)
+}
+fn d_downstream_read() -> Duration {
+    Duration::from_secs(10)
+}
+fn d_idle() -> Duration {
+    Duration::from_secs(60)
+}
+
+fn de_sample<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "validation.sample must be between 0.0 (never check) and 1.0 (check every request), got {v}"
+        )))
+    }
+}
+
+fn de_upstream_header<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum V {
+        Off(bool),
+        Name(String),
+    }
+    match V::deserialize(d)? {
+        V::Off(false) => Ok(None),
+        V::Off(true) => Ok(default_upstream_header()),
+        V::Name(n) if n.is_empty() => Ok(None),
+        V::Name(n) => http::HeaderName::from_bytes(n.as_bytes())
+            .map(|h| Some(h.to_string()))
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "upstream_header: {n:?} is not a valid header name (or use false)"
+                ))
+            }),
+    }
+}
+
+/// Durations as humane strings: `500ms`, `2s`, `10m`, `1h 30m`.
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "{s:?} is not a duration ({e}); write e.g. 500ms, 2s, 10m"
+            ))
+        })
+    }
+}
+
+/// A config error: where and what, written for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}", self.file, l, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The default config shipped at the repository root, embedded for `mcp-edge demo`.
+pub const EMBEDDED_DEFAULT: &str = include_str!("../../gateway.yaml");
+
+impl Config {
+    /// Load and validate a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Self::parse(&text, &file)
+    }
+
+    /// Parse and validate YAML text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_yaml::from_str(text).map_err(|e| {
+            let mut message = e.to_string();
+            // The message ends with " at line L column C"; the line goes up front instead.
+            if let Some(i) = message.rfind(" at line ") {
+                message.truncate(i);
+            }
+            ConfigError {
+                file: file.to_string(),
+                line: e.location().map(|l| l.line()),
+                message,
+            }
+        })?;
+        cfg.validate(text, file)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, text: &str, file: &str) -> Result<(), ConfigError> {
+        let err = |line: Option<usize>, message: String| ConfigError {
+            file: file.to_string(),
+            line,
+            message,
+        };
+        if !self.endpoint.starts_with('/') {
+            return Err(err(
+                line_of(text, "endpoint", &self.endpoint),
+                format!(
+                    "endpoint: {:?} must be a path starting with '/', e.g. /mcp",
+                    self.endpoint
+                ),
+            ));
+        }
+        if self.threads == 0 {
+            return Err(err(
+                line_of(text, "threads", "0"),
+                "threads: must be at least 1".into(),
+            ));
+        }
+        if self.pools.is_empty() {
+            return Err(err(
+                line_of(text, "pools", ""),
+                "pools: define at least one pool with instances".into(),
+            ));
+        }
+        for (name, pool) in &self.pools {
+            if pool.instances.is_empty() {
+                return Err(err(
+                    line_of(text, name, ""),
+                    format!("pools.{name}.instances: list at least one instance as host:port"),
+                ));
+            }
+            for inst in &pool.instances {
+                if inst
+                    .to_socket_addrs()
+                    .map(|mut a| a.next().is_none())
+                    .unwrap_or(true)
+                {
+                    return Err(err(line_of(text, "", inst), format!(
+                        "pools.{name}.instances: {inst:?} is not a reachable host:port (e.g. 127.0.0.1:7001)"
+                    )));
+                }
+            }
+            if pool.hash_key.is_some() && pool.balance != Balance::Hash {
+                return Err(err(line_of(text, "hash_key", ""), format!(
+                    "pools.{name}.hash_key: only used with `balance: hash`; add it or remove hash_key"
+                )));
+            }
+        }
+        let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
+        for (i, r) in self.routes.iter().enumerate() {
+            if !self.pools.contains_key(&r.pool) {
+                return Err(err(line_of(text, "pool", &r.pool), format!(
+                    "routes[{i}].pool: no pool named {:?}; defined pools: {}. Add it under pools: or use one of those",
+                    r.pool,
+                    known()
+                )));
+            }
+        }
+        if let Some(d) = &self.default_route {
+            if !self.pools.contains_key(&d.pool) {
+                return Err(err(
+                    line_of(text, "pool", &d.pool),
+                    format!(
+                        "default_route.pool: no pool named {:?}; defined pools: {}",
+                        d.pool,
+                        known()
+                    ),
+                ));
+            }
+        }
+        if self.limits.max_body_bytes == 0 {
+            return Err(err(
+                line_of(text, "max_body_bytes", ""),
+                "limits.max_body_bytes: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The route table as `mcp-edge check` prints it.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let admin = self
+            .listen
+            .admin
+            .map_or("off".to_string(), |a| a.to_string());
+        let _ = writeln!(
+            out,
+            "listen    mcp {} (POST {})   admin {admin}",
+            self.listen.mcp, self.endpoint
+        );
+        let _ = writeln!(
+            out,
+            "threads   {} (work stealing {})",
+            self.threads,
+            if self.work_stealing { "on" } else { "off" }
+        );
+        let _ = writeln!(
+            out,
+            "upstream header  {}",
+            self.upstream_header.as_deref().unwrap_or("off")
+        );
+        let _ = writeln!(out, "\npools");
+        for (name, p) in &self.pools {
+            let policy = match p.balance {
+                Balance::RoundRobin => "round_robin".to_string(),
+                Balance::Hash => {
+                    format!("hash on {}", p.hash_key.clone().unwrap_or(HashKey::McpName))
+                }
+            };
+            let _ = writeln!(out, "  {name:<12} {policy:<24} {}", p.instances.join(", "));
+        }
+        let _ = writeln!(out, "\nroutes (first match wins)");
+        let _ = writeln!(
+            out,
+            "  {:<4} {:<16} {:<20} {:<24} {:<12} check",
+            "#", "route", "method", "name", "pool"
+        );
+        let pat = |p: &Option<Pattern>| p.as_ref().map_or("*".to_string(), |p| p.to_string());
+        for (i, r) in self.routes.iter().enumerate() {
+            let sample = r.validation.unwrap_or(self.validation).sample;
+            let _ = writeln!(
+                out,
+                "  {:<4} {:<16} {:<20} {:<24} {:<12} {}",
+                i + 1,
+                route_name(r, i),
+                pat(&r.matcher.method),
+                pat(&r.matcher.name),
+                r.pool,
+                describe_sample(sample)
+            );
+        }
+        match &self.default_route {
+            Some(d) => {
+                let sample = d.validation.unwrap_or(self.validation).sample;
+                let _ = writeln!(
+                    out,
+                    "  {:<4} {:<16} {:<20} {:<24} {:<12} {}",
+                    "-",
+                    "default",
+                    "*",
+                    "*",
+                    d.pool,
+                    describe_sample(sample)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  -    (no default route: unmatched requests get 404 / -32601)"
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nlimits    body {} bytes, headers {} bytes",
+            self.limits.max_body_bytes, self.limits.max_header_bytes
+        );
+        let t = &self.timeouts;
+        let _ = writeln!(
+            out,
+            "timeouts  connect {:?}, upstream read {:?}, upstream write {:?}, client body {:?}, idle {:?}",
+            t.connect, t.upstream_read, t.upstream_write, t.downstream_read, t.upstream_idle
+        );
+        out
+    }
+}
+
+/// The label of route `i`.
+pub fn route_name(r: &RouteConfig, i: usize) -> String {
+    r.name.clone().unwrap_or_else(|| format!("route-{}", i + 1))
+}
+
+fn describe_sample(s: f64) -> String {
+    if s >= 1.0 {
+        "every request".into()
+    } else if s <= 0.0 {
+        "off (header-only)".into()
+    } else {
+        format!("{:.0}% sampled", s * 100.0)
+    }
+}
+
+/// The 1-based line of the first `key: …value…` (or list item containing `value`) in `text`.
+/// Used for errors found after parsing (a dangling pool reference), where the YAML parser can no
+/// longer say where a value came from.
+fn line_of(text: &str, key: &str, value: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start().trim_start_matches("- ");
+            let key_ok = key.is_empty() || t.starts_with(&format!("{key}:"));
+            key_ok && (value.is_empty() || l.contains(value))
+        })
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = "pools:\n  default:\n    instances: [127.0.0.1:7001]\n";
+
+    #[test]
+    fn the_embedded_default_is_valid() {
+        let c = Config::parse(EMBEDDED_DEFAULT, "gateway.yaml").unwrap();
+        assert_eq!(c.listen.mcp.port(), 8080);
+        assert_eq!(c.pools["default"].instances.len(), 3);
+        assert!(c.describe().contains("default"));
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let c = Config::parse(MIN, "t.yaml").unwrap();
+        assert_eq!(c.endpoint, "/mcp");
+        assert_eq!(c.limits.max_body_bytes, 1 << 20);
+        assert_eq!(c.validation.sample, 1.0);
+        assert_eq!(c.upstream_header.as_deref(), Some("x-mcp-edge-upstream"));
+    }
+
+    fn err(text: &str) -> ConfigError {
+        Config::parse(text, "t.yaml").unwrap_err()
+    }
+
+    #[test]
+    fn unknown_keys_name_the_line_and_the_key() {
+        let e = err("pools:\n  default:\n    instances: [127.0.0.1:7001]\nroutes:\n  - match: {nmae: x}\n    pool: default\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(
+            e.message.contains("nmae") && e.message.contains("expected `method` or `name`"),
+            "{e}"
+        );
+        let e = err(&format!("{MIN}listn:\n  mcp: 127.0.0.1:1\n"));
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("listn"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_say_what_is_valid() {
+        let e = err(&format!("{MIN}validation:\n  sample: 2\n"));
+        assert!(e.message.contains("between 0.0"), "{e}");
+        assert!(e.line.is_some());
+        let e = err("pools:\n  default:\n    instances: [127.0.0.1:7001]\n    balance: random\n");
+        assert!(
+            e.message.contains("round_robin") && e.message.contains("hash"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(4), "{e}");
+        let e = err(&format!("{MIN}timeouts:\n  connect: soon\n"));
+        assert!(e.message.contains("not a duration"), "{e}");
+        let e = err("pools:\n  default:\n    instances: [127.0.0.1:7001]\n    balance: hash\n    hash_key: tenant\n");
+        assert!(e.message.contains("header:<name>"), "{e}");
+    }
+
+    #[test]
+    fn dangling_pool_reference_names_its_line() {
+        let e = err(&format!(
+            "{MIN}routes:\n  - match: {{method: tools/call}}\n    pool: tools\n"
+        ));
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(
+            e.message.contains("routes[0].pool") && e.message.contains("defined pools: default"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_and_bad_instances() {
+        let e = err("pools:\n  default:\n    instances: []\n");
+        assert!(e.message.contains("at least one instance"), "{e}");
+        let e = err("pools:\n  default:\n    instances: [nowhere]\n");
+        assert!(e.message.contains("host:port"), "{e}");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn upstream_header_can_be_turned_off() {
+        let c = Config::parse(&format!("{MIN}upstream_header: false\n"), "t").unwrap();
+        assert_eq!(c.upstream_header, None);
+        let c = Config::parse(&format!("{MIN}upstream_header: x-served-by\n"), "t").unwrap();
+        assert_eq!(c.upstream_header.as_deref(), Some("x-served-by"));
+    }
+}

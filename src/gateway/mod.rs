@@ -1,1 +1,723 @@
-//! (being built)
+//! The gateway: a pingora [`ProxyHttp`] whose phases are a request's journey, top to bottom.
+//!
+//! | pingora phase          | stage                                                            |
+//! |------------------------|------------------------------------------------------------------|
+//! | `request_filter`       | **route** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
+//! | `upstream_peer`        | **balance**: pick an instance of the route's pool                |
+//! | `request_body_filter`  | **inspect** (hold the bounded body, parse once) and **validate** |
+//! | `upstream_request_filter` | **forward**: strip hop-by-hop headers, body unchanged        |
+//! | `response_filter`      | name the instance that served the response                       |
+//! | `fail_to_proxy`        | answer a refusal or an upstream failure with a JSON-RPC error    |
+//! | `logging`              | **observe**: one access-log line                                 |
+//!
+//! **Why the body is held in `request_body_filter`.** The check needs the whole body, and the
+//! body must reach the upstream byte for byte. pingora can replay a pre-read body only through
+//! its retry buffer, which stops at 64 KiB (bodies above it would hang). So the route is chosen
+//! from the claimed headers, the connection to the instance is made, and the body chunks are
+//! held until the end of the stream, checked, then released in one piece. A request that fails
+//! the check is cut off before its body is sent: the instance never sees it complete, and the
+//! client gets the error. There is no size cliff: every body up to `limits.max_body_bytes`
+//! takes the same path. Requests the headers alone doom (missing or malformed MCP headers, a
+//! version older than 2026-07-28) are answered in `request_filter` without an upstream.
+//! When a route's sample skips the check, the body streams through untouched.
+
+pub mod admin;
+pub mod balance;
+pub mod inspect;
+pub mod observe;
+pub mod route;
+pub mod validate;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use pingora::server::configuration::ServerConf;
+use pingora::server::{RunArgs, ShutdownSignal, ShutdownSignalWatch};
+use pingora::upstreams::peer::HttpPeer;
+use pingora::ErrorType;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::mcp::envelope::EnvelopeError;
+use crate::mcp::methods::name_field;
+use crate::mcp::{codes, Claims, Envelope, Rejection};
+use balance::Pool;
+use inspect::BodyHold;
+use route::{Route, RouteTable};
+
+/// Everything the proxy needs, built once from a [`Config`].
+pub struct Gateway {
+    pub config: Config,
+    pub table: RouteTable,
+    /// Indexed like [`RouteTable::pools`].
+    pub pools: Vec<Pool>,
+    upstream_header: Option<http::HeaderName>,
+}
+
+impl Gateway {
+    pub fn new(config: Config) -> anyhow::Result<Gateway> {
+        let table = RouteTable::from_config(&config);
+        let pools = table
+            .pools
+            .iter()
+            .map(|name| Pool::build(name, &config.pools[name]))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let upstream_header = config
+            .upstream_header
+            .as_deref()
+            .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
+            .transpose()?;
+        Ok(Gateway {
+            config,
+            table,
+            pools,
+            upstream_header,
+        })
+    }
+
+    fn route(&self, r: RouteRef) -> Option<&Route> {
+        match r {
+            RouteRef::Index(i) => self.table.routes.get(i),
+            RouteRef::Default => self.table.default.as_ref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteRef {
+    Index(usize),
+    Default,
+}
+
+/// Per-request state, carried through the phases.
+pub struct RequestCtx {
+    started: Instant,
+    /// Claimed `Mcp-Method` (trimmed).
+    method: Option<String>,
+    /// Claimed, decoded `Mcp-Name`, for the methods that carry one.
+    name: Option<String>,
+    route: Option<RouteRef>,
+    pool: usize,
+    instance: Option<usize>,
+    /// Whether this request's headers are checked against its body.
+    check: bool,
+    hold: BodyHold,
+    body_len: usize,
+    envelope: Option<Envelope>,
+    /// The gateway's own answer, when it refuses the request.
+    rejection: Option<(Rejection, Option<Box<RawValue>>)>,
+    /// Whether the request body was fully read (the client connection may be reused).
+    body_consumed: bool,
+}
+
+/// The pingora service.
+pub struct Proxy {
+    gw: Arc<Gateway>,
+}
+
+impl Proxy {
+    pub fn new(gw: Arc<Gateway>) -> Self {
+        Proxy { gw }
+    }
+}
+
+/// Write a complete JSON response from the gateway itself.
+async fn respond(
+    session: &mut Session,
+    status: u16,
+    body: Vec<u8>,
+    extra: &[(&'static str, String)],
+) -> Result<()> {
+    let mut resp = ResponseHeader::build(status, Some(4))?;
+    resp.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    resp.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    for (k, v) in extra {
+        resp.insert_header(*k, v.as_str())?;
+    }
+    session.write_response_header(Box::new(resp), false).await?;
+    session
+        .write_response_body(Some(Bytes::from(body)), true)
+        .await
+}
+
+/// Refuse a request before any upstream is involved.
+async fn refuse(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    rej: Rejection,
+    id: Option<Box<RawValue>>,
+) -> Result<bool> {
+    let allow = [("allow", "POST".to_string())];
+    let extra: &[(&'static str, String)] = if rej.status == 405 { &allow } else { &[] };
+    if !ctx.body_consumed {
+        // The rest of the body is not worth draining: close the connection after answering.
+        session.set_keepalive(None);
+    }
+    respond(session, rej.status, rej.body(id.as_deref()), extra).await?;
+    ctx.rejection = Some((rej, id));
+    Ok(true)
+}
+
+/// Read a whole (bounded) body inside `request_filter`, for requests answered by the gateway.
+async fn read_body(session: &mut Session, limit: usize) -> std::result::Result<Bytes, Rejection> {
+    let mut hold = BodyHold::default();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => hold.push(chunk, limit).map_err(|t| too_large(t.limit))?,
+            Ok(None) => return Ok(hold.take()),
+            Err(e) => {
+                return Err(Rejection::new(
+                    400,
+                    codes::GATEWAY_REQUEST_INCOMPLETE,
+                    "body-incomplete",
+                    format!("The request body could not be read completely: {e}"),
+                ))
+            }
+        }
+    }
+}
+
+fn too_large(limit: usize) -> Rejection {
+    Rejection::new(
+        413,
+        codes::GATEWAY_BODY_TOO_LARGE,
+        "body-too-large",
+        format!("The request body is larger than this gateway's limit of {limit} bytes (limits.max_body_bytes)"),
+    )
+}
+
+fn envelope_rejection(e: EnvelopeError) -> (Rejection, Option<Box<RawValue>>) {
+    let rej = e.rejection();
+    let id = match e {
+        EnvelopeError::Invalid { id, .. } => id,
+        EnvelopeError::Parse(_) => None,
+    };
+    (rej, id)
+}
+
+/// Inspect and validate a complete body: the envelope, or the answer to send instead.
+fn inspect_and_validate(
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> std::result::Result<Envelope, (Rejection, Option<Box<RawValue>>)> {
+    let env = inspect::inspect(body).map_err(envelope_rejection)?;
+    match validate::validate(headers, &env) {
+        Ok(()) => Ok(env),
+        Err(rej) => Err((rej, env.id)),
+    }
+}
+
+/// The error that cuts off an upstream request the gateway refused mid-body.
+fn refused_error() -> Box<Error> {
+    Error::explain(
+        ErrorType::Custom("mcp-edge refused the request"),
+        "request refused by the gateway",
+    )
+}
+
+#[async_trait]
+impl ProxyHttp for Proxy {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> RequestCtx {
+        RequestCtx {
+            started: Instant::now(),
+            method: None,
+            name: None,
+            route: None,
+            pool: 0,
+            instance: None,
+            check: true,
+            hold: BodyHold::default(),
+            body_len: 0,
+            envelope: None,
+            rejection: None,
+            body_consumed: false,
+        }
+    }
+
+    /// Route (and refuse early) on what the headers claim, before the body.
+    async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+        let gw = &*self.gw;
+        let limits = &gw.config.limits;
+        session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
+
+        let req = session.req_header();
+        if req.uri.path() != gw.config.endpoint {
+            let msg = format!(
+                "Not found: the MCP endpoint of this gateway is POST {}",
+                gw.config.endpoint
+            );
+            return refuse(
+                session,
+                ctx,
+                Rejection::new(404, codes::INVALID_REQUEST, "not-found", msg),
+                None,
+            )
+            .await;
+        }
+        if req.method != http::Method::POST {
+            let msg = format!(
+                "Method {} is not allowed: MCP 2026-07-28 uses POST only",
+                req.method
+            );
+            return refuse(
+                session,
+                ctx,
+                Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg),
+                None,
+            )
+            .await;
+        }
+        let header_bytes: usize = req
+            .headers
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum();
+        if header_bytes > limits.max_header_bytes {
+            let msg = format!(
+                "The request headers total {header_bytes} bytes, over this gateway's limit of {} (limits.max_header_bytes)",
+                limits.max_header_bytes
+            );
+            return refuse(
+                session,
+                ctx,
+                Rejection::new(431, codes::INVALID_REQUEST, "headers-too-large", msg),
+                None,
+            )
+            .await;
+        }
+        let declared = req
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if declared.is_some_and(|n| n > limits.max_body_bytes) {
+            return refuse(session, ctx, too_large(limits.max_body_bytes), None).await;
+        }
+        let expects_continue = req
+            .headers
+            .get(http::header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+
+        // Route on the claims.
+        let claims = Claims::read(&req.headers);
+        let doomed = claims.doomed(validate::POLICY);
+        ctx.method = claims.method.value().map(str::to_owned);
+        ctx.name = match ctx.method.as_deref().and_then(name_field) {
+            Some(_) => claims.name.value().map(str::to_owned),
+            None => None,
+        };
+        drop(claims);
+        if expects_continue {
+            session.write_continue_response().await?;
+        }
+
+        if doomed {
+            // The headers alone doom the request; read the body only to echo its id. The retry
+            // buffer keeps a small body forwardable in the one case that still passes: a
+            // notification, which needs no MCP headers.
+            session.enable_retry_buffering();
+            let body = match read_body(session, limits.max_body_bytes).await {
+                Ok(b) => b,
+                Err(rej) => return refuse(session, ctx, rej, None).await,
+            };
+            ctx.body_consumed = true;
+            ctx.body_len = body.len();
+            match inspect_and_validate(&session.req_header().headers, &body) {
+                Err((rej, id)) => return refuse(session, ctx, rej, id).await,
+                Ok(env) if session.as_ref().retry_buffer_truncated() => {
+                    let rej = Rejection::header_mismatch(
+                        "mcp-method-missing",
+                        "A notification larger than 64 KiB must carry the Mcp-Method header",
+                    );
+                    return refuse(session, ctx, rej, env.id).await;
+                }
+                Ok(env) => {
+                    ctx.envelope = Some(env);
+                    ctx.check = false; // already checked
+                }
+            }
+        }
+
+        let route = gw.table.select(ctx.method.as_deref(), ctx.name.as_deref());
+        let Some(route) = route else {
+            let msg = format!(
+                "No route for method {:?}{}: this gateway has no default_route",
+                ctx.method.as_deref().unwrap_or(""),
+                ctx.name
+                    .as_deref()
+                    .map(|n| format!(" name {n:?}"))
+                    .unwrap_or_default()
+            );
+            let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
+            return refuse(
+                session,
+                ctx,
+                Rejection::new(404, codes::METHOD_NOT_FOUND, "no-route", msg),
+                id,
+            )
+            .await;
+        };
+        ctx.pool = route.pool;
+        ctx.route = Some(
+            match gw.table.routes.iter().position(|r| std::ptr::eq(r, route)) {
+                Some(i) => RouteRef::Index(i),
+                None => RouteRef::Default,
+            },
+        );
+        if !doomed {
+            ctx.check = validate::sampled(route.sample);
+        }
+        Ok(false)
+    }
+
+    /// Balance: pick an instance of the route's pool.
+    async fn upstream_peer(
+        &self,
+        session: &mut Session,
+        ctx: &mut RequestCtx,
+    ) -> Result<Box<HttpPeer>> {
+        let gw = &*self.gw;
+        let pool = &gw.pools[ctx.pool];
+        let idx = pool
+            .pick(ctx.name.as_deref(), &session.req_header().headers)
+            .ok_or_else(|| {
+                Error::explain(
+                    ErrorType::ConnectNoRoute,
+                    format!("pool {} has no usable instance", pool.name),
+                )
+            })?;
+        ctx.instance = Some(idx);
+        let t = &gw.config.timeouts;
+        let mut peer = HttpPeer::new(pool.instances[idx].addr, false, String::new());
+        peer.options.connection_timeout = Some(t.connect);
+        peer.options.total_connection_timeout = Some(t.connect);
+        peer.options.read_timeout = Some(t.upstream_read);
+        peer.options.write_timeout = Some(t.upstream_write);
+        peer.options.idle_timeout = Some(t.upstream_idle);
+        Ok(Box::new(peer))
+    }
+
+    /// Forward: the request as the client sent it, minus hop-by-hop headers.
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        upstream: &mut pingora::http::RequestHeader,
+        _ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        let listed: Vec<String> = upstream
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(',').map(|s| s.trim().to_ascii_lowercase()))
+            .filter(|s| !s.is_empty() && s != "close" && s != "keep-alive")
+            .collect();
+        for name in listed {
+            upstream.remove_header(name.as_str());
+        }
+        for name in [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "upgrade",
+            "expect",
+        ] {
+            upstream.remove_header(name);
+        }
+        Ok(())
+    }
+
+    /// Inspect and validate: hold the body until it is complete, check it, release it whole.
+    async fn request_body_filter(
+        &self,
+        session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        let limit = self.gw.config.limits.max_body_bytes;
+        if !ctx.check {
+            // Header-only fast path: stream through, bounded.
+            ctx.body_len += body.as_ref().map_or(0, Bytes::len);
+            if ctx.body_len > limit {
+                ctx.rejection = Some((too_large(limit), None));
+                return Err(refused_error());
+            }
+            return Ok(());
+        }
+        if let Some(chunk) = body.take() {
+            if let Err(t) = ctx.hold.push(chunk, limit) {
+                ctx.rejection = Some((too_large(t.limit), None));
+                return Err(refused_error());
+            }
+        }
+        if !end_of_stream {
+            // An empty chunk is skipped by pingora; `None` would end the upstream body.
+            *body = Some(Bytes::new());
+            return Ok(());
+        }
+        ctx.body_consumed = true;
+        ctx.body_len = ctx.hold.len();
+        let full = ctx.hold.take();
+        match inspect_and_validate(&session.req_header().headers, &full) {
+            Ok(env) => {
+                ctx.envelope = Some(env);
+                *body = Some(full);
+                Ok(())
+            }
+            Err(refusal) => {
+                ctx.rejection = Some(refusal);
+                Err(refused_error())
+            }
+        }
+    }
+
+    /// Name the instance that served the response.
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        upstream_response: &mut ResponseHeader,
+        ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        if let (Some(name), Some(idx)) = (&self.gw.upstream_header, ctx.instance) {
+            let inst = &self.gw.pools[ctx.pool].instances[idx];
+            upstream_response.insert_header(name.clone(), inst.header_value.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body.
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        ctx: &mut RequestCtx,
+    ) -> FailToProxy {
+        let id = ctx.envelope.as_ref().and_then(|env| env.id.clone());
+        let (rej, id) = match ctx.rejection.take() {
+            Some(r) => r,
+            None => (upstream_failure(e, ctx, &self.gw), id),
+        };
+        let can_reuse = ctx.body_consumed && rej.status < 500;
+        if matches!(
+            e.etype(),
+            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
+        ) && e.esource() == &pingora::ErrorSource::Downstream
+        {
+            // The client is gone; nothing can be written.
+            ctx.rejection = Some((rej, id));
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
+        if !can_reuse {
+            session.set_keepalive(None);
+        }
+        let status = rej.status;
+        if let Err(err) = respond(session, status, rej.body(id.as_deref()), &[]).await {
+            tracing::debug!("could not send the error response: {err}");
+        }
+        ctx.rejection = Some((rej, id));
+        FailToProxy {
+            error_code: status,
+            can_reuse_downstream: can_reuse,
+        }
+    }
+
+    fn suppress_error_log(&self, _session: &Session, ctx: &RequestCtx, _error: &Error) -> bool {
+        // Refusals are logged once, in the access log.
+        ctx.rejection.is_some()
+    }
+
+    /// Observe: one access-log line.
+    async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
+        let gw = &*self.gw;
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        let rejection = ctx.rejection.as_ref().map(|(r, _)| r);
+        let route = ctx.route.and_then(|r| gw.route(r));
+        let instance = ctx
+            .instance
+            .map(|i| gw.pools[ctx.pool].instances[i].name.as_str());
+        observe::access_log(&observe::Outcome {
+            method: ctx.method.as_deref(),
+            name: ctx.name.as_deref(),
+            route: route.map(|r| r.name.as_str()),
+            instance,
+            status,
+            gateway_code: rejection.map(|r| r.code),
+            reason: rejection.map(|r| r.reason),
+            checked: ctx.envelope.is_some(),
+            retry_leg: ctx.envelope.as_ref().is_some_and(Envelope::is_retry_leg),
+            bytes_in: ctx.body_len,
+            bytes_out: session.body_bytes_sent(),
+            duration: ctx.started.elapsed(),
+        });
+    }
+}
+
+/// The answer for a request that could not be proxied.
+fn upstream_failure(e: &Error, ctx: &RequestCtx, gw: &Gateway) -> Rejection {
+    let instance = ctx
+        .instance
+        .map(|i| gw.pools[ctx.pool].instances[i].name.clone())
+        .unwrap_or_else(|| format!("pool {}", gw.pools[ctx.pool].name));
+    use ErrorType::*;
+    match e.etype() {
+        ConnectTimedout | ConnectRefused | ConnectNoRoute | ConnectError | SocketError | BindError => Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+            "upstream-unavailable",
+            format!("The upstream instance {instance} could not be reached ({}); the request was not delivered", e.etype().as_str()),
+        ),
+        ReadTimedout | WriteTimedout => Rejection::new(
+            504,
+            codes::GATEWAY_UPSTREAM_TIMEOUT,
+            "upstream-timeout",
+            format!("The upstream instance {instance} did not answer in time ({})", e.etype().as_str()),
+        ),
+        _ if e.esource() == &pingora::ErrorSource::Downstream => Rejection::new(
+            400,
+            codes::GATEWAY_REQUEST_INCOMPLETE,
+            "request-incomplete",
+            format!("The request could not be read from the client: {}", e.etype().as_str()),
+        ),
+        _ => Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_FAILED,
+            "upstream-failed",
+            format!(
+                "The upstream instance {instance} failed after the request was sent ({}); it was not re-sent because tools/call may have side effects",
+                e.etype().as_str()
+            ),
+        ),
+    }
+}
+
+/// Builds the pingora server for a config: the MCP proxy service and the admin service.
+pub fn build_server(config: Config) -> anyhow::Result<Server> {
+    for (what, addr) in [
+        ("listen.mcp", Some(config.listen.mcp)),
+        ("listen.admin", config.listen.admin),
+    ] {
+        if let Some(addr) = addr {
+            // Fail with a clear message before pingora tries (it would exit the process).
+            std::net::TcpListener::bind(addr).map_err(|e| {
+                anyhow::anyhow!(
+                    "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
+                    addr.port()
+                )
+            })?;
+        }
+    }
+    let conf = ServerConf {
+        threads: config.threads,
+        work_stealing: config.work_stealing,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(5),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let mcp_addr = config.listen.mcp;
+    let admin_addr = config.listen.admin;
+    let gw = Arc::new(Gateway::new(config)?);
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+        &server.configuration,
+        Proxy::new(gw.clone()),
+        "mcp-edge",
+    );
+    proxy.add_tcp(&mcp_addr.to_string());
+    server.add_service(proxy);
+    if let Some(addr) = admin_addr {
+        let mut admin = pingora::services::listening::Service::new(
+            "mcp-edge admin".into(),
+            admin::AdminApp { gateway: gw },
+        );
+        admin.add_tcp(&addr.to_string());
+        server.add_service(admin);
+    }
+    server.bootstrap();
+    Ok(server)
+}
+
+/// Run the gateway until SIGINT/SIGTERM (blocking; must not be called inside a tokio runtime).
+pub fn serve(config: Config) -> anyhow::Result<()> {
+    let server = build_server(config)?;
+    server.run(RunArgs::default());
+    Ok(())
+}
+
+/// A shutdown trigger for an embedded gateway.
+struct Trigger(Arc<tokio::sync::Notify>);
+
+#[async_trait]
+impl ShutdownSignalWatch for Trigger {
+    async fn recv(&self) -> ShutdownSignal {
+        self.0.notified().await;
+        ShutdownSignal::FastShutdown
+    }
+}
+
+/// A gateway running on its own thread (for the demo and tests).
+pub struct RunningGateway {
+    stop: Arc<tokio::sync::Notify>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub mcp_addr: std::net::SocketAddr,
+    pub admin_addr: Option<std::net::SocketAddr>,
+}
+
+impl RunningGateway {
+    /// Start a gateway and wait until its MCP listener accepts connections.
+    pub fn start(config: Config) -> anyhow::Result<RunningGateway> {
+        let (mcp_addr, admin_addr) = (config.listen.mcp, config.listen.admin);
+        let server = build_server(config)?;
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let trigger = Trigger(stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("mcp-edge-gateway".into())
+            .spawn(move || {
+                server.run(RunArgs {
+                    shutdown_signal: Box::new(trigger),
+                });
+            })?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(mcp_addr).is_err() {
+            if Instant::now() > deadline {
+                anyhow::bail!("the gateway did not start listening on {mcp_addr} within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(RunningGateway {
+            stop,
+            thread: Some(thread),
+            mcp_addr,
+            admin_addr,
+        })
+    }
+
+    /// Stop the gateway and wait for its thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.notify_one();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for RunningGateway {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}

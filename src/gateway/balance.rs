@@ -1,0 +1,194 @@
+//! Balance stage: pick an instance of a pool.
+//!
+//! `round_robin` spreads requests evenly; `hash` is consistent hashing (ketama, from
+//! pingora-load-balancing) on the decoded `Mcp-Name`, a hash of the bearer token or a named
+//! header, so a tool's traffic stays warm on one instance and adding or removing one of N
+//! instances moves only about 1/N of the keys. A request without a key (no name, no token, no
+//! header) is spread like round robin.
+
+use pingora::lb::selection::{Consistent, RoundRobin};
+use pingora::lb::LoadBalancer;
+use std::hash::{Hash, Hasher};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::{Balance, HashKey, PoolConfig};
+use crate::mcp::header::bearer_token;
+
+/// One upstream instance.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// The name as configured (`host:port`), used in the upstream header, logs and metrics.
+    pub name: String,
+    pub addr: SocketAddr,
+    /// `name` as a ready-made header value.
+    pub header_value: http::HeaderValue,
+}
+
+enum Selector {
+    RoundRobin(LoadBalancer<RoundRobin>),
+    Hash(LoadBalancer<Consistent>, HashKey),
+}
+
+/// A pool of instances and how to choose among them.
+pub struct Pool {
+    pub name: String,
+    pub instances: Vec<Instance>,
+    selector: Selector,
+    /// Spreads keyless requests of a hash pool.
+    counter: AtomicU64,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .field("instances", &self.instances)
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Build a pool from validated config (host names are resolved once, here).
+    pub fn build(name: &str, cfg: &PoolConfig) -> anyhow::Result<Pool> {
+        let mut instances = Vec::with_capacity(cfg.instances.len());
+        for inst in &cfg.instances {
+            let addr = inst
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| anyhow::anyhow!("pools.{name}: cannot resolve instance {inst:?}"))?;
+            let header_value = http::HeaderValue::from_str(inst).map_err(|_| {
+                anyhow::anyhow!("pools.{name}: instance {inst:?} is not a valid header value")
+            })?;
+            instances.push(Instance {
+                name: inst.clone(),
+                addr,
+                header_value,
+            });
+        }
+        let addrs: Vec<SocketAddr> = instances.iter().map(|i| i.addr).collect();
+        let selector = match cfg.balance {
+            Balance::RoundRobin => Selector::RoundRobin(LoadBalancer::try_from_iter(addrs)?),
+            Balance::Hash => Selector::Hash(
+                LoadBalancer::try_from_iter(addrs)?,
+                cfg.hash_key.clone().unwrap_or(HashKey::McpName),
+            ),
+        };
+        Ok(Pool {
+            name: name.to_string(),
+            instances,
+            selector,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// The index of the instance to send a request to; `name` is the decoded `Mcp-Name`.
+    pub fn pick(&self, name: Option<&str>, headers: &http::HeaderMap) -> Option<usize> {
+        let backend = match &self.selector {
+            Selector::RoundRobin(lb) => lb.select(b"", 256)?,
+            Selector::Hash(lb, key) => {
+                let k = shard_key(key, name, headers).unwrap_or_else(|| {
+                    self.counter
+                        .fetch_add(1, Ordering::Relaxed)
+                        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                });
+                lb.select(&k.to_le_bytes(), 256)?
+            }
+        };
+        let addr = backend.addr.as_inet()?;
+        self.instances.iter().position(|i| i.addr == *addr)
+    }
+}
+
+/// The shard key of a request, hashed to 64 bits (so a bearer token never leaves this function).
+pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -> Option<u64> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match key {
+        HashKey::McpName => name?.hash(&mut h),
+        HashKey::Principal => bearer_token(headers)?.hash(&mut h),
+        HashKey::Header(n) => headers.get(n)?.as_bytes().hash(&mut h),
+    }
+    Some(h.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn pool(n: usize, balance: Balance, key: Option<HashKey>) -> Pool {
+        let cfg = PoolConfig {
+            instances: (0..n).map(|i| format!("127.0.0.1:{}", 7001 + i)).collect(),
+            balance,
+            hash_key: key,
+        };
+        Pool::build("p", &cfg).unwrap()
+    }
+
+    #[test]
+    fn round_robin_spreads_evenly() {
+        let p = pool(3, Balance::RoundRobin, None);
+        let h = http::HeaderMap::new();
+        let mut counts = [0; 3];
+        for _ in 0..300 {
+            counts[p.pick(None, &h).unwrap()] += 1;
+        }
+        assert_eq!(counts, [100, 100, 100]);
+    }
+
+    #[test]
+    fn hash_is_stable_spreads_and_moves_about_one_nth() {
+        let five = pool(5, Balance::Hash, None);
+        let four = pool(4, Balance::Hash, None);
+        let h = http::HeaderMap::new();
+        let keys: Vec<String> = (0..5000).map(|i| format!("tool_{i}")).collect();
+        let on = |p: &Pool, k: &str| p.instances[p.pick(Some(k), &h).unwrap()].name.clone();
+        let mut spread: HashMap<String, usize> = HashMap::new();
+        let mut moved = 0;
+        for k in &keys {
+            let a = on(&five, k);
+            assert_eq!(a, on(&five, k), "stable per key");
+            let b = on(&four, k);
+            if a != b {
+                moved += 1;
+                // Only keys of the removed instance move.
+                assert_eq!(a, "127.0.0.1:7005", "{k} moved from a surviving instance");
+            }
+            *spread.entry(a).or_default() += 1;
+        }
+        assert_eq!(spread.len(), 5);
+        for (inst, n) in &spread {
+            assert!((500..=1600).contains(n), "{inst} got {n} of 5000 keys");
+        }
+        let share = moved as f64 / keys.len() as f64;
+        assert!((0.1..=0.3).contains(&share), "moved {share}");
+    }
+
+    #[test]
+    fn principal_and_header_keys() {
+        let p = pool(4, Balance::Hash, Some(HashKey::Principal));
+        let mut h = http::HeaderMap::new();
+        h.insert("authorization", "Bearer alice".parse().unwrap());
+        let a = p.pick(None, &h);
+        for _ in 0..10 {
+            assert_eq!(
+                p.pick(Some("different-tool"), &h),
+                a,
+                "principal keys ignore the name"
+            );
+        }
+        let p = pool(
+            4,
+            Balance::Hash,
+            Some(HashKey::Header(http::HeaderName::from_static("x-tenant"))),
+        );
+        h.insert("x-tenant", "acme".parse().unwrap());
+        let a = p.pick(None, &h);
+        assert!((0..10).all(|_| p.pick(None, &h) == a));
+        // Without the header, requests spread.
+        let none = http::HeaderMap::new();
+        let picks: std::collections::HashSet<_> = (0..50).map(|_| p.pick(None, &none)).collect();
+        assert!(picks.len() > 1);
+    }
+}

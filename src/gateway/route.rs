@@ -1,0 +1,219 @@
+//! Route stage: match the claimed `Mcp-Method` / `Mcp-Name` against the ordered route table.
+//!
+//! Runs before the body is read, on what the headers *claim*; the validate stage later proves
+//! the claim against the body (or the route's sample skips that proof). Matching allocates
+//! nothing.
+
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+
+use crate::config::{route_name, Config, Validation};
+
+/// A value pattern: exact, `prefix*`, or a glob with `*` (any run) and `?` (one character).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pattern {
+    Any,
+    Exact(String),
+    Prefix(String),
+    Glob(String),
+}
+
+impl Pattern {
+    pub fn parse(s: &str) -> Pattern {
+        if s == "*" {
+            return Pattern::Any;
+        }
+        let wild = |c: char| c == '*' || c == '?';
+        match s.find(wild) {
+            None => Pattern::Exact(s.to_string()),
+            Some(i) if i == s.len() - 1 && s.ends_with('*') => Pattern::Prefix(s[..i].to_string()),
+            Some(_) => Pattern::Glob(s.to_string()),
+        }
+    }
+
+    pub fn matches(&self, v: &str) -> bool {
+        match self {
+            Pattern::Any => true,
+            Pattern::Exact(e) => e == v,
+            Pattern::Prefix(p) => v.starts_with(p.as_str()),
+            Pattern::Glob(g) => glob(g, v),
+        }
+    }
+}
+
+/// Iterative glob match with backtracking to the last `*`; `?` is one character. No allocation.
+fn glob(p: &str, v: &str) -> bool {
+    let first = |s: &str, i: usize| s[i..].chars().next();
+    let (mut pi, mut vi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while let Some(vc) = first(v, vi) {
+        match first(p, pi) {
+            Some('*') => {
+                star = Some((pi, vi));
+                pi += 1;
+                continue;
+            }
+            Some(pc) if pc == '?' || pc == vc => {
+                pi += pc.len_utf8();
+                vi += vc.len_utf8();
+                continue;
+            }
+            _ => {}
+        }
+        let Some((sp, sv)) = star else { return false };
+        // Let the last `*` swallow one more character and retry from there.
+        let next = sv + first(v, sv).map_or(1, char::len_utf8);
+        pi = sp + 1;
+        vi = next;
+        star = Some((sp, next));
+    }
+    p[pi..].chars().all(|c| c == '*')
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Pattern::Any => f.write_str("*"),
+            Pattern::Exact(s) | Pattern::Glob(s) => f.write_str(s),
+            Pattern::Prefix(p) => write!(f, "{p}*"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Err(serde::de::Error::custom(
+                "a match pattern cannot be empty; omit it to match anything",
+            ));
+        }
+        Ok(Pattern::parse(&s))
+    }
+}
+
+/// One resolved route.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub name: String,
+    pub method: Option<Pattern>,
+    pub mcp_name: Option<Pattern>,
+    /// Index of the pool in [`RouteTable::pools`].
+    pub pool: usize,
+    /// Share of requests whose headers are checked against the body.
+    pub sample: f64,
+}
+
+impl Route {
+    fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
+        let ok = |p: &Option<Pattern>, v: Option<&str>| match (p, v) {
+            (None, _) => true,
+            (Some(p), Some(v)) => p.matches(v),
+            (Some(_), None) => false,
+        };
+        ok(&self.method, method) && ok(&self.mcp_name, name)
+    }
+}
+
+/// The ordered routes plus the default.
+#[derive(Debug, Clone)]
+pub struct RouteTable {
+    pub routes: Vec<Route>,
+    pub default: Option<Route>,
+    /// Pool names, indexed by [`Route::pool`].
+    pub pools: Vec<String>,
+}
+
+impl RouteTable {
+    pub fn from_config(cfg: &Config) -> RouteTable {
+        let pools: Vec<String> = cfg.pools.keys().cloned().collect();
+        let pool_index = |name: &str| {
+            pools
+                .iter()
+                .position(|p| p == name)
+                .expect("validated pool reference")
+        };
+        let sample = |v: Option<Validation>| v.unwrap_or(cfg.validation).sample;
+        let routes = cfg
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Route {
+                name: route_name(r, i),
+                method: r.matcher.method.clone(),
+                mcp_name: r.matcher.name.clone(),
+                pool: pool_index(&r.pool),
+                sample: sample(r.validation),
+            })
+            .collect();
+        let default = cfg.default_route.as_ref().map(|d| Route {
+            name: "default".into(),
+            method: None,
+            mcp_name: None,
+            pool: pool_index(&d.pool),
+            sample: sample(d.validation),
+        });
+        RouteTable {
+            routes,
+            default,
+            pools,
+        }
+    }
+
+    /// The route for a request claiming `method` and (for the methods that carry one) `name`.
+    pub fn select(&self, method: Option<&str>, name: Option<&str>) -> Option<&Route> {
+        self.routes
+            .iter()
+            .find(|r| r.matches(method, name))
+            .or(self.default.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns() {
+        assert!(Pattern::parse("tools/call").matches("tools/call"));
+        assert!(!Pattern::parse("tools/call").matches("tools/call2"));
+        assert_eq!(Pattern::parse("tools/*"), Pattern::Prefix("tools/".into()));
+        assert!(Pattern::parse("tools/*").matches("tools/list"));
+        assert!(!Pattern::parse("tools/*").matches("prompts/list"));
+        assert!(Pattern::parse("deploy_*").matches("deploy_"));
+        assert!(Pattern::parse("*_prod").matches("deploy_prod"));
+        assert!(!Pattern::parse("*_prod").matches("deploy_dev"));
+        assert!(Pattern::parse("a*b*c").matches("aXXbYYbZc"));
+        assert!(!Pattern::parse("a*b*c").matches("aXXbYY"));
+        assert!(Pattern::parse("m?t?o").matches("météo"));
+        assert!(Pattern::parse("file:///srv/*.toml").matches("file:///srv/app/config.toml"));
+        assert!(Pattern::parse("*").matches(""));
+    }
+
+    fn table(yaml: &str) -> RouteTable {
+        RouteTable::from_config(&Config::parse(yaml, "t").unwrap())
+    }
+
+    #[test]
+    fn first_match_wins_then_default() {
+        let t = table(
+            "pools:\n  a: {instances: [127.0.0.1:1]}\n  b: {instances: [127.0.0.1:2]}\n  c: {instances: [127.0.0.1:3]}\n\
+             routes:\n  - {match: {method: tools/call, name: deploy_*}, pool: a}\n  - {match: {method: tools/*}, pool: b}\n\
+             default_route: {pool: c}\n",
+        );
+        let pool =
+            |m: Option<&str>, n: Option<&str>| t.select(m, n).map(|r| t.pools[r.pool].as_str());
+        assert_eq!(pool(Some("tools/call"), Some("deploy_x")), Some("a"));
+        assert_eq!(pool(Some("tools/call"), Some("lookup")), Some("b"));
+        assert_eq!(pool(Some("tools/list"), None), Some("b"));
+        assert_eq!(pool(Some("server/discover"), None), Some("c"));
+        assert_eq!(pool(None, None), Some("c"));
+    }
+
+    #[test]
+    fn without_default_nothing_matches() {
+        let t = table("pools:\n  a: {instances: [127.0.0.1:1]}\nroutes:\n  - {match: {method: tools/call}, pool: a}\n");
+        assert!(t.select(Some("tools/list"), None).is_none());
+        assert!(t.select(Some("tools/call"), Some("x")).is_some());
+    }
+}
