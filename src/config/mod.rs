@@ -50,6 +50,31 @@ pub struct Config {
     pub limits: Limits,
     #[serde(default)]
     pub timeouts: Timeouts,
+    #[serde(default)]
+    pub retries: Retries,
+}
+
+/// Which failed requests are tried again on another instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retries {
+    /// A request that never reached an instance (connection refused or timed out) is tried on up
+    /// to this many other instances of its pool. A request that was delivered is never re-sent:
+    /// `tools/call` may have side effects.
+    #[serde(default = "default_connect_retries")]
+    pub connect_failure: usize,
+}
+
+impl Default for Retries {
+    fn default() -> Self {
+        Retries {
+            connect_failure: default_connect_retries(),
+        }
+    }
+}
+
+fn default_connect_retries() -> usize {
+    2
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -535,6 +560,11 @@ impl Config {
             out,
             "\nlimits    body {} bytes, headers {} bytes",
             self.limits.max_body_bytes, self.limits.max_header_bytes
+        );
+        let _ = writeln!(
+            out,
+            "retries   a request that could not connect is tried on up to {} other instances",
+            self.retries.connect_failure
         );
         let t = &self.timeouts;
         let _ = writeln!(

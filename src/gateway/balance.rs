@@ -85,19 +85,56 @@ impl Pool {
 
     /// The index of the instance to send a request to; `name` is the decoded `Mcp-Name`.
     pub fn pick(&self, name: Option<&str>, headers: &http::HeaderMap) -> Option<usize> {
+        self.pick_excluding(name, headers, Tried::default())
+    }
+
+    /// Like [`Pool::pick`], skipping instances already tried for this request. With consistent
+    /// hashing the next instance on the ring is chosen, so a retried key still lands on a
+    /// stable second choice.
+    pub fn pick_excluding(
+        &self,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        tried: Tried,
+    ) -> Option<usize> {
+        let index_of = |b: &pingora::lb::Backend| {
+            let addr = b.addr.as_inet()?;
+            self.instances.iter().position(|i| i.addr == *addr)
+        };
+        let accept = |b: &pingora::lb::Backend, healthy: bool| {
+            healthy && index_of(b).is_some_and(|i| !tried.has(i))
+        };
         let backend = match &self.selector {
-            Selector::RoundRobin(lb) => lb.select(b"", 256)?,
+            Selector::RoundRobin(lb) => lb.select_with(b"", 256, accept)?,
             Selector::Hash(lb, key) => {
                 let k = shard_key(key, name, headers).unwrap_or_else(|| {
                     self.counter
                         .fetch_add(1, Ordering::Relaxed)
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 });
-                lb.select(&k.to_le_bytes(), 256)?
+                lb.select_with(&k.to_le_bytes(), 256, accept)?
             }
         };
-        let addr = backend.addr.as_inet()?;
-        self.instances.iter().position(|i| i.addr == *addr)
+        index_of(&backend)
+    }
+}
+
+/// The set of instance indices a request has been sent to (pools hold at most 64 instances
+/// for this purpose; later ones are never marked).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tried(u64);
+
+impl Tried {
+    pub fn add(&mut self, i: usize) {
+        if i < 64 {
+            self.0 |= 1 << i;
+        }
+    }
+    pub fn has(self, i: usize) -> bool {
+        i < 64 && self.0 & (1 << i) != 0
+    }
+    pub fn count(self) -> u32 {
+        self.0.count_ones()
     }
 }
 
@@ -163,6 +200,22 @@ mod tests {
         }
         let share = moved as f64 / keys.len() as f64;
         assert!((0.1..=0.3).contains(&share), "moved {share}");
+    }
+
+    #[test]
+    fn excluding_tried_instances_finds_another_and_then_none() {
+        let h = http::HeaderMap::new();
+        for balance in [Balance::RoundRobin, Balance::Hash] {
+            let p = pool(3, balance, None);
+            let mut tried = Tried::default();
+            for _ in 0..3 {
+                let i = p.pick_excluding(Some("k"), &h, tried).unwrap();
+                assert!(!tried.has(i));
+                tried.add(i);
+            }
+            assert_eq!(tried.count(), 3);
+            assert_eq!(p.pick_excluding(Some("k"), &h, tried), None);
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ use crate::config::Config;
 use crate::mcp::envelope::EnvelopeError;
 use crate::mcp::methods::name_field;
 use crate::mcp::{codes, Claims, Envelope, Rejection};
-use balance::Pool;
+use balance::{Pool, Tried};
 use inspect::BodyHold;
 use route::{Route, RouteTable};
 
@@ -103,6 +103,8 @@ pub struct RequestCtx {
     route: Option<RouteRef>,
     pool: usize,
     instance: Option<usize>,
+    /// Instances this request was sent to (connect failures are retried elsewhere).
+    tried: Tried,
     /// Whether this request's headers are checked against its body.
     check: bool,
     hold: BodyHold,
@@ -231,6 +233,7 @@ impl ProxyHttp for Proxy {
             route: None,
             pool: 0,
             instance: None,
+            tried: Tried::default(),
             check: true,
             hold: BodyHold::default(),
             body_len: 0,
@@ -384,15 +387,14 @@ impl ProxyHttp for Proxy {
     ) -> Result<Box<HttpPeer>> {
         let gw = &*self.gw;
         let pool = &gw.pools[ctx.pool];
-        let idx = pool
-            .pick(ctx.name.as_deref(), &session.req_header().headers)
-            .ok_or_else(|| {
-                Error::explain(
-                    ErrorType::ConnectNoRoute,
-                    format!("pool {} has no usable instance", pool.name),
-                )
-            })?;
+        let headers = &session.req_header().headers;
+        let idx = pool.pick_excluding(ctx.name.as_deref(), headers, ctx.tried);
+        let idx = idx.ok_or_else(|| {
+            let msg = format!("pool {} has no usable instance left", pool.name);
+            Error::explain(ErrorType::ConnectNoRoute, msg)
+        })?;
         ctx.instance = Some(idx);
+        ctx.tried.add(idx);
         let t = &gw.config.timeouts;
         let mut peer = HttpPeer::new(pool.instances[idx].addr, false, String::new());
         peer.options.connection_timeout = Some(t.connect);
@@ -494,6 +496,22 @@ impl ProxyHttp for Proxy {
         Ok(())
     }
 
+    /// A request that never reached its instance may go to another one.
+    fn fail_to_connect(
+        &self,
+        _session: &mut Session,
+        _peer: &HttpPeer,
+        ctx: &mut RequestCtx,
+        mut e: Box<Error>,
+    ) -> Box<Error> {
+        let tried = ctx.tried.count() as usize;
+        let pool = &self.gw.pools[ctx.pool];
+        if tried <= self.gw.config.retries.connect_failure && tried < pool.instances.len() {
+            e.set_retry(true);
+        }
+        e
+    }
+
     /// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body.
     async fn fail_to_proxy(
         &self,
@@ -501,6 +519,18 @@ impl ProxyHttp for Proxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
+        let upstream_side = e.esource() != &pingora::ErrorSource::Downstream;
+        if ctx.rejection.is_none() && ctx.envelope.is_none() && !ctx.body_consumed && upstream_side
+        {
+            // The upstream failed before the body was read (e.g. it could not be reached): read
+            // it now, bounded, to echo the request id and keep the client connection usable.
+            let limit = self.gw.config.limits.max_body_bytes;
+            if let Ok(body) = read_body(session, limit).await {
+                ctx.body_consumed = true;
+                ctx.body_len = body.len();
+                ctx.envelope = inspect::inspect(&body).ok();
+            }
+        }
         let id = ctx.envelope.as_ref().and_then(|env| env.id.clone());
         let (rej, id) = match ctx.rejection.take() {
             Some(r) => r,

@@ -29,6 +29,8 @@ pub fn free_port() -> u16 {
 #[derive(Debug, Clone)]
 pub struct Received {
     pub instance: usize,
+    /// The gateway's side of the upstream connection (reuse shows as a repeated port).
+    pub peer: SocketAddr,
     pub headers: http::HeaderMap,
     pub body: Bytes,
 }
@@ -73,12 +75,12 @@ impl Upstreams {
                     let log = log2.clone();
                     tokio::spawn(async move {
                         loop {
-                            let Ok((stream, _)) = l.accept().await else {
+                            let Ok((stream, peer)) = l.accept().await else {
                                 return;
                             };
                             let log = log.clone();
                             tokio::spawn(async move {
-                                let svc = service_fn(move |req| handle(i, req, log.clone()));
+                                let svc = service_fn(move |req| handle(i, peer, req, log.clone()));
                                 let _ = hyper::server::conn::http1::Builder::new()
                                     .serve_connection(TokioIo::new(stream), svc)
                                     .await;
@@ -125,6 +127,7 @@ type BoxBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 
 async fn handle(
     i: usize,
+    peer: SocketAddr,
     req: hyper::Request<hyper::body::Incoming>,
     log: Arc<Mutex<Log>>,
 ) -> Result<hyper::Response<BoxBody>, std::io::Error> {
@@ -143,6 +146,7 @@ async fn handle(
     };
     log.lock().unwrap().received.push(Received {
         instance: i,
+        peer,
         headers: parts.headers.clone(),
         body: body.clone(),
     });
