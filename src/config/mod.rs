@@ -52,6 +52,187 @@ pub struct Config {
     pub timeouts: Timeouts,
     #[serde(default)]
     pub retries: Retries,
+    /// Keyed rate limits, checked in order; the first that refuses answers 429.
+    #[serde(default)]
+    pub rate_limits: Vec<RateLimitConfig>,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// One rate limit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Names the limit in metrics, logs and the 429 message.
+    pub name: String,
+    /// Which requests the limit covers (all, when empty).
+    #[serde(rename = "match", default)]
+    pub matcher: LimitMatch,
+    /// What one bucket counts: any of route, method, name, principal, client_ip, header:<name>.
+    /// Empty: one bucket for every request the limit covers.
+    #[serde(default)]
+    pub key: Vec<KeyPart>,
+    /// Sustained rate: `N/s`, `N/m` or `N/h`.
+    pub rate: Rate,
+    /// Requests allowed at once above the sustained rate (default: N of the rate).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// Count what would be limited without refusing it.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Most keys tracked at once; new keys beyond it share an overflow bucket.
+    #[serde(default = "default_max_keys")]
+    pub max_keys: usize,
+}
+
+impl RateLimitConfig {
+    pub fn quota(&self) -> governor::Quota {
+        let n = std::num::NonZeroU32::new(self.rate.count).expect("validated: rate count > 0");
+        let q = match self.rate.per {
+            Per::Second => governor::Quota::per_second(n),
+            Per::Minute => governor::Quota::per_minute(n),
+            Per::Hour => governor::Quota::per_hour(n),
+        };
+        match self.burst.and_then(std::num::NonZeroU32::new) {
+            Some(b) => q.allow_burst(b),
+            None => q,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitMatch {
+    /// A route name (see `routes[].name`; `default` for the default route).
+    #[serde(default)]
+    pub route: Option<String>,
+    #[serde(default)]
+    pub method: Option<Pattern>,
+    #[serde(default)]
+    pub name: Option<Pattern>,
+}
+
+/// One part of a rate-limit key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyPart {
+    Route,
+    Method,
+    Name,
+    Principal,
+    ClientIp,
+    Header(http::HeaderName),
+}
+
+impl<'de> Deserialize<'de> for KeyPart {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "route" => KeyPart::Route,
+            "method" => KeyPart::Method,
+            "name" => KeyPart::Name,
+            "principal" => KeyPart::Principal,
+            "client_ip" => KeyPart::ClientIp,
+            other => match other.strip_prefix("header:") {
+                Some(h) => KeyPart::Header(http::HeaderName::from_bytes(h.trim().as_bytes()).map_err(|_| {
+                    serde::de::Error::custom(format!("key: {h:?} is not a valid header name"))
+                })?),
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "key: unknown part {other:?}; use route, method, name, principal, client_ip or header:<name>"
+                    )))
+                }
+            },
+        })
+    }
+}
+
+impl fmt::Display for KeyPart {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            KeyPart::Route => f.write_str("route"),
+            KeyPart::Method => f.write_str("method"),
+            KeyPart::Name => f.write_str("name"),
+            KeyPart::Principal => f.write_str("principal"),
+            KeyPart::ClientIp => f.write_str("client_ip"),
+            KeyPart::Header(h) => write!(f, "header:{h}"),
+        }
+    }
+}
+
+/// A sustained rate, `N/s`, `N/m` or `N/h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub per: Per,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Per {
+    Second,
+    Minute,
+    Hour,
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let per = match self.per {
+            Per::Second => "s",
+            Per::Minute => "m",
+            Per::Hour => "h",
+        };
+        write!(f, "{}/{per}", self.count)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let bad = || {
+            serde::de::Error::custom(format!(
+                "rate: {s:?} is not a rate; write N/s, N/m or N/h, e.g. 100/s"
+            ))
+        };
+        let (n, per) = s.split_once('/').ok_or_else(bad)?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 {
+            return Err(serde::de::Error::custom(
+                "rate: the count must be at least 1",
+            ));
+        }
+        let per = match per.trim() {
+            "s" | "sec" | "second" => Per::Second,
+            "m" | "min" | "minute" => Per::Minute,
+            "h" | "hour" => Per::Hour,
+            _ => return Err(bad()),
+        };
+        Ok(Rate { count, per })
+    }
+}
+
+/// Prometheus metrics.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// How many distinct `name` label values (tool names, prompt names, resource URIs) are kept
+    /// besides the names in the config; the rest are counted as `_other`.
+    #[serde(default = "default_name_labels")]
+    pub name_label_limit: usize,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            name_label_limit: default_name_labels(),
+        }
+    }
+}
+
+fn default_name_labels() -> usize {
+    100
+}
+
+fn default_max_keys() -> usize {
+    100_000
 }
 
 /// Which failed requests are tried again on another instance.
@@ -473,6 +654,41 @@ impl Config {
                 ));
             }
         }
+        let route_names: Vec<String> = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| route_name(r, i))
+            .chain(std::iter::once("default".to_string()))
+            .collect();
+        for (i, l) in self.rate_limits.iter().enumerate() {
+            if let Some(r) = &l.matcher.route {
+                if !route_names.contains(r) {
+                    return Err(err(
+                        line_of(text, "route", r),
+                        format!(
+                            "rate_limits[{i}].match.route: no route named {r:?}; routes: {}",
+                            route_names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if l.max_keys == 0 {
+                return Err(err(
+                    line_of(text, "max_keys", ""),
+                    format!("rate_limits[{i}].max_keys: must be at least 1"),
+                ));
+            }
+            if self.rate_limits[..i].iter().any(|o| o.name == l.name) {
+                return Err(err(
+                    line_of(text, "name", &l.name),
+                    format!(
+                        "rate_limits[{i}].name: {:?} is used twice; limit names must be unique",
+                        l.name
+                    ),
+                ));
+            }
+        }
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),
@@ -566,6 +782,34 @@ impl Config {
             "retries   a request that could not connect is tried on up to {} other instances",
             self.retries.connect_failure
         );
+        if !self.rate_limits.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nrate limits (checked in order; the first that refuses answers 429)"
+            );
+            for l in &self.rate_limits {
+                let key: Vec<String> = l.key.iter().map(|k| k.to_string()).collect();
+                let key = if key.is_empty() {
+                    "one bucket".to_string()
+                } else {
+                    key.join("+")
+                };
+                let m = &l.matcher;
+                let scope = format!(
+                    "route {} method {} name {}",
+                    m.route.as_deref().unwrap_or("*"),
+                    pat(&m.method),
+                    pat(&m.name)
+                );
+                let burst = l.burst.map_or(String::new(), |b| format!(" burst {b}"));
+                let dry = if l.dry_run { " (dry run)" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "  {:<16} {}{burst} per {key}; {scope}{dry}",
+                    l.name, l.rate
+                );
+            }
+        }
         let t = &self.timeouts;
         let _ = writeln!(
             out,

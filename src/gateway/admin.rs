@@ -28,23 +28,33 @@ impl ServeHttp for AdminApp {
         match session.req_header().uri.path() {
             "/healthz" => text(200, "text/plain", "ok\n".into()),
             "/readyz" => {
-                let empty: Vec<&str> =
-                    self.gateway.pools.iter().filter(|p| p.instances.is_empty()).map(|p| p.name.as_str()).collect();
+                let empty: Vec<&str> = self
+                    .gateway
+                    .pools
+                    .iter()
+                    .filter(|p| p.instances.is_empty())
+                    .map(|p| p.name.as_str())
+                    .collect();
                 if empty.is_empty() {
                     text(200, "text/plain", "ready\n".into())
                 } else {
-                    text(503, "text/plain", format!("not ready: pools without instances: {}\n", empty.join(", ")))
+                    text(
+                        503,
+                        "text/plain",
+                        format!("not ready: pools without instances: {}\n", empty.join(", ")),
+                    )
                 }
             }
             "/metrics" => text(
                 200,
                 "text/plain; version=0.0.4",
-                format!(
-                    "# HELP mcp_edge_build_info Build information.\n# TYPE mcp_edge_build_info gauge\nmcp_edge_build_info{{version=\"{}\"}} 1\n",
-                    env!("CARGO_PKG_VERSION")
-                ),
+                self.gateway.metrics.render(),
             ),
-            other => text(404, "text/plain", format!("no admin endpoint at {other}; try /healthz, /readyz or /metrics\n")),
+            other => text(
+                404,
+                "text/plain",
+                format!("no admin endpoint at {other}; try /healthz, /readyz or /metrics\n"),
+            ),
         }
     }
 }

@@ -24,6 +24,7 @@
 pub mod admin;
 pub mod balance;
 pub mod inspect;
+pub mod limit;
 pub mod observe;
 pub mod route;
 pub mod validate;
@@ -44,9 +45,12 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::mcp::envelope::EnvelopeError;
 use crate::mcp::methods::name_field;
+use crate::mcp::scan::InputRequiredScanner;
 use crate::mcp::{codes, Claims, Envelope, Rejection};
 use balance::{Pool, Tried};
 use inspect::BodyHold;
+use limit::{Limit, LimitInput, Verdict};
+use observe::Metrics;
 use route::{Route, RouteTable};
 
 /// Everything the proxy needs, built once from a [`Config`].
@@ -55,6 +59,8 @@ pub struct Gateway {
     pub table: RouteTable,
     /// Indexed like [`RouteTable::pools`].
     pub pools: Vec<Pool>,
+    pub limits: Vec<Limit>,
+    pub metrics: Metrics,
     upstream_header: Option<http::HeaderName>,
 }
 
@@ -71,10 +77,14 @@ impl Gateway {
             .as_deref()
             .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
             .transpose()?;
+        let limits = config.rate_limits.iter().map(Limit::new).collect();
+        let metrics = Metrics::new(&config)?;
         Ok(Gateway {
             config,
             table,
             pools,
+            limits,
+            metrics,
             upstream_header,
         })
     }
@@ -84,6 +94,29 @@ impl Gateway {
             RouteRef::Index(i) => self.table.routes.get(i),
             RouteRef::Default => self.table.default.as_ref(),
         }
+    }
+
+    /// The first limit that refuses this request, counting every decision.
+    fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
+        for l in &self.limits {
+            let decision = match l.check(input) {
+                Verdict::NotApplicable => continue,
+                Verdict::Allowed => "allowed",
+                Verdict::DryRunLimited => "dry_run_limited",
+                Verdict::Limited(wait) => {
+                    self.metrics
+                        .rate_limits
+                        .with_label_values(&[&l.name, "limited"])
+                        .inc();
+                    return Some((l, wait));
+                }
+            };
+            self.metrics
+                .rate_limits
+                .with_label_values(&[&l.name, decision])
+                .inc();
+        }
+        None
     }
 }
 
@@ -105,6 +138,8 @@ pub struct RequestCtx {
     instance: Option<usize>,
     /// Instances this request was sent to (connect failures are retried elsewhere).
     tried: Tried,
+    /// When the current instance was chosen, while a request is in flight to it.
+    upstream_since: Option<Instant>,
     /// Whether this request's headers are checked against its body.
     check: bool,
     hold: BodyHold,
@@ -112,8 +147,12 @@ pub struct RequestCtx {
     envelope: Option<Envelope>,
     /// The gateway's own answer, when it refuses the request.
     rejection: Option<(Rejection, Option<Box<RawValue>>)>,
+    /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
+    extra_headers: Vec<(&'static str, String)>,
     /// Whether the request body was fully read (the client connection may be reused).
     body_consumed: bool,
+    /// Spots `input_required` in a JSON response as it streams past.
+    scanner: Option<InputRequiredScanner>,
 }
 
 /// The pingora service.
@@ -153,15 +192,43 @@ async fn refuse(
     rej: Rejection,
     id: Option<Box<RawValue>>,
 ) -> Result<bool> {
-    let allow = [("allow", "POST".to_string())];
-    let extra: &[(&'static str, String)] = if rej.status == 405 { &allow } else { &[] };
+    if rej.status == 405 {
+        ctx.extra_headers.push(("allow", "POST".to_string()));
+    }
     if !ctx.body_consumed {
         // The rest of the body is not worth draining: close the connection after answering.
         session.set_keepalive(None);
     }
-    respond(session, rej.status, rej.body(id.as_deref()), extra).await?;
+    respond(
+        session,
+        rej.status,
+        rej.body(id.as_deref()),
+        &ctx.extra_headers,
+    )
+    .await?;
     ctx.rejection = Some((rej, id));
     Ok(true)
+}
+
+/// Refuse a request decided on its headers, after reading its (bounded) body to echo its id.
+async fn refuse_with_id(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    rej: Rejection,
+    limit: usize,
+) -> Result<bool> {
+    let id = match read_body(session, limit).await {
+        Ok(body) => {
+            ctx.body_consumed = true;
+            ctx.body_len = body.len();
+            match inspect::inspect(&body) {
+                Ok(env) => env.id,
+                Err(e) => envelope_rejection(e).1,
+            }
+        }
+        Err(_) => None,
+    };
+    refuse(session, ctx, rej, id).await
 }
 
 /// Read a whole (bounded) body inside `request_filter`, for requests answered by the gateway.
@@ -203,14 +270,25 @@ fn envelope_rejection(e: EnvelopeError) -> (Rejection, Option<Box<RawValue>>) {
 
 /// Inspect and validate a complete body: the envelope, or the answer to send instead.
 fn inspect_and_validate(
+    metrics: &Metrics,
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> std::result::Result<Envelope, (Rejection, Option<Box<RawValue>>)> {
-    let env = inspect::inspect(body).map_err(envelope_rejection)?;
-    match validate::validate(headers, &env) {
-        Ok(()) => Ok(env),
-        Err(rej) => Err((rej, env.id)),
-    }
+    let checked = inspect::inspect(body)
+        .map_err(envelope_rejection)
+        .and_then(|env| match validate::validate(headers, &env) {
+            Ok(()) => Ok(env),
+            Err(rej) => Err((rej, env.id)),
+        });
+    let (result, reason) = match &checked {
+        Ok(_) => ("checked", ""),
+        Err((rej, _)) => ("rejected", rej.reason),
+    };
+    metrics
+        .header_checks
+        .with_label_values(&[result, reason])
+        .inc();
+    checked
 }
 
 /// The error that cuts off an upstream request the gateway refused mid-body.
@@ -234,16 +312,19 @@ impl ProxyHttp for Proxy {
             pool: 0,
             instance: None,
             tried: Tried::default(),
+            upstream_since: None,
             check: true,
             hold: BodyHold::default(),
             body_len: 0,
             envelope: None,
             rejection: None,
+            extra_headers: Vec::new(),
             body_consumed: false,
+            scanner: None,
         }
     }
 
-    /// Route (and refuse early) on what the headers claim, before the body.
+    /// Route and limit (and refuse early) on what the headers claim, before the body.
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         let gw = &*self.gw;
         let limits = &gw.config.limits;
@@ -255,26 +336,16 @@ impl ProxyHttp for Proxy {
                 "Not found: the MCP endpoint of this gateway is POST {}",
                 gw.config.endpoint
             );
-            return refuse(
-                session,
-                ctx,
-                Rejection::new(404, codes::INVALID_REQUEST, "not-found", msg),
-                None,
-            )
-            .await;
+            let rej = Rejection::new(404, codes::INVALID_REQUEST, "not-found", msg);
+            return refuse(session, ctx, rej, None).await;
         }
         if req.method != http::Method::POST {
             let msg = format!(
                 "Method {} is not allowed: MCP 2026-07-28 uses POST only",
                 req.method
             );
-            return refuse(
-                session,
-                ctx,
-                Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg),
-                None,
-            )
-            .await;
+            let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
+            return refuse(session, ctx, rej, None).await;
         }
         let header_bytes: usize = req
             .headers
@@ -286,13 +357,8 @@ impl ProxyHttp for Proxy {
                 "The request headers total {header_bytes} bytes, over this gateway's limit of {} (limits.max_header_bytes)",
                 limits.max_header_bytes
             );
-            return refuse(
-                session,
-                ctx,
-                Rejection::new(431, codes::INVALID_REQUEST, "headers-too-large", msg),
-                None,
-            )
-            .await;
+            let rej = Rejection::new(431, codes::INVALID_REQUEST, "headers-too-large", msg);
+            return refuse(session, ctx, rej, None).await;
         }
         let declared = req
             .headers
@@ -331,7 +397,7 @@ impl ProxyHttp for Proxy {
             };
             ctx.body_consumed = true;
             ctx.body_len = body.len();
-            match inspect_and_validate(&session.req_header().headers, &body) {
+            match inspect_and_validate(&gw.metrics, &session.req_header().headers, &body) {
                 Err((rej, id)) => return refuse(session, ctx, rej, id).await,
                 Ok(env) if session.as_ref().retry_buffer_truncated() => {
                     let rej = Rejection::header_mismatch(
@@ -357,14 +423,12 @@ impl ProxyHttp for Proxy {
                     .map(|n| format!(" name {n:?}"))
                     .unwrap_or_default()
             );
-            let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
-            return refuse(
-                session,
-                ctx,
-                Rejection::new(404, codes::METHOD_NOT_FOUND, "no-route", msg),
-                id,
-            )
-            .await;
+            let rej = Rejection::new(404, codes::METHOD_NOT_FOUND, "no-route", msg);
+            if ctx.body_consumed {
+                let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
+                return refuse(session, ctx, rej, id).await;
+            }
+            return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
         };
         ctx.pool = route.pool;
         ctx.route = Some(
@@ -373,8 +437,45 @@ impl ProxyHttp for Proxy {
                 None => RouteRef::Default,
             },
         );
+
+        // Limit, on the same claims (a spoofed claim is caught by the check below).
+        if !gw.limits.is_empty() {
+            let input = LimitInput {
+                route: &route.name,
+                method: ctx.method.as_deref(),
+                name: ctx.name.as_deref(),
+                headers: &session.req_header().headers,
+                client_ip: session
+                    .client_addr()
+                    .and_then(|a| a.as_inet())
+                    .map(|a| a.ip()),
+            };
+            if let Some((limit, wait)) = gw.limited(&input) {
+                let secs = limit::retry_after_secs(wait);
+                let rej = Rejection::new(
+                    429,
+                    codes::GATEWAY_RATE_LIMITED,
+                    "rate-limited",
+                    format!("Rate limit {:?} exceeded; retry after {secs} s", limit.name),
+                )
+                .with_data(serde_json::json!({ "limit": limit.name, "retryAfterSeconds": secs }));
+                ctx.extra_headers.push(("retry-after", secs.to_string()));
+                if ctx.body_consumed {
+                    let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
+                    return refuse(session, ctx, rej, id).await;
+                }
+                return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
+            }
+        }
+
         if !doomed {
             ctx.check = validate::sampled(route.sample);
+            if !ctx.check {
+                gw.metrics
+                    .header_checks
+                    .with_label_values(&["skipped", ""])
+                    .inc();
+            }
         }
         Ok(false)
     }
@@ -393,10 +494,21 @@ impl ProxyHttp for Proxy {
             let msg = format!("pool {} has no usable instance left", pool.name);
             Error::explain(ErrorType::ConnectNoRoute, msg)
         })?;
+        self.release_instance(ctx);
         ctx.instance = Some(idx);
         ctx.tried.add(idx);
+        ctx.upstream_since = Some(Instant::now());
+        let inst = &pool.instances[idx];
+        gw.metrics
+            .upstream_requests
+            .with_label_values(&[&pool.name, &inst.name])
+            .inc();
+        gw.metrics
+            .upstream_in_flight
+            .with_label_values(&[&pool.name, &inst.name])
+            .inc();
         let t = &gw.config.timeouts;
-        let mut peer = HttpPeer::new(pool.instances[idx].addr, false, String::new());
+        let mut peer = HttpPeer::new(inst.addr, false, String::new());
         peer.options.connection_timeout = Some(t.connect);
         peer.options.total_connection_timeout = Some(t.connect);
         peer.options.read_timeout = Some(t.upstream_read);
@@ -469,7 +581,7 @@ impl ProxyHttp for Proxy {
         ctx.body_consumed = true;
         ctx.body_len = ctx.hold.len();
         let full = ctx.hold.take();
-        match inspect_and_validate(&session.req_header().headers, &full) {
+        match inspect_and_validate(&self.gw.metrics, &session.req_header().headers, &full) {
             Ok(env) => {
                 ctx.envelope = Some(env);
                 *body = Some(full);
@@ -482,18 +594,50 @@ impl ProxyHttp for Proxy {
         }
     }
 
-    /// Name the instance that served the response.
+    /// Name the instance that served the response; watch JSON responses for `input_required`.
     async fn response_filter(
         &self,
         _session: &mut Session,
         upstream_response: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if let (Some(name), Some(idx)) = (&self.gw.upstream_header, ctx.instance) {
-            let inst = &self.gw.pools[ctx.pool].instances[idx];
-            upstream_response.insert_header(name.clone(), inst.header_value.clone())?;
+        let gw = &*self.gw;
+        if let Some(idx) = ctx.instance {
+            let pool = &gw.pools[ctx.pool];
+            let inst = &pool.instances[idx];
+            if let Some(since) = ctx.upstream_since {
+                gw.metrics
+                    .upstream_duration
+                    .with_label_values(&[&pool.name, &inst.name])
+                    .observe(since.elapsed().as_secs_f64());
+            }
+            if let Some(name) = &gw.upstream_header {
+                upstream_response.insert_header(name.clone(), inst.header_value.clone())?;
+            }
+        }
+        let json = upstream_response
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        if json && name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
+            ctx.scanner = Some(InputRequiredScanner::default());
         }
         Ok(())
+    }
+
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        _end_of_stream: bool,
+        ctx: &mut RequestCtx,
+    ) -> Result<Option<Duration>> {
+        if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
+            if !scanner.found() {
+                scanner.feed(chunk);
+            }
+        }
+        Ok(None)
     }
 
     /// A request that never reached its instance may go to another one.
@@ -506,6 +650,13 @@ impl ProxyHttp for Proxy {
     ) -> Box<Error> {
         let tried = ctx.tried.count() as usize;
         let pool = &self.gw.pools[ctx.pool];
+        if let Some(idx) = ctx.instance {
+            self.gw
+                .metrics
+                .upstream_errors
+                .with_label_values(&[&pool.name, &pool.instances[idx].name, "connect"])
+                .inc();
+        }
         if tried <= self.gw.config.retries.connect_failure && tried < pool.instances.len() {
             e.set_retry(true);
         }
@@ -534,7 +685,19 @@ impl ProxyHttp for Proxy {
         let id = ctx.envelope.as_ref().and_then(|env| env.id.clone());
         let (rej, id) = match ctx.rejection.take() {
             Some(r) => r,
-            None => (upstream_failure(e, ctx, &self.gw), id),
+            None => {
+                let rej = upstream_failure(e, ctx, &self.gw);
+                if let (Some(idx), true) = (ctx.instance, upstream_side) {
+                    let pool = &self.gw.pools[ctx.pool];
+                    let inst = &pool.instances[idx].name;
+                    self.gw
+                        .metrics
+                        .upstream_errors
+                        .with_label_values(&[&pool.name, inst, rej.reason])
+                        .inc();
+                }
+                (rej, id)
+            }
         };
         let can_reuse = ctx.body_consumed && rej.status < 500;
         if matches!(
@@ -553,7 +716,9 @@ impl ProxyHttp for Proxy {
             session.set_keepalive(None);
         }
         let status = rej.status;
-        if let Err(err) = respond(session, status, rej.body(id.as_deref()), &[]).await {
+        if let Err(err) =
+            respond(session, status, rej.body(id.as_deref()), &ctx.extra_headers).await
+        {
             tracing::debug!("could not send the error response: {err}");
         }
         ctx.rejection = Some((rej, id));
@@ -568,29 +733,52 @@ impl ProxyHttp for Proxy {
         ctx.rejection.is_some()
     }
 
-    /// Observe: one access-log line.
+    /// Observe: metrics and one access-log line.
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
         let gw = &*self.gw;
+        self.release_instance(ctx);
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
         let rejection = ctx.rejection.as_ref().map(|(r, _)| r);
         let route = ctx.route.and_then(|r| gw.route(r));
+        let pool = route.map(|_| gw.pools[ctx.pool].name.as_str());
         let instance = ctx
             .instance
             .map(|i| gw.pools[ctx.pool].instances[i].name.as_str());
-        observe::access_log(&observe::Outcome {
+        let outcome = observe::Outcome {
             method: ctx.method.as_deref(),
             name: ctx.name.as_deref(),
             route: route.map(|r| r.name.as_str()),
+            pool,
             instance,
             status,
             gateway_code: rejection.map(|r| r.code),
             reason: rejection.map(|r| r.reason),
             checked: ctx.envelope.is_some(),
             retry_leg: ctx.envelope.as_ref().is_some_and(Envelope::is_retry_leg),
+            input_required: ctx
+                .scanner
+                .as_ref()
+                .is_some_and(InputRequiredScanner::found),
             bytes_in: ctx.body_len,
             bytes_out: session.body_bytes_sent(),
             duration: ctx.started.elapsed(),
-        });
+        };
+        gw.metrics.record(&outcome);
+        observe::access_log(&outcome);
+    }
+}
+
+impl Proxy {
+    /// The request no longer occupies its instance (finished, or moving to another one).
+    fn release_instance(&self, ctx: &mut RequestCtx) {
+        if let (Some(idx), Some(_)) = (ctx.instance, ctx.upstream_since.take()) {
+            let pool = &self.gw.pools[ctx.pool];
+            self.gw
+                .metrics
+                .upstream_in_flight
+                .with_label_values(&[&pool.name, &pool.instances[idx].name])
+                .dec();
+        }
     }
 }
 

@@ -1,10 +1,270 @@
-//! Observe stage: one access-log line per finished request.
+//! Observe stage: Prometheus metrics and one access-log line per finished request.
 //!
-//! The line carries what an operator needs to find a request (method, name, route, instance,
-//! status, JSON-RPC error code when the gateway answered, duration, bytes); never the body and
-//! never the bearer token.
+//! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
+//! `name` takes the names written in the config plus the first `metrics.name_label_limit` other
+//! names seen (the rest are `_other`), `route`, `pool` and `instance` come from the config, and
+//! `code` and `reason` from fixed lists. The access log never carries a body or a bearer token.
 
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
+
+use crate::config::Config;
+use crate::gateway::route::Pattern;
+use crate::mcp::codes;
+
+/// The label for names past the bound, and for unknown methods.
+pub const OTHER: &str = "_other";
+
+/// Methods of revision 2026-07-28 (and the Tasks extension) that get their own label value.
+const KNOWN_METHODS: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "tasks/list",
+    "notifications/cancelled",
+    "initialize",
+    "ping",
+];
+
+/// A bounded `method` label value.
+pub fn method_label(m: Option<&str>) -> &'static str {
+    match m {
+        None => "",
+        Some(m) => KNOWN_METHODS
+            .iter()
+            .find(|k| **k == m)
+            .copied()
+            .unwrap_or(OTHER),
+    }
+}
+
+/// A bounded `code` label value.
+pub fn code_label(code: Option<i32>) -> &'static str {
+    match code {
+        None => "",
+        Some(codes::PARSE_ERROR) => "-32700",
+        Some(codes::INVALID_REQUEST) => "-32600",
+        Some(codes::METHOD_NOT_FOUND) => "-32601",
+        Some(codes::INVALID_PARAMS) => "-32602",
+        Some(codes::INTERNAL_ERROR) => "-32603",
+        Some(codes::HEADER_MISMATCH) => "-32020",
+        Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY) => "-32021",
+        Some(codes::UNSUPPORTED_PROTOCOL_VERSION) => "-32022",
+        Some(codes::GATEWAY_RATE_LIMITED) => "-31001",
+        Some(codes::GATEWAY_BODY_TOO_LARGE) => "-31002",
+        Some(codes::GATEWAY_UPSTREAM_UNAVAILABLE) => "-31003",
+        Some(codes::GATEWAY_UPSTREAM_TIMEOUT) => "-31004",
+        Some(codes::GATEWAY_REQUEST_INCOMPLETE) => "-31005",
+        Some(codes::GATEWAY_UPSTREAM_FAILED) => "-31006",
+        Some(_) => OTHER,
+    }
+}
+
+fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        500..=599 => "5xx",
+        _ => "none",
+    }
+}
+
+/// Bounded `name` label values: the config's names, then the first `limit` others seen.
+pub struct NameLabels {
+    fixed: HashSet<Arc<str>>,
+    seen: RwLock<HashSet<Arc<str>>>,
+    limit: usize,
+    other: Arc<str>,
+    empty: Arc<str>,
+}
+
+impl NameLabels {
+    pub fn new(fixed: impl IntoIterator<Item = String>, limit: usize) -> Self {
+        NameLabels {
+            fixed: fixed.into_iter().map(Arc::from).collect(),
+            seen: RwLock::new(HashSet::new()),
+            limit,
+            other: Arc::from(OTHER),
+            empty: Arc::from(""),
+        }
+    }
+
+    pub fn label(&self, name: Option<&str>) -> Arc<str> {
+        let Some(name) = name else {
+            return self.empty.clone();
+        };
+        if let Some(n) = self.fixed.get(name) {
+            return n.clone();
+        }
+        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = seen.get(name) {
+            return n.clone();
+        }
+        let full = seen.len() >= self.limit;
+        drop(seen);
+        if full {
+            return self.other.clone();
+        }
+        let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= self.limit {
+            return self.other.clone();
+        }
+        let n: Arc<str> = Arc::from(name);
+        seen.insert(n.clone());
+        n
+    }
+
+    /// Distinct values handed out besides `_other` and the config's names.
+    pub fn seen_count(&self) -> usize {
+        self.seen.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// Every metric the gateway exports.
+pub struct Metrics {
+    pub registry: Registry,
+    pub names: NameLabels,
+    requests: IntCounterVec,
+    duration: HistogramVec,
+    request_bytes: HistogramVec,
+    response_bytes: HistogramVec,
+    pub upstream_requests: IntCounterVec,
+    pub upstream_in_flight: IntGaugeVec,
+    pub upstream_errors: IntCounterVec,
+    pub upstream_duration: HistogramVec,
+    pub header_checks: IntCounterVec,
+    pub rate_limits: IntCounterVec,
+    pub retry_legs: IntCounterVec,
+    pub input_required: IntCounterVec,
+}
+
+fn exact_names(cfg: &Config) -> Vec<String> {
+    let route_names = cfg.routes.iter().filter_map(|r| r.matcher.name.clone());
+    let limit_names = cfg
+        .rate_limits
+        .iter()
+        .filter_map(|l| l.matcher.name.clone());
+    route_names
+        .chain(limit_names)
+        .filter_map(|p| match p {
+            Pattern::Exact(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Metrics {
+    pub fn new(cfg: &Config) -> prometheus::Result<Metrics> {
+        let registry = Registry::new_custom(Some("mcp_edge".into()), None)?;
+        let latency = vec![
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            30.0,
+        ];
+        let sizes = prometheus::exponential_buckets(64.0, 4.0, 10)?; // 64 B .. 16 MiB
+        let counter =
+            |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
+                let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+                registry.register(Box::new(c.clone()))?;
+                Ok(c)
+            };
+        let histogram = |name: &str,
+                         help: &str,
+                         labels: &[&str],
+                         buckets: &[f64]|
+         -> prometheus::Result<HistogramVec> {
+            let h = HistogramVec::new(
+                HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+                labels,
+            )?;
+            registry.register(Box::new(h.clone()))?;
+            Ok(h)
+        };
+        let rlabels = ["method", "name", "route", "pool", "status", "code"];
+        let m = Metrics {
+            requests: counter("requests_total", "MCP requests answered, by method, name, route, pool, HTTP status class and the JSON-RPC code of gateway-made errors.", &rlabels)?,
+            duration: histogram("request_duration_seconds", "Time from the request's arrival to the end of its response.", &["method", "name", "route", "pool"], &latency)?,
+            request_bytes: histogram("request_body_bytes", "Request body sizes.", &["method"], &sizes)?,
+            response_bytes: histogram("response_body_bytes", "Response body sizes.", &["method"], &sizes)?,
+            upstream_requests: counter("upstream_requests_total", "Requests sent to each upstream instance.", &["pool", "instance"])?,
+            upstream_in_flight: {
+                let g = IntGaugeVec::new(Opts::new("upstream_in_flight_requests", "Requests in flight to each upstream instance."), &["pool", "instance"])?;
+                registry.register(Box::new(g.clone()))?;
+                g
+            },
+            upstream_errors: counter("upstream_errors_total", "Upstream failures by instance and kind.", &["pool", "instance", "kind"])?,
+            upstream_duration: histogram("upstream_response_seconds", "Time from choosing an instance to its response header.", &["pool", "instance"], &latency)?,
+            header_checks: counter("header_checks_total", "Header-vs-body checks: result is checked, skipped (sampled out) or rejected; reason names what failed.", &["result", "reason"])?,
+            rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,
+            retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
+            input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
+            names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
+            registry,
+        };
+        let info = IntGaugeVec::new(Opts::new("build_info", "The running mcp-edge version."), &["version"])?;
+        info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        m.registry.register(Box::new(info))?;
+        Ok(m)
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        // Encoding gathered families into a Vec cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// Record a finished request.
+    pub fn record(&self, o: &Outcome) {
+        let method = method_label(o.method);
+        let name = self.names.label(o.name);
+        let route = o.route.unwrap_or("");
+        let pool = o.pool.unwrap_or("");
+        self.requests
+            .with_label_values(&[
+                method,
+                &name,
+                route,
+                pool,
+                status_class(o.status),
+                code_label(o.gateway_code),
+            ])
+            .inc();
+        self.duration
+            .with_label_values(&[method, &name, route, pool])
+            .observe(o.duration.as_secs_f64());
+        self.request_bytes
+            .with_label_values(&[method])
+            .observe(o.bytes_in as f64);
+        self.response_bytes
+            .with_label_values(&[method])
+            .observe(o.bytes_out as f64);
+        if o.retry_leg {
+            self.retry_legs.with_label_values(&[method, &name]).inc();
+        }
+        if o.input_required {
+            self.input_required
+                .with_label_values(&[method, &name])
+                .inc();
+        }
+    }
+}
 
 /// What is known about a request when it is finished.
 #[derive(Debug, Default)]
@@ -12,6 +272,7 @@ pub struct Outcome<'a> {
     pub method: Option<&'a str>,
     pub name: Option<&'a str>,
     pub route: Option<&'a str>,
+    pub pool: Option<&'a str>,
     pub instance: Option<&'a str>,
     pub status: u16,
     /// The JSON-RPC error code, when the gateway produced the answer.
@@ -21,6 +282,7 @@ pub struct Outcome<'a> {
     /// Whether the headers were checked against the body.
     pub checked: bool,
     pub retry_leg: bool,
+    pub input_required: bool,
     pub bytes_in: usize,
     pub bytes_out: usize,
     pub duration: Duration,
@@ -39,8 +301,44 @@ pub fn access_log(o: &Outcome) {
         reason = o.reason,
         checked = o.checked,
         retry_leg = o.retry_leg,
+        input_required = o.input_required,
         bytes_in = o.bytes_in,
         bytes_out = o.bytes_out,
         duration_ms = o.duration.as_secs_f64() * 1000.0,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_labels_are_bounded() {
+        let n = NameLabels::new(vec!["fixed".to_string()], 3);
+        assert_eq!(&*n.label(Some("fixed")), "fixed");
+        for i in 0..10 {
+            let l = n.label(Some(&format!("t{i}")));
+            assert_eq!(
+                &*l,
+                if i < 3 {
+                    format!("t{i}")
+                } else {
+                    OTHER.to_string()
+                }
+            );
+        }
+        assert_eq!(
+            &*n.label(Some("t1")),
+            "t1",
+            "names seen early keep their label"
+        );
+        assert_eq!(n.seen_count(), 3);
+        assert_eq!(&*n.label(None), "");
+    }
+
+    #[test]
+    fn method_labels_are_bounded() {
+        assert_eq!(method_label(Some("tools/call")), "tools/call");
+        assert_eq!(method_label(Some("evil/123")), OTHER);
+    }
 }

@@ -15,6 +15,7 @@ pub mod check;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod scan;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
