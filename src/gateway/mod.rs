@@ -499,10 +499,10 @@ impl ProxyHttp for Proxy {
         ctx.tried.add(idx);
         ctx.upstream_since = Some(Instant::now());
         let inst = &pool.instances[idx];
-        gw.metrics
-            .upstream_requests
-            .with_label_values(&[&pool.name, &inst.name])
-            .inc();
+        if !ctx.check {
+            // Header-only fast path: the body streams straight through, so this is delivery.
+            self.count_delivery(ctx);
+        }
         gw.metrics
             .upstream_in_flight
             .with_label_values(&[&pool.name, &inst.name])
@@ -585,6 +585,7 @@ impl ProxyHttp for Proxy {
             Ok(env) => {
                 ctx.envelope = Some(env);
                 *body = Some(full);
+                self.count_delivery(ctx);
                 Ok(())
             }
             Err(refusal) => {
@@ -769,6 +770,19 @@ impl ProxyHttp for Proxy {
 }
 
 impl Proxy {
+    /// Count a request as sent to its instance (a request cut off by the check is not).
+    fn count_delivery(&self, ctx: &RequestCtx) {
+        if let Some(idx) = ctx.instance {
+            let pool = &self.gw.pools[ctx.pool];
+            let inst = &pool.instances[idx].name;
+            self.gw
+                .metrics
+                .upstream_requests
+                .with_label_values(&[&pool.name, inst])
+                .inc();
+        }
+    }
+
     /// The request no longer occupies its instance (finished, or moving to another one).
     fn release_instance(&self, ctx: &mut RequestCtx) {
         if let (Some(idx), Some(_)) = (ctx.instance, ctx.upstream_since.take()) {

@@ -216,7 +216,10 @@ impl Metrics {
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             registry,
         };
-        let info = IntGaugeVec::new(Opts::new("build_info", "The running mcp-edge version."), &["version"])?;
+        let info = IntGaugeVec::new(
+            Opts::new("build_info", "The running mcp-edge version."),
+            &["version"],
+        )?;
         info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
         m.registry.register(Box::new(info))?;
         Ok(m)
