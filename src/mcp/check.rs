@@ -40,7 +40,10 @@ impl<'a> Claims<'a> {
             || bad(&self.name)
             || matches!(self.protocol_version, Claim::Absent)
             || matches!(self.method, Claim::Absent)
-            || self.protocol_version.value().is_some_and(|v| !policy.accepts(v))
+            || self
+                .protocol_version
+                .value()
+                .is_some_and(|v| !policy.accepts(v))
     }
 }
 
@@ -74,7 +77,13 @@ impl VersionPolicy {
 fn is_date(v: &str) -> bool {
     let b = v.as_bytes();
     b.len() == 10
-        && b.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
 }
 
 fn problem(header_name: &'static str, reason: &'static str, p: header::ValueProblem) -> Rejection {
@@ -83,14 +92,27 @@ fn problem(header_name: &'static str, reason: &'static str, p: header::ValueProb
 }
 
 fn missing(header_name: &'static str, reason: &'static str, why: &str) -> Rejection {
-    Rejection::header_mismatch(reason, format!("The {header_name} header is required {why}"))
-        .with_data(json!({ "header": header_name }))
-}
-
-fn mismatch(header_name: &'static str, reason: &'static str, got: &str, field: &str, want: &str) -> Rejection {
     Rejection::header_mismatch(
         reason,
-        format!("The {header_name} header {:?} does not match {field} {:?}", clip(got), clip(want)),
+        format!("The {header_name} header is required {why}"),
+    )
+    .with_data(json!({ "header": header_name }))
+}
+
+fn mismatch(
+    header_name: &'static str,
+    reason: &'static str,
+    got: &str,
+    field: &str,
+    want: &str,
+) -> Rejection {
+    Rejection::header_mismatch(
+        reason,
+        format!(
+            "The {header_name} header {:?} does not match {field} {:?}",
+            clip(got),
+            clip(want)
+        ),
     )
     .with_data(json!({ "header": header_name, "field": field }))
 }
@@ -110,7 +132,11 @@ fn clip(s: &str) -> &str {
 /// and value (-32020), unsupported version (-32022), `_meta` fields (-32602), `Mcp-Name`
 /// presence and value (-32020). Notifications need no headers, but a header that is present
 /// must agree with the body.
-pub fn check_request(claims: &Claims, env: &Envelope, policy: VersionPolicy) -> Result<(), Rejection> {
+pub fn check_request(
+    claims: &Claims,
+    env: &Envelope,
+    policy: VersionPolicy,
+) -> Result<(), Rejection> {
     const PV: &str = "MCP-Protocol-Version";
     const MM: &str = "Mcp-Method";
     const MN: &str = "Mcp-Name";
@@ -121,12 +147,22 @@ pub fn check_request(claims: &Claims, env: &Envelope, policy: VersionPolicy) -> 
     match &claims.protocol_version {
         Claim::Invalid(p) => return Err(problem(PV, "protocol-version-invalid", *p)),
         Claim::Absent if !env.is_notification() => {
-            return Err(missing(PV, "protocol-version-missing", "on every request of revision 2026-07-28"))
+            return Err(missing(
+                PV,
+                "protocol-version-missing",
+                "on every request of revision 2026-07-28",
+            ))
         }
         Claim::Present(h) => {
             if let Some(b) = body_version {
                 if b != h.as_ref() {
-                    return Err(mismatch(PV, "protocol-version-mismatch", h, "params._meta protocolVersion", b));
+                    return Err(mismatch(
+                        PV,
+                        "protocol-version-mismatch",
+                        h,
+                        "params._meta protocolVersion",
+                        b,
+                    ));
                 }
             }
         }
@@ -157,7 +193,9 @@ pub fn check_request(claims: &Claims, env: &Envelope, policy: VersionPolicy) -> 
 
     // 4. Required _meta fields.
     if !env.has_meta {
-        return Err(Rejection::invalid_meta("params._meta is required on every request of revision 2026-07-28"));
+        return Err(Rejection::invalid_meta(
+            "params._meta is required on every request of revision 2026-07-28",
+        ));
     }
     if body_version.is_none() {
         return Err(Rejection::invalid_meta(
@@ -177,7 +215,13 @@ pub fn check_request(claims: &Claims, env: &Envelope, policy: VersionPolicy) -> 
             Claim::Invalid(p) => return Err(problem(MN, "mcp-name-invalid", *p)),
             Claim::Absent => return Err(missing(MN, "mcp-name-missing", &format!("on {method}"))),
             Claim::Present(h) if Some(h.as_ref()) != want => {
-                return Err(mismatch(MN, "mcp-name-mismatch", h, field.path(), want.unwrap_or("(missing)")))
+                return Err(mismatch(
+                    MN,
+                    "mcp-name-mismatch",
+                    h,
+                    field.path(),
+                    want.unwrap_or("(missing)"),
+                ))
             }
             _ => {}
         }
@@ -194,25 +238,38 @@ mod tests {
     const GW: VersionPolicy = VersionPolicy::AtLeast("2026-07-28");
 
     fn body(method: &str, params: &str) -> Envelope {
-        parse(format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{params}}}"#).as_bytes()).unwrap()
+        parse(
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{params}}}"#)
+                .as_bytes(),
+        )
+        .unwrap()
     }
 
     fn call(name: &str, version: &str) -> Envelope {
         body(
             "tools/call",
-            &format!(r#"{{"name":"{name}","_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}"#),
+            &format!(
+                r#"{{"name":"{name}","_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}"#
+            ),
         )
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         h
     }
 
-    fn run(pairs: &[(&str, &str)], env: &Envelope, policy: VersionPolicy) -> Result<(), (u16, i32, &'static str)> {
+    fn run(
+        pairs: &[(&str, &str)],
+        env: &Envelope,
+        policy: VersionPolicy,
+    ) -> Result<(), (u16, i32, &'static str)> {
         let h = headers(pairs);
         check_request(&Claims::read(&h), env, policy).map_err(|r| (r.status, r.code, r.reason))
     }
@@ -222,37 +279,129 @@ mod tests {
 
     #[test]
     fn good_request_passes() {
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "get_weather")], &call("get_weather", "2026-07-28"), GW), Ok(()));
-        assert_eq!(run(&[PV, CALL, ("MCP-NAME", "  get_weather ")], &call("get_weather", "2026-07-28"), GW), Ok(()));
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "=?base64?bcOpdMOpbw==?=")], &call("météo", "2026-07-28"), GW), Ok(()));
+        assert_eq!(
+            run(
+                &[PV, CALL, ("mcp-name", "get_weather")],
+                &call("get_weather", "2026-07-28"),
+                GW
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            run(
+                &[PV, CALL, ("MCP-NAME", "  get_weather ")],
+                &call("get_weather", "2026-07-28"),
+                GW
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            run(
+                &[PV, CALL, ("mcp-name", "=?base64?bcOpdMOpbw==?=")],
+                &call("météo", "2026-07-28"),
+                GW
+            ),
+            Ok(())
+        );
     }
 
     #[test]
     fn header_failures_in_order() {
         let e = call("get_weather", "2026-07-28");
         let m = |r| Err((400, codes::HEADER_MISMATCH, r));
-        assert_eq!(run(&[CALL, ("mcp-name", "get_weather")], &e, GW), m("protocol-version-missing"));
-        assert_eq!(run(&[PV, ("mcp-name", "get_weather")], &e, GW), m("mcp-method-missing"));
-        assert_eq!(run(&[PV, ("mcp-method", "TOOLS/CALL"), ("mcp-name", "get_weather")], &e, GW), m("mcp-method-mismatch"));
+        assert_eq!(
+            run(&[CALL, ("mcp-name", "get_weather")], &e, GW),
+            m("protocol-version-missing")
+        );
+        assert_eq!(
+            run(&[PV, ("mcp-name", "get_weather")], &e, GW),
+            m("mcp-method-missing")
+        );
+        assert_eq!(
+            run(
+                &[
+                    PV,
+                    ("mcp-method", "TOOLS/CALL"),
+                    ("mcp-name", "get_weather")
+                ],
+                &e,
+                GW
+            ),
+            m("mcp-method-mismatch")
+        );
         assert_eq!(run(&[PV, CALL], &e, GW), m("mcp-name-missing"));
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "get_forecast")], &e, GW), m("mcp-name-mismatch"));
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "=?base64?bc!!?=")], &e, GW), m("mcp-name-invalid"));
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "=?BASE64?Z2V0X3dlYXRoZXI=?=")], &e, GW), m("mcp-name-mismatch"));
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "get_weather"), ("mcp-name", "get_weather")], &e, GW), m("mcp-name-invalid"));
+        assert_eq!(
+            run(&[PV, CALL, ("mcp-name", "get_forecast")], &e, GW),
+            m("mcp-name-mismatch")
+        );
+        assert_eq!(
+            run(&[PV, CALL, ("mcp-name", "=?base64?bc!!?=")], &e, GW),
+            m("mcp-name-invalid")
+        );
+        assert_eq!(
+            run(
+                &[PV, CALL, ("mcp-name", "=?BASE64?Z2V0X3dlYXRoZXI=?=")],
+                &e,
+                GW
+            ),
+            m("mcp-name-mismatch")
+        );
+        assert_eq!(
+            run(
+                &[
+                    PV,
+                    CALL,
+                    ("mcp-name", "get_weather"),
+                    ("mcp-name", "get_weather")
+                ],
+                &e,
+                GW
+            ),
+            m("mcp-name-invalid")
+        );
         let old = call("get_weather", "2025-11-25");
-        assert_eq!(run(&[PV, CALL, ("mcp-name", "get_weather")], &old, GW), m("protocol-version-mismatch"));
+        assert_eq!(
+            run(&[PV, CALL, ("mcp-name", "get_weather")], &old, GW),
+            m("protocol-version-mismatch")
+        );
     }
 
     #[test]
     fn version_policy() {
         let v999 = call("a", "v999.0.0");
-        let h = [("mcp-protocol-version", "v999.0.0"), CALL, ("mcp-name", "a")];
+        let h = [
+            ("mcp-protocol-version", "v999.0.0"),
+            CALL,
+            ("mcp-name", "a"),
+        ];
         let server = VersionPolicy::Exactly(&["2026-07-28"]);
-        assert_eq!(run(&h, &v999, server), Err((400, codes::UNSUPPORTED_PROTOCOL_VERSION, "unsupported-version")));
-        assert_eq!(run(&h, &v999, GW), Ok(()), "a gateway passes undated versions on");
+        assert_eq!(
+            run(&h, &v999, server),
+            Err((
+                400,
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "unsupported-version"
+            ))
+        );
+        assert_eq!(
+            run(&h, &v999, GW),
+            Ok(()),
+            "a gateway passes undated versions on"
+        );
         let old = call("a", "2025-06-18");
-        let h = [("mcp-protocol-version", "2025-06-18"), CALL, ("mcp-name", "a")];
-        assert_eq!(run(&h, &old, GW), Err((400, codes::UNSUPPORTED_PROTOCOL_VERSION, "unsupported-version")));
+        let h = [
+            ("mcp-protocol-version", "2025-06-18"),
+            CALL,
+            ("mcp-name", "a"),
+        ];
+        assert_eq!(
+            run(&h, &old, GW),
+            Err((
+                400,
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                "unsupported-version"
+            ))
+        );
         let r = check_request(&Claims::read(&headers(&h)), &old, GW).unwrap_err();
         assert_eq!(r.data.unwrap()["requested"], "2025-06-18");
     }
@@ -261,22 +410,45 @@ mod tests {
     fn meta_failures_are_invalid_params() {
         let h = [PV, ("mcp-method", "server/discover")];
         let no_meta = body("server/discover", "{}");
-        assert_eq!(run(&h, &no_meta, GW), Err((400, codes::INVALID_PARAMS, "meta-invalid")));
-        let no_caps = body("server/discover", r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#);
-        assert_eq!(run(&h, &no_caps, GW), Err((400, codes::INVALID_PARAMS, "meta-invalid")));
+        assert_eq!(
+            run(&h, &no_meta, GW),
+            Err((400, codes::INVALID_PARAMS, "meta-invalid"))
+        );
+        let no_caps = body(
+            "server/discover",
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert_eq!(
+            run(&h, &no_caps, GW),
+            Err((400, codes::INVALID_PARAMS, "meta-invalid"))
+        );
     }
 
     #[test]
     fn notifications_need_no_headers_but_present_ones_must_agree() {
-        let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#).unwrap();
+        let n =
+            parse(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#).unwrap();
         assert_eq!(run(&[], &n, GW), Ok(()));
-        assert_eq!(run(&[("mcp-method", "notifications/other")], &n, GW), Err((400, codes::HEADER_MISMATCH, "mcp-method-mismatch")));
+        assert_eq!(
+            run(&[("mcp-method", "notifications/other")], &n, GW),
+            Err((400, codes::HEADER_MISMATCH, "mcp-method-mismatch"))
+        );
     }
 
     #[test]
     fn name_on_other_methods_is_ignored() {
-        let e = body("tools/list", r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#);
-        assert_eq!(run(&[PV, ("mcp-method", "tools/list"), ("mcp-name", "whatever")], &e, GW), Ok(()));
+        let e = body(
+            "tools/list",
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        );
+        assert_eq!(
+            run(
+                &[PV, ("mcp-method", "tools/list"), ("mcp-name", "whatever")],
+                &e,
+                GW
+            ),
+            Ok(())
+        );
     }
 
     #[test]

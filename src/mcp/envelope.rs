@@ -72,18 +72,30 @@ pub enum EnvelopeError {
     /// Not JSON (syntax, UTF-8, trailing bytes): -32700.
     Parse(String),
     /// JSON, but not one JSON-RPC request object: -32600. `id` is echoed when it was read.
-    Invalid { message: String, reason: &'static str, id: Option<Box<RawValue>> },
+    Invalid {
+        message: String,
+        reason: &'static str,
+        id: Option<Box<RawValue>>,
+    },
 }
 
 impl EnvelopeError {
     pub fn rejection(&self) -> Rejection {
         match self {
-            EnvelopeError::Parse(m) => {
-                Rejection::new(400, codes::PARSE_ERROR, "parse-error", format!("Parse error: {m}"))
-            }
-            EnvelopeError::Invalid { message, reason, .. } => {
-                Rejection::new(400, codes::INVALID_REQUEST, reason, format!("Invalid request: {message}"))
-            }
+            EnvelopeError::Parse(m) => Rejection::new(
+                400,
+                codes::PARSE_ERROR,
+                "parse-error",
+                format!("Parse error: {m}"),
+            ),
+            EnvelopeError::Invalid {
+                message, reason, ..
+            } => Rejection::new(
+                400,
+                codes::INVALID_REQUEST,
+                reason,
+                format!("Invalid request: {message}"),
+            ),
         }
     }
 
@@ -113,11 +125,17 @@ impl PartialEq for Envelope {
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
     let mut st = State::default();
     let mut de = serde_json::Deserializer::from_slice(body);
-    let res = Top { st: &mut st }.deserialize(&mut de).and_then(|()| de.end());
+    let res = Top { st: &mut st }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
     match (res, st.invalid) {
         (Ok(()), None) => {}
         (_, Some((reason, message))) => {
-            return Err(EnvelopeError::Invalid { message, reason, id: st.env.id.take() });
+            return Err(EnvelopeError::Invalid {
+                message,
+                reason,
+                id: st.env.id.take(),
+            });
         }
         (Err(e), None) => return Err(EnvelopeError::Parse(e.to_string())),
     }
@@ -127,15 +145,29 @@ pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
             None => "the \"jsonrpc\" member is missing (must be \"2.0\")".to_string(),
             Some(_) => "\"jsonrpc\" must be \"2.0\"".to_string(),
         };
-        return Err(EnvelopeError::Invalid { message, reason: "not-jsonrpc", id: env.id });
+        return Err(EnvelopeError::Invalid {
+            message,
+            reason: "not-jsonrpc",
+            id: env.id,
+        });
     }
     if env.method.is_none() {
         let (reason, message) = if st.has_result_or_error {
-            ("response-object", "a JSON-RPC response object cannot be sent to a server")
+            (
+                "response-object",
+                "a JSON-RPC response object cannot be sent to a server",
+            )
         } else {
-            ("no-method", "the \"method\" member is missing or not a string")
+            (
+                "no-method",
+                "the \"method\" member is missing or not a string",
+            )
         };
-        return Err(EnvelopeError::Invalid { message: message.into(), reason, id: env.id });
+        return Err(EnvelopeError::Invalid {
+            message: message.into(),
+            reason,
+            id: env.id,
+        });
     }
     Ok(env)
 }
@@ -186,6 +218,7 @@ struct SeenKeys<'de>(Vec<Cow<'de, str>>);
 
 impl<'de> SeenKeys<'de> {
     /// Returns false when `k` was seen before.
+    #[allow(clippy::ptr_arg)] // the key is stored, so the Cow is needed
     fn insert(&mut self, k: &Cow<'de, str>) -> bool {
         if self.0.iter().any(|s| s == k) {
             return false;
@@ -195,11 +228,20 @@ impl<'de> SeenKeys<'de> {
     }
 }
 
-fn check_new_key<'de, E: de::Error>(st: &mut State, seen: &mut SeenKeys<'de>, k: &Cow<'de, str>, at: &str) -> Result<(), E> {
+#[allow(clippy::ptr_arg)] // passed on to SeenKeys::insert
+fn check_new_key<'de, E: de::Error>(
+    st: &mut State,
+    seen: &mut SeenKeys<'de>,
+    k: &Cow<'de, str>,
+    at: &str,
+) -> Result<(), E> {
     if seen.insert(k) {
         Ok(())
     } else {
-        Err(st.fail("duplicate-key", format!("duplicate key {k:?} in {at}; each member may appear once")))
+        Err(st.fail(
+            "duplicate-key",
+            format!("duplicate key {k:?} in {at}; each member may appear once"),
+        ))
     }
 }
 
@@ -242,20 +284,35 @@ impl<'de, 's> Visitor<'de> for Walk<'s> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let depth = self.depth + 1;
         if depth > MAX_DEPTH {
-            return Err(self.st.fail("too-deep", format!("nesting deeper than {MAX_DEPTH} levels")));
+            return Err(self.st.fail(
+                "too-deep",
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+            ));
         }
-        while seq.next_element_seed(Walk { st: &mut *self.st, depth })?.is_some() {}
+        while seq
+            .next_element_seed(Walk {
+                st: &mut *self.st,
+                depth,
+            })?
+            .is_some()
+        {}
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let depth = self.depth + 1;
         if depth > MAX_DEPTH {
-            return Err(self.st.fail("too-deep", format!("nesting deeper than {MAX_DEPTH} levels")));
+            return Err(self.st.fail(
+                "too-deep",
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+            ));
         }
         let mut seen = SeenKeys::default();
         while let Some(Key(k)) = map.next_key()? {
             check_new_key(self.st, &mut seen, &k, "an object")?;
-            map.next_value_seed(Walk { st: &mut *self.st, depth })?;
+            map.next_value_seed(Walk {
+                st: &mut *self.st,
+                depth,
+            })?;
         }
         Ok(())
     }
@@ -298,10 +355,20 @@ impl<'de, 's> Visitor<'de> for MaybeString<'s> {
         Ok(None)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<String>, A::Error> {
-        Walk { st: self.st, depth: self.depth }.visit_seq(seq).map(|()| None)
+        Walk {
+            st: self.st,
+            depth: self.depth,
+        }
+        .visit_seq(seq)
+        .map(|()| None)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<String>, A::Error> {
-        Walk { st: self.st, depth: self.depth }.visit_map(map).map(|()| None)
+        Walk {
+            st: self.st,
+            depth: self.depth,
+        }
+        .visit_map(map)
+        .map(|()| None)
     }
 }
 
@@ -351,37 +418,74 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
         Ok(false)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-        Walk { st: self.st, depth: self.depth }.visit_seq(seq).map(|()| false)
+        Walk {
+            st: self.st,
+            depth: self.depth,
+        }
+        .visit_seq(seq)
+        .map(|()| false)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let depth = self.depth + 1;
         let st = self.st;
         let mut seen = SeenKeys::default();
-        let at = if self.level == Level::Params { "params" } else { "params._meta" };
+        let at = if self.level == Level::Params {
+            "params"
+        } else {
+            "params._meta"
+        };
         while let Some(Key(k)) = map.next_key()? {
             check_new_key(st, &mut seen, &k, at)?;
             match (self.level, k.as_ref()) {
-                (Level::Params, "name") => st.env.name = map.next_value_seed(MaybeString { st: &mut *st, depth })?,
-                (Level::Params, "uri") => st.env.uri = map.next_value_seed(MaybeString { st: &mut *st, depth })?,
+                (Level::Params, "name") => {
+                    st.env.name = map.next_value_seed(MaybeString {
+                        st: &mut *st,
+                        depth,
+                    })?
+                }
+                (Level::Params, "uri") => {
+                    st.env.uri = map.next_value_seed(MaybeString {
+                        st: &mut *st,
+                        depth,
+                    })?
+                }
                 (Level::Params, "_meta") => {
-                    st.env.has_meta = map.next_value_seed(Fields { st: &mut *st, depth, level: Level::Meta })?
+                    st.env.has_meta = map.next_value_seed(Fields {
+                        st: &mut *st,
+                        depth,
+                        level: Level::Meta,
+                    })?
                 }
                 (Level::Params, "requestState") => {
                     st.env.has_request_state = true;
-                    map.next_value_seed(Walk { st: &mut *st, depth })?;
+                    map.next_value_seed(Walk {
+                        st: &mut *st,
+                        depth,
+                    })?;
                 }
                 (Level::Params, "inputResponses") => {
                     st.env.has_input_responses = true;
-                    map.next_value_seed(Walk { st: &mut *st, depth })?;
+                    map.next_value_seed(Walk {
+                        st: &mut *st,
+                        depth,
+                    })?;
                 }
                 (Level::Meta, meta::PROTOCOL_VERSION) => {
-                    st.env.protocol_version = map.next_value_seed(MaybeString { st: &mut *st, depth })?
+                    st.env.protocol_version = map.next_value_seed(MaybeString {
+                        st: &mut *st,
+                        depth,
+                    })?
                 }
                 (Level::Meta, meta::CLIENT_CAPABILITIES) => {
-                    st.env.has_client_capabilities =
-                        map.next_value_seed(IsObject { st: &mut *st, depth })?;
+                    st.env.has_client_capabilities = map.next_value_seed(IsObject {
+                        st: &mut *st,
+                        depth,
+                    })?;
                 }
-                _ => map.next_value_seed(Walk { st: &mut *st, depth })?,
+                _ => map.next_value_seed(Walk {
+                    st: &mut *st,
+                    depth,
+                })?,
             }
         }
         Ok(true)
@@ -428,7 +532,10 @@ impl<'de, 's> DeserializeSeed<'de> for IsObject<'s> {
                 self.0.visit_map(map).map(|()| true)
             }
         }
-        d.deserialize_any(V(Walk { st: self.st, depth: self.depth }))
+        d.deserialize_any(V(Walk {
+            st: self.st,
+            depth: self.depth,
+        }))
     }
 }
 
@@ -446,7 +553,10 @@ impl<'de, 's> DeserializeSeed<'de> for Top<'s> {
 
 impl<'s> Top<'s> {
     fn not_object<E: de::Error>(self, what: &str) -> Result<(), E> {
-        Err(self.st.fail("not-object", format!("the body is {what}, not one JSON-RPC request object")))
+        Err(self.st.fail(
+            "not-object",
+            format!("the body is {what}, not one JSON-RPC request object"),
+        ))
     }
 }
 
@@ -474,7 +584,10 @@ impl<'de, 's> Visitor<'de> for Top<'s> {
         self.not_object("null")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
-        Err(self.st.fail("batch", "the body is a JSON array: batches are not allowed in this protocol revision".into()))
+        Err(self.st.fail(
+            "batch",
+            "the body is a JSON array: batches are not allowed in this protocol revision".into(),
+        ))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let st = self.st;
@@ -482,26 +595,51 @@ impl<'de, 's> Visitor<'de> for Top<'s> {
         while let Some(Key(k)) = map.next_key()? {
             check_new_key(st, &mut seen, &k, "the request object")?;
             match k.as_ref() {
-                "jsonrpc" => st.jsonrpc = Some(map.next_value_seed(MaybeString { st: &mut *st, depth: 1 })?.unwrap_or_default()),
-                "method" => st.env.method = map.next_value_seed(MaybeString { st: &mut *st, depth: 1 })?,
+                "jsonrpc" => {
+                    st.jsonrpc = Some(
+                        map.next_value_seed(MaybeString {
+                            st: &mut *st,
+                            depth: 1,
+                        })?
+                        .unwrap_or_default(),
+                    )
+                }
+                "method" => {
+                    st.env.method = map.next_value_seed(MaybeString {
+                        st: &mut *st,
+                        depth: 1,
+                    })?
+                }
                 "id" => {
                     let raw: Box<RawValue> = map.next_value()?;
                     let first = raw.get().as_bytes().first().copied().unwrap_or(b' ');
                     if !(first == b'"' || first == b'-' || first.is_ascii_digit()) {
-                        return Err(st.fail("bad-id", "\"id\" must be a string or an integer".into()));
+                        return Err(
+                            st.fail("bad-id", "\"id\" must be a string or an integer".into())
+                        );
                     }
                     st.env.id = Some(raw);
                 }
                 "params" => {
-                    if !map.next_value_seed(Fields { st: &mut *st, depth: 1, level: Level::Params })? {
+                    if !map.next_value_seed(Fields {
+                        st: &mut *st,
+                        depth: 1,
+                        level: Level::Params,
+                    })? {
                         return Err(st.fail("bad-params", "\"params\" must be an object".into()));
                     }
                 }
                 "result" | "error" => {
                     st.has_result_or_error = true;
-                    map.next_value_seed(Walk { st: &mut *st, depth: 1 })?;
+                    map.next_value_seed(Walk {
+                        st: &mut *st,
+                        depth: 1,
+                    })?;
                 }
-                _ => map.next_value_seed(Walk { st: &mut *st, depth: 1 })?,
+                _ => map.next_value_seed(Walk {
+                    st: &mut *st,
+                    depth: 1,
+                })?,
             }
         }
         Ok(())
@@ -543,14 +681,24 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_refused_at_any_depth() {
-        assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#), "duplicate-key");
-        assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","\u006dethod":"b"}"#), "duplicate-key");
         assert_eq!(
-            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#),
+            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#),
             "duplicate-key"
         );
         assert_eq!(
-            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"a":{"b":1,"b":2}}}}"#),
+            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","\u006dethod":"b"}"#),
+            "duplicate-key"
+        );
+        assert_eq!(
+            invalid_reason(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#
+            ),
+            "duplicate-key"
+        );
+        assert_eq!(
+            invalid_reason(
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"arguments":{"a":{"b":1,"b":2}}}}"#
+            ),
             "duplicate-key"
         );
         // The id read before the duplicate is still echoed.
@@ -560,20 +708,40 @@ mod tests {
 
     #[test]
     fn shapes_that_are_not_one_request() {
-        assert_eq!(invalid_reason(r#"[{"jsonrpc":"2.0","id":1,"method":"a"}]"#), "batch");
-        assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), "response-object");
+        assert_eq!(
+            invalid_reason(r#"[{"jsonrpc":"2.0","id":1,"method":"a"}]"#),
+            "batch"
+        );
+        assert_eq!(
+            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            "response-object"
+        );
         assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":1}"#), "no-method");
         assert_eq!(invalid_reason(r#"{"id":1,"method":"a"}"#), "not-jsonrpc");
-        assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"a"}"#), "bad-id");
-        assert_eq!(invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","params":[1]}"#), "bad-params");
+        assert_eq!(
+            invalid_reason(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"a"}"#),
+            "bad-id"
+        );
+        assert_eq!(
+            invalid_reason(r#"{"jsonrpc":"2.0","id":1,"method":"a","params":[1]}"#),
+            "bad-params"
+        );
         assert_eq!(invalid_reason("42"), "not-object");
     }
 
     #[test]
     fn deep_nesting_is_refused_without_recursing_forever() {
-        let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":{{"x":{}1{}}}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":{{"x":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         assert_eq!(invalid_reason(&deep), "too-deep");
-        let ok = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":{{"x":{}1{}}}}}"#, "[".repeat(50), "]".repeat(50));
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":{{"x":{}1{}}}}}"#,
+            "[".repeat(50),
+            "]".repeat(50)
+        );
         assert!(parse(ok.as_bytes()).is_ok());
     }
 
@@ -587,13 +755,18 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"\ud800"}"#,
             b"",
         ] {
-            assert!(matches!(parse(body), Err(EnvelopeError::Parse(_))), "{:?}", String::from_utf8_lossy(body));
+            assert!(
+                matches!(parse(body), Err(EnvelopeError::Parse(_))),
+                "{:?}",
+                String::from_utf8_lossy(body)
+            );
         }
     }
 
     #[test]
     fn notifications_and_retry_legs() {
-        let n = parse(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#).unwrap();
+        let n =
+            parse(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#).unwrap();
         assert!(n.is_notification());
         let r = parse(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","requestState":"s","inputResponses":{"k":{"action":"accept"}}}}"#).unwrap();
         assert!(r.has_request_state && r.has_input_responses && r.is_retry_leg());

@@ -38,7 +38,12 @@ pub mod codes {
 
 /// Serialize a JSON-RPC error response. `id` is the raw JSON of the request id when it could be
 /// read; without it the member is omitted (the request could not be identified).
-pub fn error_body(id: Option<&RawValue>, code: i32, message: &str, data: Option<&Value>) -> Vec<u8> {
+pub fn error_body(
+    id: Option<&RawValue>,
+    code: i32,
+    message: &str,
+    data: Option<&Value>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(96 + message.len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
     if let Some(id) = id {
@@ -75,8 +80,19 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    pub fn new(status: u16, code: i32, reason: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        Rejection { status, code, message: message.into(), data: None, reason }
+    pub fn new(
+        status: u16,
+        code: i32,
+        reason: &'static str,
+        message: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Rejection {
+            status,
+            code,
+            message: message.into(),
+            data: None,
+            reason,
+        }
     }
 
     pub fn with_data(mut self, data: Value) -> Self {
@@ -100,7 +116,10 @@ impl Rejection {
             400,
             codes::UNSUPPORTED_PROTOCOL_VERSION,
             "unsupported-version",
-            format!("Unsupported protocol version {requested:?}; supported: {}", supported.join(", ")),
+            format!(
+                "Unsupported protocol version {requested:?}; supported: {}",
+                supported.join(", ")
+            ),
         )
         .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
@@ -118,12 +137,22 @@ mod tests {
     #[test]
     fn error_body_with_and_without_id() {
         let id = RawValue::from_string("\"c-17\"".into()).unwrap();
-        let body = error_body(Some(&id), codes::HEADER_MISMATCH, "Mcp-Name \"x\" mismatch", None);
+        let body = error_body(
+            Some(&id),
+            codes::HEADER_MISMATCH,
+            "Mcp-Name \"x\" mismatch",
+            None,
+        );
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["id"], "c-17");
         assert_eq!(v["error"]["code"], -32020);
         assert_eq!(v["error"]["message"], "Mcp-Name \"x\" mismatch");
-        let body = error_body(None, codes::PARSE_ERROR, "bad", Some(&serde_json::json!({"a":1})));
+        let body = error_body(
+            None,
+            codes::PARSE_ERROR,
+            "bad",
+            Some(&serde_json::json!({"a":1})),
+        );
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert!(v.get("id").is_none());
         assert_eq!(v["error"]["data"]["a"], 1);

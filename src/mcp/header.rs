@@ -43,7 +43,9 @@ impl ValueProblem {
         match self {
             ValueProblem::Duplicate => "appears more than once",
             ValueProblem::BadCharacters => "has characters outside visible ASCII, space and tab",
-            ValueProblem::BadBase64 => "has a malformed =?base64?...?= value (bad alphabet or padding)",
+            ValueProblem::BadBase64 => {
+                "has a malformed =?base64?...?= value (bad alphabet or padding)"
+            }
             ValueProblem::NotUtf8 => "has a =?base64?...?= value that is not UTF-8",
         }
     }
@@ -68,24 +70,38 @@ impl<'a> Claim<'a> {
 
 /// Trim optional whitespace (space and tab) around a header value.
 fn trim_ows(raw: &[u8]) -> &[u8] {
-    let start = raw.iter().position(|b| *b != b' ' && *b != b'\t').unwrap_or(raw.len());
-    let end = raw.iter().rposition(|b| *b != b' ' && *b != b'\t').map_or(start, |e| e + 1);
+    let start = raw
+        .iter()
+        .position(|b| *b != b' ' && *b != b'\t')
+        .unwrap_or(raw.len());
+    let end = raw
+        .iter()
+        .rposition(|b| *b != b' ' && *b != b'\t')
+        .map_or(start, |e| e + 1);
     &raw[start..end]
 }
 
 /// Decode one raw header value: check characters, trim, unwrap base64 when `decode_base64`.
 pub fn decode_value(raw: &[u8], decode_base64: bool) -> Result<Cow<'_, str>, ValueProblem> {
-    if raw.iter().any(|b| !(*b == b'\t' || (0x20..=0x7e).contains(b))) {
+    if raw
+        .iter()
+        .any(|b| !(*b == b'\t' || (0x20..=0x7e).contains(b)))
+    {
         return Err(ValueProblem::BadCharacters);
     }
     // Checked above: every byte is ASCII.
     let text = std::str::from_utf8(trim_ows(raw)).map_err(|_| ValueProblem::BadCharacters)?;
     if decode_base64 {
-        if let Some(inner) = text.strip_prefix(SENTINEL_PREFIX).and_then(|t| t.strip_suffix(SENTINEL_SUFFIX)) {
+        if let Some(inner) = text
+            .strip_prefix(SENTINEL_PREFIX)
+            .and_then(|t| t.strip_suffix(SENTINEL_SUFFIX))
+        {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(inner)
                 .map_err(|_| ValueProblem::BadBase64)?;
-            return String::from_utf8(bytes).map(Cow::Owned).map_err(|_| ValueProblem::NotUtf8);
+            return String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| ValueProblem::NotUtf8);
         }
     }
     Ok(Cow::Borrowed(text))
@@ -94,9 +110,12 @@ pub fn decode_value(raw: &[u8], decode_base64: bool) -> Result<Cow<'_, str>, Val
 /// Encode a value for a `Mcp-Name` / `Mcp-Param-*` header: as is when it is safe, otherwise
 /// base64-wrapped (non-ASCII, control characters, surrounding whitespace, or a literal that
 /// looks like the sentinel).
+#[allow(clippy::nonminimal_bool)] // reads as the list of conditions in the spec
 pub fn encode_value(value: &str) -> Cow<'_, str> {
     let safe = !value.is_empty()
-        && value.bytes().all(|b| (0x21..=0x7e).contains(&b) || b == b' ')
+        && value
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) || b == b' ')
         && !value.starts_with(' ')
         && !value.ends_with(' ')
         && !(value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX));
@@ -129,7 +148,10 @@ pub fn claim<'a>(headers: &'a HeaderMap, name: &str, decode_base64: bool) -> Cla
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 #[cfg(test)]
@@ -138,38 +160,75 @@ mod tests {
 
     #[test]
     fn decodes_the_digest_examples() {
-        assert_eq!(decode_value(b"=?base64?bcOpdMOpbw==?=", true).unwrap(), "météo");
+        assert_eq!(
+            decode_value(b"=?base64?bcOpdMOpbw==?=", true).unwrap(),
+            "météo"
+        );
         assert_eq!(
             decode_value(b"=?base64?ZmlsZTovLy9kb25uw6llcy9hLnR4dA==?=", true).unwrap(),
             "file:///données/a.txt"
         );
-        assert_eq!(decode_value(b"=?base64?IGV1LXdlc3Qg?=", true).unwrap(), " eu-west ");
-        assert_eq!(decode_value(b"=?base64?PT9iYXNlNjQ/eD89?=", true).unwrap(), "=?base64?x?=");
+        assert_eq!(
+            decode_value(b"=?base64?IGV1LXdlc3Qg?=", true).unwrap(),
+            " eu-west "
+        );
+        assert_eq!(
+            decode_value(b"=?base64?PT9iYXNlNjQ/eD89?=", true).unwrap(),
+            "=?base64?x?="
+        );
     }
 
     #[test]
     fn trims_and_keeps_case() {
-        assert_eq!(decode_value(b"   get_weather \t", true).unwrap(), "get_weather");
+        assert_eq!(
+            decode_value(b"   get_weather \t", true).unwrap(),
+            "get_weather"
+        );
         assert_eq!(decode_value(b"TOOLS/CALL", false).unwrap(), "TOOLS/CALL");
     }
 
     #[test]
     fn rejects_bad_base64_and_treats_near_misses_as_literals() {
-        assert_eq!(decode_value(b"=?base64?bcOpdMOpbw?=", true), Err(ValueProblem::BadBase64));
-        assert_eq!(decode_value(b"=?base64?bc!!?=", true), Err(ValueProblem::BadBase64));
-        assert_eq!(decode_value(b"=?base64?/w==?=", true), Err(ValueProblem::NotUtf8));
+        assert_eq!(
+            decode_value(b"=?base64?bcOpdMOpbw?=", true),
+            Err(ValueProblem::BadBase64)
+        );
+        assert_eq!(
+            decode_value(b"=?base64?bc!!?=", true),
+            Err(ValueProblem::BadBase64)
+        );
+        assert_eq!(
+            decode_value(b"=?base64?/w==?=", true),
+            Err(ValueProblem::NotUtf8)
+        );
         assert_eq!(
             decode_value(b"=?BASE64?Z2V0X3dlYXRoZXI=?=", true).unwrap(),
             "=?BASE64?Z2V0X3dlYXRoZXI=?="
         );
-        assert_eq!(decode_value(b"=?base64?Z2V0", true).unwrap(), "=?base64?Z2V0");
-        assert_eq!(decode_value("caf\u{e9}".as_bytes(), true), Err(ValueProblem::BadCharacters));
-        assert_eq!(decode_value(b"a\x00b", true), Err(ValueProblem::BadCharacters));
+        assert_eq!(
+            decode_value(b"=?base64?Z2V0", true).unwrap(),
+            "=?base64?Z2V0"
+        );
+        assert_eq!(
+            decode_value("caf\u{e9}".as_bytes(), true),
+            Err(ValueProblem::BadCharacters)
+        );
+        assert_eq!(
+            decode_value(b"a\x00b", true),
+            Err(ValueProblem::BadCharacters)
+        );
     }
 
     #[test]
     fn encode_round_trips() {
-        for v in ["get_weather", "météo", " eu-west ", "=?base64?x?=", "a\nb", "file:///a%20b.txt"] {
+        for v in [
+            "get_weather",
+            "météo",
+            " eu-west ",
+            "=?base64?x?=",
+            "a\nb",
+            "file:///a%20b.txt",
+        ] {
             let enc = encode_value(v);
             assert_eq!(decode_value(enc.as_bytes(), true).unwrap(), v, "{enc}");
         }
@@ -183,7 +242,10 @@ mod tests {
         h.append("mcp-name", "a".parse().unwrap());
         assert_eq!(claim(&h, NAME, true), Claim::Present(Cow::Borrowed("a")));
         h.append("Mcp-Name", "a".parse().unwrap());
-        assert_eq!(claim(&h, NAME, true), Claim::Invalid(ValueProblem::Duplicate));
+        assert_eq!(
+            claim(&h, NAME, true),
+            Claim::Invalid(ValueProblem::Duplicate)
+        );
         assert_eq!(claim(&h, METHOD, false), Claim::Absent);
     }
 
