@@ -118,8 +118,8 @@ const NO_ARGS: &str = r#"{"type":"object","properties":{}}"#;
 pub static TOOLS: &[Tool] = &[
     Tool {
         name: "echo",
-        description: "Returns its text argument unchanged (the load tester's plain call).",
-        schema: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#,
+        description: "Returns its text argument unchanged (the load tester's plain call); no text, no text.",
+        schema: r#"{"type":"object","properties":{"text":{"type":"string"}}}"#,
         needs: &[],
         sealed: false,
         pinned: &[],
@@ -224,6 +224,10 @@ pub static TOOLS: &[Tool] = &[
     Tool { sealed: true, ..fixture("test_input_required_result_multi_round", "MRTR: two rounds.", &["elicitation"], irr_multi_round) },
     Tool { sealed: true, ..fixture("test_input_required_result_tampered_state", "MRTR: sealed state.", &["elicitation"], irr_tampered) },
     fixture("test_input_required_result_capabilities", "MRTR: asks only what the client declared.", &[], irr_capabilities),
+    Tool {
+        schema: r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}"##,
+        ..fixture("json_schema_2020_12_tool", "A JSON Schema 2020-12 input schema, listed verbatim.", &[], json_schema_tool)
+    },
 ];
 
 const fn fixture(
@@ -551,6 +555,9 @@ fn root_uris(c: &Call, key: &str) -> Result<Option<Vec<String>>, Outcome> {
 // The MRTR stories
 
 fn echo(c: &Call) -> Step {
+    if !c.args.contains_key("text") {
+        return Ok(complete_text(""));
+    }
     Ok(complete_text(arg_str(c, "text")?))
 }
 
@@ -955,6 +962,13 @@ fn irr_multi_round(c: &Call) -> Step {
             Elicit::Refused(how) => error_text(format!("Stopped: step 2 was {how}.")),
         },
     })
+}
+
+fn json_schema_tool(c: &Call) -> Step {
+    Ok(complete_text(format!(
+        "Received: {}",
+        Value::Object(c.args.clone())
+    )))
 }
 
 // --- prompts ---
