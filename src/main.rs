@@ -33,6 +33,8 @@ enum Command {
         #[arg(long, short, default_value = "gateway.yaml")]
         config: PathBuf,
     },
+    /// Run the reference stateless MRTR backend as a pool of instances.
+    Backend(mcp_edge::backend::BackendArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,6 +95,7 @@ fn main() -> ExitCode {
             print!("{}", cfg.describe());
             Ok(())
         }
+        Command::Backend(args) => mcp_edge::backend::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

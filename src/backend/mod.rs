@@ -1,1 +1,487 @@
-//! (being built)
+//! `mcp-edge backend`: the reference stateless MRTR server, run as a pool of instances.
+//!
+//! Each instance is an independent HTTP/1.1 listener (hyper 1) with its own instance id; all
+//! instances of a pool share one `requestState` key, so a retry completes on whichever
+//! instance receives it. Separate processes (or machines) started with the same key file
+//! verify each other's state too.
+//!
+//! - [`BackendArgs`] / [`run`]: the command line.
+//! - [`PoolOptions`] / [`Pool`]: the programmatic API used by tests and the demo. A pool binds
+//!   every listener before [`Pool::start`] returns and runs on its own thread and tokio
+//!   runtime, so it can be started from a plain `#[test]` or from inside another runtime.
+//! - [`http`]: the validation ladder and dispatch; [`tools`]: what the server offers;
+//!   [`state`]: the sealed `requestState`.
+
+pub mod http;
+pub mod state;
+pub mod tools;
+
+pub use state::{StateCodec, StateKey, StateKeys};
+
+use anyhow::Context;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::net::{IpAddr, SocketAddr, TcpListener as StdListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+
+use self::http::{Instance, Shared};
+
+/// Environment variable that may hold the state key (when no --state-key-file is given).
+pub const STATE_KEY_ENV: &str = "MCP_EDGE_STATE_KEY";
+/// Default largest request body.
+pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+/// CLI options of `mcp-edge backend`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// How many instances to start, on consecutive ports from --base-port.
+    #[arg(long, default_value_t = 3)]
+    pub instances: u16,
+    /// Port of the first instance.
+    #[arg(long, default_value_t = 7001)]
+    pub base_port: u16,
+    /// Listen address of one instance (repeatable, e.g. 127.0.0.1:7001, port 0 = any free port);
+    /// overrides --instances and --base-port.
+    #[arg(long = "listen", value_name = "ADDR")]
+    pub listen: Vec<SocketAddr>,
+    /// IP address the --instances/--base-port listeners bind to.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// File holding the 32-byte requestState key, as 64 hex digits or base64 (e.g. from
+    /// `openssl rand -hex 32`). Without it the key comes from the MCP_EDGE_STATE_KEY environment
+    /// variable (same formats), and without that a random key is made, which only this process
+    /// can verify.
+    #[arg(long, value_name = "FILE")]
+    pub state_key_file: Option<PathBuf>,
+    /// File holding the previous key (same formats): states sealed with it are still accepted
+    /// during a key rotation; new states are sealed with the current key.
+    #[arg(long, value_name = "FILE")]
+    pub previous_state_key_file: Option<PathBuf>,
+    /// How long an issued requestState stays valid, e.g. 30s, 10m, 1h.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub state_ttl: Duration,
+    /// An Origin allowed to call the server besides localhost ones (repeatable; `*` = any).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// A Host name served besides localhost ones (repeatable; `*` = any). When listening only on
+    /// loopback, other Host names are refused (DNS rebinding protection).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+}
+
+/// Parse a humane duration: `500ms`, `30s`, `10m`, `1h`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 10m, 1h or 500ms"))?;
+    let d = match unit.trim() {
+        "" | "s" | "sec" | "secs" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" | "min" | "mins" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => {
+            return Err(format!(
+                "{s:?} has an unknown unit; write e.g. 30s, 10m, 1h or 500ms"
+            ))
+        }
+    };
+    Ok(d)
+}
+
+fn read_key_file(path: &PathBuf, what: &str) -> anyhow::Result<StateKey> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
+    StateKey::parse(&text).with_context(|| {
+        format!(
+            "the {what} file {} does not hold a usable key",
+            path.display()
+        )
+    })
+}
+
+impl BackendArgs {
+    /// The pool these options describe (reads key files and the environment).
+    pub fn to_options(&self) -> anyhow::Result<PoolOptions> {
+        let listen = if self.listen.is_empty() {
+            (0..self.instances)
+                .map(|i| {
+                    let port = self
+                        .base_port
+                        .checked_add(i)
+                        .context("--base-port + --instances goes past port 65535")?;
+                    Ok(SocketAddr::new(self.host, port))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?
+        } else {
+            self.listen.clone()
+        };
+        let (current, source) = match (&self.state_key_file, std::env::var(STATE_KEY_ENV)) {
+            (Some(p), _) => (
+                read_key_file(p, "--state-key-file")?,
+                format!("file {}", p.display()),
+            ),
+            (None, Ok(v)) if !v.trim().is_empty() => (
+                StateKey::parse(&v)
+                    .with_context(|| format!("{STATE_KEY_ENV} does not hold a usable key"))?,
+                format!("${STATE_KEY_ENV}"),
+            ),
+            _ => {
+                tracing::warn!("no --state-key-file and no {STATE_KEY_ENV}: using a random key, so only this process can verify the requestState it issues");
+                (StateKey::random(), "random".into())
+            }
+        };
+        tracing::info!(key_id = current.id(), "requestState key from {source}");
+        let mut key = StateKeys::new(current);
+        if let Some(p) = &self.previous_state_key_file {
+            key = key.with_previous(read_key_file(p, "--previous-state-key-file")?);
+        }
+        Ok(PoolOptions {
+            listen,
+            key,
+            state_ttl: self.state_ttl,
+            allow_origins: self.allow_origin.clone(),
+            allow_hosts: self.allow_host.clone(),
+            ..PoolOptions::local(0)
+        })
+    }
+}
+
+/// Programmatic options of a pool.
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    /// One listener per address; port 0 picks a free port.
+    pub listen: Vec<SocketAddr>,
+    /// The state keys shared by every instance.
+    pub key: StateKeys,
+    pub state_ttl: Duration,
+    /// Origins allowed besides localhost ones (`*` = any).
+    pub allow_origins: Vec<String>,
+    /// Host names served besides localhost ones (`*` = any).
+    pub allow_hosts: Vec<String>,
+    /// Largest request body (413 above it).
+    pub body_limit: usize,
+    /// Tokio worker threads of the pool's runtime.
+    pub worker_threads: usize,
+}
+
+impl PoolOptions {
+    /// `n` instances on 127.0.0.1 with ephemeral ports, a fresh random key, a 10-minute TTL.
+    pub fn local(n: usize) -> Self {
+        PoolOptions {
+            listen: vec![SocketAddr::from(([127, 0, 0, 1], 0)); n],
+            key: StateKeys::random(),
+            state_ttl: Duration::from_secs(600),
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            worker_threads: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(4),
+        }
+    }
+
+    pub fn with_key(mut self, key: StateKeys) -> Self {
+        self.key = key;
+        self
+    }
+
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+}
+
+/// A running pool of backend instances. Dropping it shuts it down.
+pub struct Pool {
+    addrs: Vec<SocketAddr>,
+    ids: Vec<String>,
+    shutdown: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Pool {
+    /// Bind every listener, then serve on a thread with its own runtime.
+    pub fn start(opts: PoolOptions) -> anyhow::Result<Pool> {
+        anyhow::ensure!(
+            !opts.listen.is_empty(),
+            "a backend pool needs at least one listen address"
+        );
+        let mut listeners = Vec::new();
+        for a in &opts.listen {
+            let l = StdListener::bind(a).with_context(|| {
+                format!("cannot listen on {a}: port {} is in use or not allowed; pick another --base-port / --listen", a.port())
+            })?;
+            l.set_nonblocking(true)?;
+            listeners.push(l);
+        }
+        let addrs: Vec<SocketAddr> = listeners
+            .iter()
+            .map(|l| l.local_addr())
+            .collect::<Result<_, _>>()?;
+        let tag = state::hex(&rand::random::<[u8; 3]>());
+        let ids: Vec<String> = (1..=addrs.len()).map(|i| format!("be-{tag}-{i}")).collect();
+
+        let hosts = host_policy(&opts.allow_hosts, &addrs);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (changes, _) = broadcast::channel(64);
+        let shared = Arc::new(Shared {
+            codec: StateCodec::new(opts.key.clone(), opts.state_ttl),
+            ledger: Default::default(),
+            origins: opts.allow_origins.clone(),
+            hosts,
+            changes,
+            shutdown: shutdown_rx.clone(),
+            body_limit: opts.body_limit,
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.worker_threads.max(1))
+            .thread_name("mcp-edge-backend")
+            .enable_all()
+            .build()
+            .context("cannot start the backend's tokio runtime")?;
+        let instances: Vec<Arc<Instance>> = ids
+            .iter()
+            .map(|id| Arc::new(Instance::new(id.clone(), shared.clone())))
+            .collect();
+        let thread = std::thread::Builder::new()
+            .name("mcp-edge-backend-pool".into())
+            .spawn(move || {
+                rt.block_on(serve_all(listeners, instances, shutdown_rx));
+                rt.shutdown_timeout(Duration::from_millis(200));
+            })
+            .context("cannot start the backend pool thread")?;
+        Ok(Pool {
+            addrs,
+            ids,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub fn instance_ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// Stop accepting, end listen streams with their final result, close connections (waiting
+    /// at most ~2 s for in-flight responses), and join the pool thread.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Host names to accept: `None` (any) when `*` is allowed or some listener is not on loopback
+/// and no list was given.
+fn host_policy(allow: &[String], addrs: &[SocketAddr]) -> Option<Vec<String>> {
+    if allow.iter().any(|h| h == "*") {
+        return None;
+    }
+    if allow.is_empty() && !addrs.iter().all(|a| a.ip().is_loopback()) {
+        return None;
+    }
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    hosts.extend(allow.iter().cloned());
+    Some(hosts)
+}
+
+async fn serve_all(
+    listeners: Vec<StdListener>,
+    instances: Vec<Arc<Instance>>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut loops = Vec::new();
+    for (l, inst) in listeners.into_iter().zip(instances) {
+        let listener = match tokio::net::TcpListener::from_std(l) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(instance = %inst.id, "cannot register the listener with tokio: {e}");
+                continue;
+            }
+        };
+        loops.push(tokio::spawn(accept_loop(
+            listener,
+            inst,
+            shutdown.clone(),
+            active.clone(),
+        )));
+    }
+    for l in loops {
+        let _ = l.await;
+    }
+    // Let connections finish their in-flight responses (listen streams end on shutdown).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while active.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    inst: Arc<Instance>,
+    mut shutdown: watch::Receiver<bool>,
+    active: Arc<AtomicUsize>,
+) {
+    loop {
+        if *shutdown.borrow_and_update() {
+            return;
+        }
+        let (stream, _peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(instance = %inst.id, "accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let inst = inst.clone();
+        let mut shutdown = shutdown.clone();
+        let active = active.clone();
+        active.fetch_add(1, Ordering::AcqRel);
+        tokio::spawn(async move {
+            let svc_inst = inst.clone();
+            let svc = service_fn(move |req| http::handle(svc_inst.clone(), req));
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(30))
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            let shutting_down = *shutdown.borrow_and_update();
+            if shutting_down {
+                conn.as_mut().graceful_shutdown();
+            }
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = shutdown.changed(), if !shutting_down => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
+                }
+            }
+            active.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
+/// Blocking entry point of `mcp-edge backend`: start the pool, log the addresses and instance
+/// ids, run until Ctrl-C or SIGTERM.
+pub fn run(args: BackendArgs) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let opts = args.to_options()?;
+    let ttl = opts.state_ttl;
+    let pool = Pool::start(opts)?;
+    for (addr, id) in pool.addrs().iter().zip(pool.instance_ids()) {
+        // stdout, one line per instance, so scripts can read the ports of --listen ...:0.
+        println!("mcp-edge backend instance {id} listening on http://{addr}/mcp");
+        tracing::info!(instance = %id, %addr, "listening");
+    }
+    tracing::info!(state_ttl = ?ttl, "backend pool of {} instance(s) ready; Ctrl-C or SIGTERM stops it", pool.addrs().len());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    signals.block_on(async {
+        #[cfg(unix)]
+        {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await?;
+        anyhow::Ok(())
+    })?;
+    tracing::info!("shutting down the backend pool");
+    pool.shutdown();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn port_in_use_is_named() {
+        let pool = Pool::start(PoolOptions::local(1)).unwrap();
+        let taken = pool.addrs()[0];
+        let err = Pool::start(PoolOptions {
+            listen: vec![taken],
+            ..PoolOptions::local(1)
+        })
+        .err()
+        .unwrap();
+        assert!(
+            format!("{err:#}").contains(&taken.port().to_string()),
+            "{err:#}"
+        );
+        pool.shutdown();
+    }
+
+    #[test]
+    fn host_policy_defaults() {
+        let lo = [SocketAddr::from(([127, 0, 0, 1], 1))];
+        let any = [SocketAddr::from(([0, 0, 0, 0], 1))];
+        assert!(host_policy(&[], &lo)
+            .unwrap()
+            .contains(&"localhost".to_string()));
+        assert_eq!(host_policy(&[], &any), None);
+        assert!(host_policy(&["api.example".into()], &any)
+            .unwrap()
+            .contains(&"api.example".to_string()));
+        assert_eq!(host_policy(&["*".into()], &lo), None);
+    }
+}

@@ -15,11 +15,13 @@ pub mod check;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod response;
 pub mod scan;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
 pub use error::{codes, error_body, Rejection};
+pub use response::{result_body, sse_event};
 
 /// The protocol revision this project speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
@@ -36,6 +38,9 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
     pub const PROGRESS_TOKEN: &str = "progressToken";
+    /// mcp-edge's own result `_meta` key: the id of the backend instance that produced a result
+    /// (a completed call, or the `input_required` that asked). Not a spec key.
+    pub const EDGE_INSTANCE: &str = "io.mcp-edge/instance";
 }
 
 /// Method names used across the project.

@@ -1,0 +1,343 @@
+//! Test helpers shared by the integration tests: a tiny blocking HTTP/1.1 client over
+//! `std::net::TcpStream` (so tests control every header byte), JSON-RPC request builders for
+//! MCP 2026-07-28, and an incremental SSE reader.
+//!
+//! Every request sends `Connection: close` and reads until the server closes, with a read
+//! timeout so a hung server fails the test instead of hanging it.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+pub const VERSION: &str = "2026-07-28";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One HTTP response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    /// Header names lowercased, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked.
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body as JSON; for an SSE body, the last message (the final response).
+    pub fn json(&self) -> Value {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            return self
+                .sse_messages()
+                .pop()
+                .unwrap_or_else(|| panic!("empty SSE body: {}", self.text()));
+        }
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
+    }
+
+    /// The JSON messages of an SSE body, in order.
+    pub fn sse_messages(&self) -> Vec<Value> {
+        self.text()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| serde_json::from_str(d.trim()).expect("SSE data is JSON"))
+            .collect()
+    }
+
+    /// `error.code` of a JSON-RPC error body.
+    pub fn code(&self) -> Option<i64> {
+        self.json()["error"]["code"].as_i64()
+    }
+
+    /// `result` of a JSON-RPC success body (panics with the body otherwise).
+    pub fn result(&self) -> Value {
+        let v = self.json();
+        assert!(
+            v.get("result").is_some(),
+            "expected a result, got HTTP {} {v}",
+            self.status
+        );
+        v["result"].clone()
+    }
+}
+
+/// Send raw bytes, read the whole response (the request should say `Connection: close`).
+pub fn raw(addr: SocketAddr, request: &[u8]) -> Reply {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s.write_all(request).expect("write request");
+    let mut r = BufReader::new(s);
+    let (status, headers) = read_head(&mut r);
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let mut body = Vec::new();
+    if chunked {
+        while let Some(chunk) = read_chunk(&mut r) {
+            body.extend_from_slice(&chunk);
+        }
+    } else if let Some(len) = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .map(|(_, v)| v.parse::<usize>().unwrap())
+    {
+        body.resize(len, 0);
+        r.read_exact(&mut body).expect("read body");
+    } else {
+        r.read_to_end(&mut body).expect("read body");
+    }
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn read_head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    r.read_line(&mut line).expect("read status line");
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("bad status line {line:?}"))
+        .parse()
+        .unwrap();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).expect("read header");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':').expect("header line");
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    }
+    (status, headers)
+}
+
+/// One chunk of a chunked body; `None` at the last chunk or EOF.
+fn read_chunk(r: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut line = String::new();
+    if r.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let size = usize::from_str_radix(line.trim().split(';').next()?, 16).ok()?;
+    if size == 0 {
+        return None;
+    }
+    let mut buf = vec![0; size + 2];
+    r.read_exact(&mut buf).ok()?;
+    buf.truncate(size);
+    Some(buf)
+}
+
+/// An HTTP request with arbitrary method, path, headers and body (adds Host, Content-Length and
+/// Connection: close).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    raw(addr, &build(addr, method, path, headers, body))
+}
+
+fn build(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    let mut out = req.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Borrow owned header pairs as `(&str, &str)`.
+pub fn hdrs(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+/// POST /mcp with exactly these headers and body.
+pub fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Reply {
+    request(addr, "POST", "/mcp", headers, body.as_bytes())
+}
+
+/// The `_meta` of a 2026-07-28 request with these client capabilities.
+pub fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp-edge-tests", "version": "0"},
+    })
+}
+
+/// The correct headers for `method` (and `Mcp-Name` when the method needs it).
+pub fn good_headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+    let mut h = vec![
+        ("Content-Type".into(), "application/json".into()),
+        (
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("MCP-Protocol-Version".into(), VERSION.into()),
+        ("Mcp-Method".into(), method.into()),
+    ];
+    if let Some(n) = name {
+        h.push(("Mcp-Name".into(), n.into()));
+    }
+    h
+}
+
+/// A well-formed request: correct headers plus `extra` (which may override by name), `params`
+/// with `_meta` (caps `{}`) added when missing.
+pub fn rpc(
+    addr: SocketAddr,
+    id: Value,
+    method: &str,
+    mut params: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta(json!({}));
+    }
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let name = if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+        name
+    } else {
+        None
+    };
+    let mut headers = good_headers(method, name.as_deref());
+    for (k, v) in extra {
+        headers.retain(|(hk, _)| !hk.eq_ignore_ascii_case(k));
+        headers.push((k.to_string(), v.to_string()));
+    }
+    headers.retain(|(_, v)| v != "<omit>");
+    let hs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    post(addr, &hs, &body.to_string())
+}
+
+/// tools/call `name` with `args`, client capabilities `caps`, as `user` (bearer token) if any,
+/// plus MRTR fields (`inputResponses`, `requestState`) from `extra_params`.
+pub fn call(
+    addr: SocketAddr,
+    id: i64,
+    name: &str,
+    args: Value,
+    caps: Value,
+    user: Option<&str>,
+    extra_params: Value,
+) -> Reply {
+    let mut params = json!({"name": name, "arguments": args, "_meta": meta(caps)});
+    if let Value::Object(m) = extra_params {
+        for (k, v) in m {
+            params[k] = v;
+        }
+    }
+    let auth = user.map(|u| format!("Bearer {u}"));
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    if let Some(a) = &auth {
+        extra.push(("Authorization", a));
+    }
+    rpc(addr, json!(id), "tools/call", params, &extra)
+}
+
+/// The text of the first content block of a tools/call result.
+pub fn first_text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {result}"))
+        .to_owned()
+}
+
+/// The instance id a result names in `_meta`.
+pub fn instance_of(result: &Value) -> String {
+    result["_meta"]["io.mcp-edge/instance"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no instance in {result}"))
+        .to_owned()
+}
+
+/// An open SSE response read event by event.
+pub struct SseStream {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    reader: BufReader<TcpStream>,
+    pending: Vec<u8>,
+}
+
+impl SseStream {
+    /// POST /mcp and keep the response open.
+    pub fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> SseStream {
+        let mut s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.write_all(&build(addr, "POST", "/mcp", headers, body.as_bytes()))
+            .unwrap();
+        let mut reader = BufReader::new(s);
+        let (status, headers) = read_head(&mut reader);
+        SseStream {
+            status,
+            headers,
+            reader,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The next `data:` message, or `None` when the stream ended (or stayed silent for 10 s).
+    pub fn next_message(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.pending.drain(..end + 2).collect();
+                let text = String::from_utf8_lossy(&event);
+                if let Some(d) = text.lines().find_map(|l| l.strip_prefix("data:")) {
+                    return Some(serde_json::from_str(d.trim()).expect("SSE data is JSON"));
+                }
+                continue; // a comment (keep-alive)
+            }
+            let chunk = read_chunk(&mut self.reader)?;
+            self.pending.extend_from_slice(&chunk);
+        }
+    }
+}
