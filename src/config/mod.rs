@@ -288,6 +288,97 @@ pub struct PoolConfig {
     /// With `balance: hash`: `mcp-name` (default), `principal` or `header:<name>`.
     #[serde(default)]
     pub hash_key: Option<HashKey>,
+    /// Active health checks.
+    #[serde(default)]
+    pub health: HealthConfig,
+    /// Passive ejection of instances that fail requests.
+    #[serde(default)]
+    pub ejection: EjectionConfig,
+}
+
+/// How instances are probed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthCheckKind {
+    /// POST `server/discover` with the required MCP headers; healthy on HTTP 200.
+    #[default]
+    Mcp,
+    /// A TCP connect.
+    Tcp,
+    /// No active checks (instances are up unless ejected).
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    #[serde(default)]
+    pub check: HealthCheckKind,
+    #[serde(default = "d_health_interval", with = "humantime_serde_compat")]
+    pub interval: Duration,
+    #[serde(default = "d_health_timeout", with = "humantime_serde_compat")]
+    pub timeout: Duration,
+    /// Consecutive passing checks that bring a down instance back.
+    #[serde(default = "d_two")]
+    pub healthy_threshold: u32,
+    /// Consecutive failing checks that take an instance down.
+    #[serde(default = "d_two")]
+    pub unhealthy_threshold: u32,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            check: HealthCheckKind::default(),
+            interval: d_health_interval(),
+            timeout: d_health_timeout(),
+            healthy_threshold: d_two(),
+            unhealthy_threshold: d_two(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EjectionConfig {
+    /// Consecutive failed requests (5xx answers, resets after delivery) that eject an instance;
+    /// a refused connection ejects at once. 0 turns passive ejection off.
+    #[serde(default = "d_three")]
+    pub consecutive_failures: u32,
+    /// First ejection time; each further ejection in a row doubles it up to `max_time`.
+    #[serde(default = "d_eject_base", with = "humantime_serde_compat")]
+    pub base_time: Duration,
+    #[serde(default = "d_eject_max", with = "humantime_serde_compat")]
+    pub max_time: Duration,
+}
+
+impl Default for EjectionConfig {
+    fn default() -> Self {
+        EjectionConfig {
+            consecutive_failures: d_three(),
+            base_time: d_eject_base(),
+            max_time: d_eject_max(),
+        }
+    }
+}
+
+fn d_health_interval() -> Duration {
+    Duration::from_secs(2)
+}
+fn d_health_timeout() -> Duration {
+    Duration::from_secs(1)
+}
+fn d_two() -> u32 {
+    2
+}
+fn d_three() -> u32 {
+    3
+}
+fn d_eject_base() -> Duration {
+    Duration::from_secs(5)
+}
+fn d_eject_max() -> Duration {
+    Duration::from_secs(60)
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -730,6 +821,17 @@ impl Config {
                 }
             };
             let _ = writeln!(out, "  {name:<12} {policy:<24} {}", p.instances.join(", "));
+            let h = &p.health;
+            let check = match h.check {
+                HealthCheckKind::Mcp => format!("server/discover every {:?}", h.interval),
+                HealthCheckKind::Tcp => format!("TCP connect every {:?}", h.interval),
+                HealthCheckKind::Off => "no active checks".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<12} health: {check}; eject after {} failures",
+                "", p.ejection.consecutive_failures
+            );
         }
         let _ = writeln!(out, "\nroutes (first match wins)");
         let _ = writeln!(

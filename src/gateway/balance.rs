@@ -13,6 +13,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::{Balance, HashKey, PoolConfig};
+use crate::gateway::health::PoolHealth;
 use crate::mcp::header::bearer_token;
 
 /// One upstream instance.
@@ -34,6 +35,7 @@ enum Selector {
 pub struct Pool {
     pub name: String,
     pub instances: Vec<Instance>,
+    pub health: PoolHealth,
     selector: Selector,
     /// Spreads keyless requests of a hash pool.
     counter: AtomicU64,
@@ -77,6 +79,7 @@ impl Pool {
         };
         Ok(Pool {
             name: name.to_string(),
+            health: PoolHealth::new(instances.len(), cfg.health.clone(), cfg.ejection.clone()),
             instances,
             selector,
             counter: AtomicU64::new(0),
@@ -101,8 +104,11 @@ impl Pool {
             let addr = b.addr.as_inet()?;
             self.instances.iter().position(|i| i.addr == *addr)
         };
-        let accept = |b: &pingora::lb::Backend, healthy: bool| {
-            healthy && index_of(b).is_some_and(|i| !tried.has(i))
+        // Usable instances first; when none is left, any untried one ("panic mode": better a
+        // chance on a doubtful instance than a certain refusal).
+        let panic = !(0..self.instances.len()).any(|i| !tried.has(i) && self.health.usable(i));
+        let accept = |b: &pingora::lb::Backend, _: bool| {
+            index_of(b).is_some_and(|i| !tried.has(i) && (panic || self.health.usable(i)))
         };
         let backend = match &self.selector {
             Selector::RoundRobin(lb) => lb.select_with(b"", 256, accept)?,
@@ -159,6 +165,8 @@ mod tests {
             instances: (0..n).map(|i| format!("127.0.0.1:{}", 7001 + i)).collect(),
             balance,
             hash_key: key,
+            health: Default::default(),
+            ejection: Default::default(),
         };
         Pool::build("p", &cfg).unwrap()
     }

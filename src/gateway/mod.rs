@@ -23,6 +23,7 @@
 
 pub mod admin;
 pub mod balance;
+pub mod health;
 pub mod inspect;
 pub mod limit;
 pub mod observe;

@@ -1,0 +1,309 @@
+//! Health: active checks and passive ejection of upstream instances.
+//!
+//! An instance is *usable* when its active checks say it is up (it starts up) and it is not
+//! ejected. Active checks POST `server/discover` with the required MCP headers (or just connect,
+//! or nothing), taking an instance down after `unhealthy_threshold` failures in a row and back up
+//! after `healthy_threshold` passes. Passive ejection reacts to live traffic: a refused
+//! connection ejects at once, `consecutive_failures` 5xx answers in a row eject too; each
+//! ejection in a row doubles the time out, up to a cap. When no instance of a pool is usable,
+//! the balancer ignores health rather than refuse everything ("panic mode", as Envoy does).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::config::{EjectionConfig, HealthCheckKind, HealthConfig};
+use crate::mcp::{header, meta, methods, PROTOCOL_VERSION};
+
+/// The health of one instance.
+#[derive(Debug)]
+pub struct InstanceHealth {
+    active_up: AtomicBool,
+    passes: AtomicU32,
+    fails: AtomicU32,
+    request_failures: AtomicU32,
+    ejections_in_row: AtomicU32,
+    /// Milliseconds since the pool's epoch until which the instance is ejected.
+    ejected_until_ms: AtomicU64,
+}
+
+impl Default for InstanceHealth {
+    fn default() -> Self {
+        InstanceHealth {
+            active_up: AtomicBool::new(true),
+            passes: AtomicU32::new(0),
+            fails: AtomicU32::new(0),
+            request_failures: AtomicU32::new(0),
+            ejections_in_row: AtomicU32::new(0),
+            ejected_until_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Health of every instance of a pool.
+#[derive(Debug)]
+pub struct PoolHealth {
+    pub instances: Vec<InstanceHealth>,
+    pub check: HealthConfig,
+    ejection: EjectionConfig,
+    epoch: Instant,
+}
+
+/// A change worth reporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    None,
+    Ejected(Duration),
+    WentDown,
+    CameUp,
+}
+
+impl PoolHealth {
+    pub fn new(n: usize, check: HealthConfig, ejection: EjectionConfig) -> Self {
+        PoolHealth {
+            instances: (0..n).map(|_| InstanceHealth::default()).collect(),
+            check,
+            ejection,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Whether instance `i` should get new requests.
+    pub fn usable(&self, i: usize) -> bool {
+        let h = &self.instances[i];
+        h.active_up.load(Ordering::Relaxed)
+            && self.now_ms() >= h.ejected_until_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn any_usable(&self) -> bool {
+        (0..self.instances.len()).any(|i| self.usable(i))
+    }
+
+    fn eject(&self, i: usize) -> Change {
+        let h = &self.instances[i];
+        let n = h.ejections_in_row.fetch_add(1, Ordering::Relaxed).min(16);
+        let time = self
+            .ejection
+            .base_time
+            .saturating_mul(1 << n)
+            .min(self.ejection.max_time);
+        h.ejected_until_ms
+            .store(self.now_ms() + time.as_millis() as u64, Ordering::Relaxed);
+        h.request_failures.store(0, Ordering::Relaxed);
+        Change::Ejected(time)
+    }
+
+    fn ejection_on(&self) -> bool {
+        self.ejection.consecutive_failures > 0
+    }
+
+    /// A connection to instance `i` failed: the request never reached it.
+    pub fn on_connect_failure(&self, i: usize) -> Change {
+        if !self.ejection_on() || !self.usable(i) {
+            return Change::None;
+        }
+        self.eject(i)
+    }
+
+    /// Instance `i` answered with `status`.
+    pub fn on_response(&self, i: usize, status: u16) -> Change {
+        let h = &self.instances[i];
+        if status >= 500 {
+            let n = h.request_failures.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.ejection_on() && n >= self.ejection.consecutive_failures && self.usable(i) {
+                return self.eject(i);
+            }
+        } else {
+            h.request_failures.store(0, Ordering::Relaxed);
+            h.ejections_in_row.store(0, Ordering::Relaxed);
+        }
+        Change::None
+    }
+
+    /// An active check of instance `i` passed or failed.
+    pub fn on_check(&self, i: usize, ok: bool) -> Change {
+        let h = &self.instances[i];
+        let up = h.active_up.load(Ordering::Relaxed);
+        if ok {
+            h.fails.store(0, Ordering::Relaxed);
+            let n = h.passes.fetch_add(1, Ordering::Relaxed) + 1;
+            if !up && n >= self.check.healthy_threshold {
+                h.active_up.store(true, Ordering::Relaxed);
+                // A recovered instance starts with a clean slate.
+                h.ejected_until_ms.store(0, Ordering::Relaxed);
+                h.ejections_in_row.store(0, Ordering::Relaxed);
+                return Change::CameUp;
+            }
+        } else {
+            h.passes.store(0, Ordering::Relaxed);
+            let n = h.fails.fetch_add(1, Ordering::Relaxed) + 1;
+            if up && n >= self.check.unhealthy_threshold {
+                h.active_up.store(false, Ordering::Relaxed);
+                return Change::WentDown;
+            }
+        }
+        Change::None
+    }
+}
+
+/// The `server/discover` request an MCP health check sends.
+fn discover_request(addr: SocketAddr) -> Vec<u8> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
+        methods::DISCOVER,
+        meta::PROTOCOL_VERSION,
+        PROTOCOL_VERSION,
+        meta::CLIENT_CAPABILITIES
+    );
+    format!(
+        "POST {} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {}\r\nUser-Agent: mcp-edge-health\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        crate::mcp::DEFAULT_ENDPOINT,
+        header::PROTOCOL_VERSION,
+        header::METHOD,
+        methods::DISCOVER,
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Probe one instance; true when it passes.
+pub async fn probe(
+    addr: SocketAddr,
+    kind: HealthCheckKind,
+    endpoint: &str,
+    timeout: Duration,
+) -> bool {
+    let attempt = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+        if kind == HealthCheckKind::Tcp {
+            return Some(true);
+        }
+        let mut req = discover_request(addr);
+        if endpoint != crate::mcp::DEFAULT_ENDPOINT {
+            let text = String::from_utf8(req).ok()?;
+            req = text
+                .replacen(crate::mcp::DEFAULT_ENDPOINT, endpoint, 1)
+                .into_bytes();
+        }
+        s.write_all(&req).await.ok()?;
+        let mut buf = [0u8; 64];
+        let mut got = 0;
+        while got < 12 {
+            let n = s.read(&mut buf[got..]).await.ok()?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        // "HTTP/1.1 200"
+        Some(buf[..got].starts_with(b"HTTP/1.") && buf.get(9..12) == Some(b"200"))
+    };
+    matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(threshold: u32) -> PoolHealth {
+        let ej = EjectionConfig {
+            consecutive_failures: threshold,
+            base_time: Duration::from_millis(100),
+            max_time: Duration::from_millis(250),
+        };
+        PoolHealth::new(2, HealthConfig::default(), ej)
+    }
+
+    #[test]
+    fn refused_connections_eject_with_growing_backoff() {
+        let p = pool(3);
+        assert!(p.usable(0));
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(100))
+        );
+        assert!(!p.usable(0) && p.usable(1) && p.any_usable());
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(p.usable(0), "re-admitted after the ejection time");
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(200))
+        );
+        std::thread::sleep(Duration::from_millis(220));
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(250)),
+            "capped"
+        );
+    }
+
+    #[test]
+    fn consecutive_5xx_eject_and_success_resets() {
+        let p = pool(3);
+        p.on_response(0, 502);
+        p.on_response(0, 503);
+        p.on_response(0, 200);
+        p.on_response(0, 500);
+        assert!(p.usable(0), "the streak was broken");
+        p.on_response(0, 500);
+        assert!(matches!(p.on_response(0, 500), Change::Ejected(_)));
+        assert!(!p.usable(0));
+        let off = pool(0);
+        for _ in 0..10 {
+            assert_eq!(off.on_response(0, 500), Change::None);
+        }
+        assert!(off.usable(0));
+    }
+
+    #[test]
+    fn active_checks_use_thresholds() {
+        let p = pool(3);
+        assert_eq!(p.on_check(0, false), Change::None);
+        assert_eq!(p.on_check(0, false), Change::WentDown);
+        assert!(!p.usable(0));
+        assert_eq!(p.on_check(0, true), Change::None);
+        assert_eq!(p.on_check(0, true), Change::CameUp);
+        assert!(p.usable(0));
+    }
+
+    #[tokio::test]
+    async fn probes_over_loopback() {
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        assert!(
+            !probe(
+                dead,
+                HealthCheckKind::Tcp,
+                "/mcp",
+                Duration::from_millis(500)
+            )
+            .await
+        );
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            for status in ["200 OK", "503 Service Unavailable"] {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap();
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                assert!(
+                    req.starts_with("POST /mcp ") && req.contains("mcp-method: server/discover"),
+                    "{req}"
+                );
+                s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+        });
+        assert!(probe(addr, HealthCheckKind::Mcp, "/mcp", Duration::from_secs(2)).await);
+        assert!(!probe(addr, HealthCheckKind::Mcp, "/mcp", Duration::from_secs(2)).await);
+    }
+}
