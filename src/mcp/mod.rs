@@ -35,6 +35,19 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
     pub const PROGRESS_TOKEN: &str = "progressToken";
+
+    /// Project key (not reserved by the spec): the backend instance that produced a result,
+    /// in result `_meta`. The gateway's response header says the same thing at the HTTP level.
+    pub const EDGE_INSTANCE: &str = "io.mcp-edge/instance";
+
+    /// Whether `key` is in the spec's reserved `_meta` namespace: a prefix (before `/`) whose
+    /// second dot-separated label is `modelcontextprotocol` or `mcp`.
+    pub fn is_reserved(key: &str) -> bool {
+        let Some((prefix, _)) = key.split_once('/') else {
+            return false;
+        };
+        matches!(prefix.split('.').nth(1), Some("modelcontextprotocol" | "mcp"))
+    }
 }
 
 /// Method names used across the project.
@@ -85,4 +98,19 @@ pub mod methods {
 pub mod result_type {
     pub const COMPLETE: &str = "complete";
     pub const INPUT_REQUIRED: &str = "input_required";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::meta;
+
+    #[test]
+    fn reserved_meta_keys() {
+        assert!(meta::is_reserved(meta::PROTOCOL_VERSION));
+        assert!(meta::is_reserved(meta::CLIENT_CAPABILITIES));
+        assert!(meta::is_reserved("dev.mcp/thing"));
+        assert!(!meta::is_reserved(meta::PROGRESS_TOKEN));
+        assert!(!meta::is_reserved(meta::EDGE_INSTANCE));
+        assert!(!meta::is_reserved("io.mcpx/thing"));
+    }
 }
