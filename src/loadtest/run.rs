@@ -469,10 +469,10 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
             let mut iv = tokio::time::interval_at(first, Duration::from_secs(1));
             let mut tick = 0u64;
             loop {
-                tokio::select! {
-                    _ = iv.tick() => {}
-                    _ = &mut stop_rx => break,
-                }
+                let stop = tokio::select! {
+                    _ = iv.tick() => false,
+                    _ = &mut stop_rx => true,
+                };
                 tick += 1;
                 let mut window = new_hist();
                 for s in &ctx.shards {
@@ -481,7 +481,13 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
                     m.window.reset();
                 }
                 let p99 = (!window.is_empty()).then(|| window.value_at_quantile(0.99));
-                p99s.lock().expect("p99 lock").push(p99);
+                // On stop this is the last, partial second (kept when legs were answered in it).
+                if !stop || p99.is_some() {
+                    p99s.lock().expect("p99 lock").push(p99);
+                }
+                if stop {
+                    break;
+                }
                 progress.tick(&ctx, p99, tick);
             }
             progress.finish();
