@@ -8,6 +8,12 @@
 //! - [`run`](mod@run): closed and open loop, the flow itself, progress;
 //! - [`measure`]: histograms and counters;
 //! - [`report`]: the summary table, JSON and HTML reports, and the checks.
+//!
+//! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
+//! same machine, 64 connections, 5 s, `--scenario echo`): about 46 000 requests/s with the
+//! default `direct` client and 38 000-40 000 with `pooled`; `wrk -t2 -c64` with the same POST
+//! body does 58 000-62 000 and `wrk -t1 -c64` 42 600. The tester builds every body, parses
+//! every reply and records every leg; the target shares the two cores.
 
 pub mod client;
 pub mod flows;

@@ -237,7 +237,18 @@ fn percentile_chart(r: &Report) -> String {
 
 /// Requests per second (area) and errors per second (bars) over time.
 fn throughput_chart(r: &Report) -> String {
-    let tl = &r.measures.timeline;
+    // The last bucket covers only part of a second: scale it, or drop it when it is a sliver.
+    let mut tl = r.measures.timeline.clone();
+    let partial = r.elapsed.as_secs_f64() - r.elapsed.as_secs_f64().floor();
+    if tl.len() > 1 && tl.len() as u64 > r.elapsed.as_secs() {
+        if partial >= 0.25 {
+            let last = tl.last_mut().expect("non-empty");
+            last.requests = (last.requests as f64 / partial).round() as u64;
+            last.errors = (last.errors as f64 / partial).round() as u64;
+        } else {
+            tl.pop();
+        }
+    }
     if tl.is_empty() {
         return r#"<p class="empty">No request completed.</p>"#.into();
     }
