@@ -35,6 +35,8 @@ enum Command {
     },
     /// Run the reference stateless MRTR backend as a pool of instances.
     Backend(mcp_edge::backend::BackendArgs),
+    /// Drive MRTR flows through a gateway and check that retry legs land on any instance.
+    Loadtest(mcp_edge::loadtest::LoadTestArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -96,6 +98,12 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Backend(args) => mcp_edge::backend::run(args),
+        Command::Loadtest(args) => match mcp_edge::loadtest::run(args) {
+            Ok(true) => Ok(()),
+            // The failed checks were printed with their reasons.
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

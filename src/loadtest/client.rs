@@ -1,0 +1,161 @@
+//! The HTTP/1.1 client of the load tester: connection reuse, one request in, status + headers +
+//! whole body out. Two implementations, chosen with the hidden `--http-client` option:
+//! `direct` (our own pool of `hyper::client::conn::http1` connections, the default: measured
+//! faster) and `pooled` (`hyper_util`'s legacy `Client` with a pooled `HttpConnector`).
+
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+use anyhow::{bail, Context as _};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+/// Which client implementation to use.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpClientKind {
+    /// A pool of hyper http1 connections owned by the load tester.
+    #[default]
+    Direct,
+    /// hyper_util's legacy pooled client.
+    Pooled,
+}
+
+/// A complete answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+enum Inner {
+    Direct(Mutex<Vec<SendRequest<Full<Bytes>>>>),
+    Pooled(Client<HttpConnector, Full<Bytes>>),
+}
+
+/// A client bound to one target URL.
+pub struct Http {
+    inner: Inner,
+    addr: SocketAddr,
+    host: HeaderValue,
+    /// Absolute URI (pooled client) or origin-form path (direct connections).
+    uri: Uri,
+}
+
+impl Http {
+    /// Resolve the target once and prepare the client. Only `http://` targets are supported.
+    pub async fn new(target: &str, kind: HttpClientKind) -> anyhow::Result<Http> {
+        let uri: Uri = target
+            .parse()
+            .with_context(|| format!("invalid target URL {target:?}"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(s) => bail!("target scheme {s:?} is not supported (plain http only)"),
+            None => bail!("target {target:?} needs a scheme, e.g. http://127.0.0.1:8080/mcp"),
+        }
+        let authority = uri.authority().context("target URL has no host")?.clone();
+        let port = authority.port_u16().unwrap_or(80);
+        let addr = tokio::net::lookup_host((authority.host(), port))
+            .await
+            .with_context(|| format!("resolving {}", authority.host()))?
+            .next()
+            .with_context(|| format!("{} resolves to no address", authority.host()))?;
+        let host = HeaderValue::from_str(authority.as_str())?;
+        let (inner, uri) = match kind {
+            HttpClientKind::Direct => {
+                let path = uri.path_and_query().map_or("/", |p| p.as_str());
+                (Inner::Direct(Mutex::new(Vec::new())), path.parse()?)
+            }
+            HttpClientKind::Pooled => {
+                let mut conn = HttpConnector::new();
+                conn.set_nodelay(true);
+                let client = Client::builder(TokioExecutor::new())
+                    .pool_max_idle_per_host(usize::MAX)
+                    .build(conn);
+                (Inner::Pooled(client), uri)
+            }
+        };
+        Ok(Http {
+            inner,
+            addr,
+            host,
+            uri,
+        })
+    }
+
+    /// A POST of `body` with `headers` to the target.
+    pub fn request(&self, mut headers: HeaderMap, body: Vec<u8>) -> Request<Full<Bytes>> {
+        headers.insert(http::header::HOST, self.host.clone());
+        let mut req = Request::new(Full::new(Bytes::from(body)));
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = headers;
+        req
+    }
+
+    /// Send one request and read the whole answer.
+    pub async fn send(&self, req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
+        match &self.inner {
+            Inner::Pooled(client) => {
+                let resp = client.request(req).await?;
+                let (parts, body) = resp.into_parts();
+                let body = body.collect().await?.to_bytes();
+                Ok(Answer {
+                    status: parts.status,
+                    headers: parts.headers,
+                    body,
+                })
+            }
+            Inner::Direct(idle) => {
+                let mut sender = match self.take_idle(idle) {
+                    Some(s) => s,
+                    None => self.connect().await?,
+                };
+                sender.ready().await?;
+                let resp = sender.send_request(req).await?;
+                let (parts, body) = resp.into_parts();
+                let body = body.collect().await?.to_bytes();
+                if !sender.is_closed() {
+                    idle.lock().expect("pool lock").push(sender);
+                }
+                Ok(Answer {
+                    status: parts.status,
+                    headers: parts.headers,
+                    body,
+                })
+            }
+        }
+    }
+
+    fn take_idle(
+        &self,
+        idle: &Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    ) -> Option<SendRequest<Full<Bytes>>> {
+        let mut pool = idle.lock().expect("pool lock");
+        while let Some(s) = pool.pop() {
+            if !s.is_closed() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    async fn connect(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+        let stream = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .with_context(|| format!("connecting to {}", self.addr))?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            // The connection ends when the peer closes it or the sender is dropped.
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+}

@@ -1,0 +1,451 @@
+//! What is measured while the load runs: one [`Recorder`] per shard (a few shards, each behind
+//! its own mutex, so workers rarely contend), merged into [`Measures`] at the end. HDR histograms
+//! hold latencies in microseconds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// Significant figures of every latency histogram.
+pub const SIGFIG: u8 = 3;
+
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("valid sigfig")
+}
+
+fn us(d: Duration) -> u64 {
+    (d.as_micros() as u64).max(1)
+}
+
+/// Which leg of a flow a request was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegKind {
+    /// Leg 1 of a `tools/call` flow.
+    First,
+    /// Leg 2 or later of a `tools/call` flow (carries `inputResponses` / `requestState`).
+    Retry,
+    /// A plain request (`server/discover`, `tools/list`, ...).
+    Plain,
+    /// A deliberately mismatched request.
+    Bad,
+}
+
+impl LegKind {
+    pub const ALL: [LegKind; 4] = [LegKind::First, LegKind::Retry, LegKind::Plain, LegKind::Bad];
+    pub fn name(self) -> &'static str {
+        match self {
+            LegKind::First => "first",
+            LegKind::Retry => "retry",
+            LegKind::Plain => "plain",
+            LegKind::Bad => "bad",
+        }
+    }
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a flow ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEnd {
+    Completed,
+    Failed,
+    Abandoned,
+}
+
+/// An error seen on one leg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LegError {
+    /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
+    pub kind: &'static str,
+    pub status: Option<u16>,
+    pub code: Option<i64>,
+}
+
+/// Latency and counts of one leg kind.
+#[derive(Debug, Clone)]
+pub struct LegStats {
+    pub hist: Histogram<u64>,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+impl Default for LegStats {
+    fn default() -> Self {
+        LegStats {
+            hist: new_hist(),
+            requests: 0,
+            errors: 0,
+        }
+    }
+}
+
+impl LegStats {
+    fn merge(&mut self, o: &LegStats) {
+        self.hist.add(&o.hist).expect("auto-resizing histogram");
+        self.requests += o.requests;
+        self.errors += o.errors;
+    }
+}
+
+/// Per operation (`tools/call create_repo`, `tools/list`, ...).
+#[derive(Debug, Clone)]
+pub struct OpStats {
+    pub label: String,
+    /// Every leg of this operation.
+    pub legs: LegStats,
+    /// Whole completed flows.
+    pub flows: Histogram<u64>,
+    pub completed: u64,
+    pub failed: u64,
+    pub abandoned: u64,
+}
+
+impl OpStats {
+    fn new(label: &str) -> Self {
+        OpStats {
+            label: label.into(),
+            legs: LegStats::default(),
+            flows: new_hist(),
+            completed: 0,
+            failed: 0,
+            abandoned: 0,
+        }
+    }
+    fn merge(&mut self, o: &OpStats) {
+        self.legs.merge(&o.legs);
+        self.flows.add(&o.flows).expect("auto-resizing histogram");
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.abandoned += o.abandoned;
+    }
+}
+
+/// Legs served by one instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct InstanceCounts {
+    pub first: u64,
+    pub retry: u64,
+    pub plain: u64,
+}
+
+/// Where retry legs landed compared with leg 1 of their flow.
+#[derive(Debug, Clone, Default)]
+pub struct Landing {
+    /// Retry legs whose instance and whose flow's leg-1 instance are both known.
+    pub retry_known: u64,
+    /// ...of which served by a different instance than leg 1.
+    pub cross: u64,
+    /// Retry legs (answered) for which either instance is unknown.
+    pub retry_unknown: u64,
+    pub instances: BTreeMap<String, InstanceCounts>,
+}
+
+impl Landing {
+    pub fn cross_fraction(&self) -> Option<f64> {
+        (self.retry_known > 0).then(|| self.cross as f64 / self.retry_known as f64)
+    }
+}
+
+/// One second of the run (by completion time).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bucket {
+    pub requests: u64,
+    pub errors: u64,
+    pub flows_completed: u64,
+}
+
+/// Everything measured, per shard while running and merged at the end.
+#[derive(Debug, Clone)]
+pub struct Measures {
+    pub legs: [LegStats; 4],
+    /// Whole completed `tools/call` flows, from the (intended) start of leg 1.
+    pub flows_hist: Histogram<u64>,
+    pub ops: Vec<OpStats>,
+    pub flows_started: u64,
+    pub flows_completed: u64,
+    pub flows_failed: u64,
+    pub flows_abandoned: u64,
+    /// Completed flows by number of legs.
+    pub rounds: BTreeMap<u32, u64>,
+    pub errors_by_status: BTreeMap<u16, u64>,
+    pub errors_by_code: BTreeMap<i64, u64>,
+    pub errors_by_kind: BTreeMap<&'static str, u64>,
+    pub bad_sent: u64,
+    pub bad_rejected: u64,
+    pub landing: Landing,
+    pub timeline: Vec<Bucket>,
+    /// Live window for the progress line (reset by the ticker).
+    pub window: Histogram<u64>,
+}
+
+impl Measures {
+    pub fn new(op_labels: &[String]) -> Self {
+        Measures {
+            legs: Default::default(),
+            flows_hist: new_hist(),
+            ops: op_labels.iter().map(|l| OpStats::new(l)).collect(),
+            flows_started: 0,
+            flows_completed: 0,
+            flows_failed: 0,
+            flows_abandoned: 0,
+            rounds: BTreeMap::new(),
+            errors_by_status: BTreeMap::new(),
+            errors_by_code: BTreeMap::new(),
+            errors_by_kind: BTreeMap::new(),
+            bad_sent: 0,
+            bad_rejected: 0,
+            landing: Landing::default(),
+            timeline: Vec::new(),
+            window: new_hist(),
+        }
+    }
+
+    fn bucket(&mut self, sec: usize) -> &mut Bucket {
+        if self.timeline.len() <= sec {
+            self.timeline.resize(sec + 1, Bucket::default());
+        }
+        &mut self.timeline[sec]
+    }
+
+    /// Record one leg. `instance` is the instance that served it, `first_instance` the one that
+    /// served leg 1 of the same flow (for retry legs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_leg(
+        &mut self,
+        op: usize,
+        kind: LegKind,
+        latency: Duration,
+        at_sec: usize,
+        error: Option<LegError>,
+        instance: Option<&[u8]>,
+        first_instance: Option<&[u8]>,
+    ) {
+        let v = us(latency);
+        let stats = &mut self.legs[kind.idx()];
+        stats.requests += 1;
+        let _ = stats.hist.record(v);
+        let _ = self.window.record(v);
+        if let Some(o) = self.ops.get_mut(op) {
+            o.legs.requests += 1;
+            let _ = o.legs.hist.record(v);
+        }
+        let b = self.bucket(at_sec);
+        b.requests += 1;
+        if kind == LegKind::Bad {
+            self.bad_sent += 1;
+            if error.is_none() {
+                self.bad_rejected += 1;
+            }
+        }
+        if let Some(e) = error {
+            self.legs[kind.idx()].errors += 1;
+            self.bucket(at_sec).errors += 1;
+            if let Some(o) = self.ops.get_mut(op) {
+                o.legs.errors += 1;
+            }
+            *self.errors_by_kind.entry(e.kind).or_default() += 1;
+            if let Some(s) = e.status {
+                *self.errors_by_status.entry(s).or_default() += 1;
+            }
+            if let Some(c) = e.code {
+                *self.errors_by_code.entry(c).or_default() += 1;
+            }
+        }
+        if let Some(inst) = instance {
+            let name = String::from_utf8_lossy(inst);
+            let counts = match self.landing.instances.get_mut(name.as_ref()) {
+                Some(c) => c,
+                None => self.landing.instances.entry(name.into_owned()).or_default(),
+            };
+            match kind {
+                LegKind::First => counts.first += 1,
+                LegKind::Retry => counts.retry += 1,
+                LegKind::Plain => counts.plain += 1,
+                LegKind::Bad => {}
+            }
+        }
+        if kind == LegKind::Retry {
+            match (instance, first_instance) {
+                (Some(a), Some(b)) => {
+                    self.landing.retry_known += 1;
+                    if a != b {
+                        self.landing.cross += 1;
+                    }
+                }
+                _ => self.landing.retry_unknown += 1,
+            }
+        }
+    }
+
+    /// Record the end of a flow (not for bad requests).
+    pub fn record_flow(
+        &mut self,
+        op: usize,
+        end: FlowEnd,
+        legs: u32,
+        total: Duration,
+        at_sec: usize,
+        is_call: bool,
+    ) {
+        match end {
+            FlowEnd::Completed => {
+                self.flows_completed += 1;
+                *self.rounds.entry(legs).or_default() += 1;
+                self.bucket(at_sec).flows_completed += 1;
+                if is_call {
+                    let _ = self.flows_hist.record(us(total));
+                }
+                if let Some(o) = self.ops.get_mut(op) {
+                    o.completed += 1;
+                    let _ = o.flows.record(us(total));
+                }
+            }
+            FlowEnd::Failed => {
+                self.flows_failed += 1;
+                if let Some(o) = self.ops.get_mut(op) {
+                    o.failed += 1;
+                }
+            }
+            FlowEnd::Abandoned => {
+                self.flows_abandoned += 1;
+                *self.errors_by_kind.entry("flow_abandoned").or_default() += 1;
+                if let Some(o) = self.ops.get_mut(op) {
+                    o.abandoned += 1;
+                }
+            }
+        }
+    }
+
+    pub fn merge(&mut self, o: &Measures) {
+        for (a, b) in self.legs.iter_mut().zip(&o.legs) {
+            a.merge(b);
+        }
+        self.flows_hist
+            .add(&o.flows_hist)
+            .expect("auto-resizing histogram");
+        for (a, b) in self.ops.iter_mut().zip(&o.ops) {
+            a.merge(b);
+        }
+        self.flows_started += o.flows_started;
+        self.flows_completed += o.flows_completed;
+        self.flows_failed += o.flows_failed;
+        self.flows_abandoned += o.flows_abandoned;
+        for (k, v) in &o.rounds {
+            *self.rounds.entry(*k).or_default() += v;
+        }
+        for (k, v) in &o.errors_by_status {
+            *self.errors_by_status.entry(*k).or_default() += v;
+        }
+        for (k, v) in &o.errors_by_code {
+            *self.errors_by_code.entry(*k).or_default() += v;
+        }
+        for (k, v) in &o.errors_by_kind {
+            *self.errors_by_kind.entry(k).or_default() += v;
+        }
+        self.bad_sent += o.bad_sent;
+        self.bad_rejected += o.bad_rejected;
+        self.landing.retry_known += o.landing.retry_known;
+        self.landing.cross += o.landing.cross;
+        self.landing.retry_unknown += o.landing.retry_unknown;
+        for (k, v) in &o.landing.instances {
+            let c = self.landing.instances.entry(k.clone()).or_default();
+            c.first += v.first;
+            c.retry += v.retry;
+            c.plain += v.plain;
+        }
+        for (i, b) in o.timeline.iter().enumerate() {
+            let m = self.bucket(i);
+            m.requests += b.requests;
+            m.errors += b.errors;
+            m.flows_completed += b.flows_completed;
+        }
+    }
+
+    /// Requests sent (every leg, bad ones included).
+    pub fn requests(&self) -> u64 {
+        self.legs.iter().map(|l| l.requests).sum()
+    }
+
+    /// Errors: failed legs plus abandoned flows. Bad requests rejected as expected are not errors.
+    pub fn errors(&self) -> u64 {
+        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned
+    }
+
+    pub fn leg(&self, kind: LegKind) -> &LegStats {
+        &self.legs[kind.idx()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn landing_and_errors_are_counted() {
+        let mut m = Measures::new(&["a".into()]);
+        let ms = Duration::from_millis;
+        m.record_leg(0, LegKind::First, ms(2), 0, None, Some(b"be-1"), None);
+        m.record_leg(
+            0,
+            LegKind::Retry,
+            ms(3),
+            0,
+            None,
+            Some(b"be-2"),
+            Some(b"be-1"),
+        );
+        m.record_leg(
+            0,
+            LegKind::Retry,
+            ms(3),
+            1,
+            None,
+            Some(b"be-1"),
+            Some(b"be-1"),
+        );
+        m.record_leg(0, LegKind::Retry, ms(3), 1, None, None, Some(b"be-1"));
+        let e = LegError {
+            kind: "jsonrpc_error",
+            status: Some(200),
+            code: Some(-32602),
+        };
+        m.record_leg(
+            0,
+            LegKind::Retry,
+            ms(4),
+            1,
+            Some(e),
+            Some(b"be-3"),
+            Some(b"be-1"),
+        );
+        m.record_leg(0, LegKind::Bad, ms(1), 1, None, None, None);
+        m.record_flow(0, FlowEnd::Completed, 2, ms(5), 0, true);
+        m.record_flow(0, FlowEnd::Abandoned, 8, ms(5), 1, true);
+        let mut total = Measures::new(&["a".into()]);
+        total.merge(&m);
+        total.merge(&m);
+        assert_eq!(total.requests(), 12);
+        assert_eq!(total.errors(), 4);
+        assert_eq!(total.landing.retry_known, 6);
+        assert_eq!(total.landing.cross, 4);
+        assert_eq!(total.landing.retry_unknown, 2);
+        assert_eq!(
+            total.landing.instances["be-1"],
+            InstanceCounts {
+                first: 2,
+                retry: 2,
+                plain: 0
+            }
+        );
+        assert_eq!(total.bad_sent, 2);
+        assert_eq!(total.bad_rejected, 2);
+        assert_eq!(total.errors_by_code[&-32602], 2);
+        assert_eq!(total.timeline.len(), 2);
+        assert_eq!(total.timeline[1].errors, 2);
+        assert_eq!(total.ops[0].completed, 2);
+        assert_eq!(total.rounds[&2], 2);
+        assert_eq!(total.leg(LegKind::Retry).errors, 2);
+    }
+}

@@ -1,0 +1,227 @@
+//! The final summary table, aligned, latencies in ms.
+
+use std::fmt::Write as _;
+
+use super::{LatencySummary, Report};
+use crate::loadtest::measure::LegKind;
+
+fn table(rows: &[Vec<String>], right_from: usize) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str("  ");
+        for (c, cell) in r.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c >= right_from {
+                out.push_str(&" ".repeat(pad + 2));
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push('\n');
+        if i == 0 {
+            let w: usize = widths.iter().sum::<usize>() + 2 * cols.saturating_sub(right_from);
+            out.push_str("  ");
+            out.push_str(&"─".repeat(w));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn f(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn lat_row(name: &str, s: &LatencySummary, errors: Option<u64>) -> Vec<String> {
+    let mut r = vec![name.to_string(), s.count.to_string()];
+    r.push(errors.map_or("".into(), |e| e.to_string()));
+    if s.count == 0 {
+        r.extend(std::iter::repeat_n("-".to_string(), 6));
+    } else {
+        r.extend([s.mean_ms, s.p50_ms, s.p90_ms, s.p99_ms, s.p999_ms, s.max_ms].map(f));
+    }
+    r
+}
+
+const LAT_HEADER: [&str; 9] = [
+    "", "count", "errors", "mean", "p50", "p90", "p99", "p99.9", "max",
+];
+
+pub fn render(r: &Report) -> String {
+    let m = &r.measures;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "mcp-edge loadtest · {} · scenario {} · {}",
+        r.target_display(),
+        r.scenario.name,
+        r.mode_display()
+    );
+    let _ = writeln!(
+        out,
+        "  {:.1}s · {} requests · {:.0} req/s · {} errors ({:.3}%)",
+        r.elapsed.as_secs_f64(),
+        r.requests(),
+        r.request_rate(),
+        r.errors(),
+        r.error_rate() * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  flows: {} completed · {} failed · {} abandoned · {} interrupted",
+        m.flows_completed,
+        m.flows_failed,
+        m.flows_abandoned,
+        r.flows_interrupted()
+    );
+    if m.bad_sent > 0 {
+        let _ = writeln!(
+            out,
+            "  bad requests: {} sent · {} rejected as expected (400/-32020)",
+            m.bad_sent, m.bad_rejected
+        );
+    }
+    out.push('\n');
+
+    let _ = writeln!(out, "Latency (ms)");
+    let mut rows = vec![LAT_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    for k in [LegKind::First, LegKind::Retry, LegKind::Plain] {
+        let l = m.leg(k);
+        if l.requests > 0 {
+            rows.push(lat_row(
+                &format!("{} legs", k.name()),
+                &r.latency(k),
+                Some(l.errors),
+            ));
+        }
+    }
+    rows.push(lat_row("whole flows", &r.flow_latency(), None));
+    if m.bad_sent > 0 {
+        rows.push(lat_row(
+            "bad requests",
+            &r.latency(LegKind::Bad),
+            Some(m.leg(LegKind::Bad).errors),
+        ));
+    }
+    out.push_str(&table(&rows, 1));
+    out.push('\n');
+
+    let _ = writeln!(out, "Per operation (all legs, ms)");
+    let mut rows = vec![LAT_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    rows[0].push("flows ok".into());
+    for o in r.operations() {
+        let mut row = lat_row(
+            &o.label,
+            &LatencySummary::of(&o.legs.hist),
+            Some(o.legs.errors),
+        );
+        row.push(o.completed.to_string());
+        rows.push(row);
+    }
+    out.push_str(&table(&rows, 1));
+    out.push('\n');
+
+    let l = &m.landing;
+    let _ = writeln!(out, "Landing");
+    match l.cross_fraction() {
+        Some(frac) => {
+            let _ = writeln!(
+                out,
+                "  {:.1}% of retry legs served by a different instance than leg 1 ({} of {})",
+                frac * 100.0,
+                l.cross,
+                l.retry_known
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  no retry leg with a known instance (header {:?})",
+                r.args.upstream_header
+            );
+        }
+    }
+    if l.retry_unknown > 0 {
+        let _ = writeln!(
+            out,
+            "  {} retry legs without a known instance",
+            l.retry_unknown
+        );
+    }
+    if !l.instances.is_empty() {
+        let mut rows = vec![["instance", "first legs", "retry legs", "plain"]
+            .map(String::from)
+            .to_vec()];
+        for (name, c) in &l.instances {
+            rows.push(vec![
+                name.clone(),
+                c.first.to_string(),
+                c.retry.to_string(),
+                c.plain.to_string(),
+            ]);
+        }
+        out.push_str(&table(&rows, 1));
+    }
+
+    if r.errors() > 0 {
+        out.push('\n');
+        let _ = writeln!(out, "Errors");
+        let by_leg: Vec<String> = LegKind::ALL
+            .iter()
+            .filter(|k| m.leg(**k).errors > 0)
+            .map(|k| format!("{} {}", k.name(), m.leg(*k).errors))
+            .collect();
+        if !by_leg.is_empty() {
+            let _ = writeln!(out, "  by leg:    {}", by_leg.join(" · "));
+        }
+        let kinds: Vec<String> = m
+            .errors_by_kind
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "  by kind:   {}", kinds.join(" · "));
+        if !m.errors_by_status.is_empty() {
+            let s: Vec<String> = m
+                .errors_by_status
+                .iter()
+                .map(|(k, v)| format!("{k} ×{v}"))
+                .collect();
+            let _ = writeln!(out, "  by status: {}", s.join(" · "));
+        }
+        if !m.errors_by_code.is_empty() {
+            let s: Vec<String> = m
+                .errors_by_code
+                .iter()
+                .map(|(k, v)| format!("{k} ×{v}"))
+                .collect();
+            let _ = writeln!(out, "  by code:   {}", s.join(" · "));
+        }
+    }
+    let checks = r.check_results(&r.args);
+    if !checks.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "Checks");
+        for (name, ok, why) in checks {
+            let _ = writeln!(out, "  {} {name}: {why}", if ok { "PASS" } else { "FAIL" });
+        }
+    }
+    out
+}

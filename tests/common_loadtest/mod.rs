@@ -1,0 +1,461 @@
+//! An in-test MRTR target for the load tester: a hyper 1 server on 127.0.0.1:0 that speaks the
+//! backend's tool contract for create_repo, deploy, charge, onboard and echo (plus
+//! `server/discover` and `tools/list`), pretends to be several instances in round robin (naming
+//! the one that "served" each request in the `x-mcp-edge-upstream` header and in result `_meta`),
+//! and checks every retry leg: the `requestState` it minted echoed exactly, the same tool and
+//! arguments, the same principal and a new id. Headers are checked with the shared `mcp::check`.
+//!
+//! Knobs: `stateful` (each instance only knows the states it minted, like a pool without a
+//! shared key), `stall_once` (once, at the Nth request, every request stalls until a deadline),
+//! `sse` (answer tools/call as an SSE stream), `header` (set the instance header or not).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_edge::mcp::{self, codes, header, meta, methods, result_type};
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+#[derive(Debug, Clone)]
+pub struct TargetOptions {
+    pub instances: Vec<String>,
+    pub stateful: bool,
+    /// (request number, pause): at that request, every request stalls until the pause is over.
+    pub stall_once: Option<(u64, Duration)>,
+    pub sse: bool,
+    pub header: bool,
+}
+
+impl Default for TargetOptions {
+    fn default() -> Self {
+        TargetOptions {
+            instances: vec!["be-a".into(), "be-b".into(), "be-c".into()],
+            stateful: false,
+            stall_once: None,
+            sse: false,
+            header: true,
+        }
+    }
+}
+
+/// A state the target minted, and what the retry must match.
+#[derive(Debug, Clone)]
+struct Issued {
+    tool: String,
+    arguments: Value,
+    id: Value,
+    principal: String,
+    step: u32,
+}
+
+#[derive(Default)]
+pub struct TargetStats {
+    pub requests: AtomicU64,
+    pub retries_accepted: AtomicU64,
+    pub retries_refused: AtomicU64,
+    pub completed: AtomicU64,
+    pub header_rejections: AtomicU64,
+}
+
+struct Shared {
+    opts: TargetOptions,
+    rr: AtomicU64,
+    seq: AtomicU64,
+    state_seq: AtomicU64,
+    /// One map per instance when stateful, else one shared map.
+    states: Vec<Mutex<HashMap<String, Issued>>>,
+    stalled: AtomicBool,
+    stall_until: Mutex<Option<tokio::time::Instant>>,
+    stats: Arc<TargetStats>,
+}
+
+pub struct Target {
+    pub addr: SocketAddr,
+    pub url: String,
+    pub stats: Arc<TargetStats>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Target {
+    pub async fn start(opts: TargetOptions) -> Target {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        let n_maps = if opts.stateful {
+            opts.instances.len()
+        } else {
+            1
+        };
+        let stats = Arc::new(TargetStats::default());
+        let shared = Arc::new(Shared {
+            opts,
+            rr: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            state_seq: AtomicU64::new(0),
+            states: (0..n_maps).map(|_| Mutex::new(HashMap::new())).collect(),
+            stalled: AtomicBool::new(false),
+            stall_until: Mutex::new(None),
+            stats: stats.clone(),
+        });
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut conns = JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = &mut stop_rx => break,
+                    acc = listener.accept() => {
+                        let Ok((stream, _)) = acc else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let shared = shared.clone();
+                        conns.spawn(async move {
+                            let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                        while conns.try_join_next().is_some() {}
+                    }
+                }
+            }
+            conns.abort_all();
+            while conns.join_next().await.is_some() {}
+        });
+        Target {
+            addr,
+            url: format!("http://{addr}{}", mcp::DEFAULT_ENDPOINT),
+            stats,
+            stop: Some(stop_tx),
+            task,
+        }
+    }
+
+    /// Stop accepting, close every connection, and wait until the server task is gone.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn json_response(
+    status: StatusCode,
+    body: Vec<u8>,
+    instance: &str,
+    opts: &TargetOptions,
+    sse: bool,
+) -> Response<Full<Bytes>> {
+    let (ct, body) = if sse {
+        let mut b = b": stream\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\nevent: message\ndata: ".to_vec();
+        b.extend_from_slice(&body);
+        b.extend_from_slice(b"\n\n");
+        ("text/event-stream", b)
+    } else {
+        ("application/json", body)
+    };
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    if opts.header {
+        r.headers_mut().insert(
+            header::DEFAULT_UPSTREAM_HEADER,
+            HeaderValue::from_str(instance).unwrap(),
+        );
+    }
+    r
+}
+
+fn error(id: &Value, code: i32, message: &str) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+    )
+    .unwrap()
+}
+
+fn result(id: &Value, mut result: Value, instance: &str) -> Vec<u8> {
+    result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap()
+}
+
+fn ask(key: &str, message: &str, properties: Value) -> Value {
+    json!({ key: {"method": methods::ELICITATION_CREATE, "params": {
+        "mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": properties}
+    }}})
+}
+
+/// The (key, question) a tool asks at `step`, or None when it can complete.
+fn question(tool: &str, step: u32) -> Option<(&'static str, Value)> {
+    match (tool, step) {
+        ("create_repo", 0) => Some((
+            "github_login",
+            ask(
+                "github_login",
+                "GitHub login?",
+                json!({"name": {"type": "string"}}),
+            ),
+        )),
+        ("deploy", 0) => Some((
+            "confirm",
+            ask(
+                "confirm",
+                "Type the service name",
+                json!({"confirmation": {"type": "string"}}),
+            ),
+        )),
+        ("charge", 0) => Some((
+            "confirm_charge",
+            ask(
+                "confirm_charge",
+                "Charge?",
+                json!({"confirm": {"type": "boolean"}}),
+            ),
+        )),
+        ("onboard", 0) => Some((
+            "role",
+            ask("role", "Role?", json!({"role": {"type": "string"}})),
+        )),
+        ("onboard", 1) => Some((
+            "access",
+            ask(
+                "access",
+                "Grant access?",
+                json!({"grant": {"type": "boolean"}}),
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Whether `answer` is an acceptable answer to the question `key` of `tool`.
+fn accepts(tool: &str, key: &str, answer: &Value, args: &Value) -> bool {
+    if answer["action"] != "accept" {
+        return false;
+    }
+    let c = &answer["content"];
+    match (tool, key) {
+        ("create_repo", "github_login") => c["name"].is_string(),
+        ("deploy", "confirm") => c["confirmation"] == args["service"],
+        ("charge", "confirm_charge") => c["confirm"] == true,
+        ("onboard", "role") => c["role"] == "admin",
+        ("onboard", "access") => c["grant"] == true,
+        _ => false,
+    }
+}
+
+fn done_text(tool: &str, args: &Value) -> String {
+    match tool {
+        "create_repo" => format!(
+            "Created github.com/octocat/{}",
+            args["repo"].as_str().unwrap_or("")
+        ),
+        "deploy" => format!(
+            "Deployed {} to {}",
+            args["service"].as_str().unwrap_or(""),
+            args["environment"].as_str().unwrap_or("")
+        ),
+        "charge" => format!(
+            "Charged {} to cart {}",
+            args["amount"],
+            args["cart_id"].as_str().unwrap_or("")
+        ),
+        "onboard" => format!("Onboarded {}", args["team"].as_str().unwrap_or("")),
+        _ => args["text"].as_str().unwrap_or("").to_string(),
+    }
+}
+
+async fn handle(
+    s: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let n = s.seq.fetch_add(1, SeqCst) + 1;
+    s.stats.requests.fetch_add(1, SeqCst);
+    let idx = (s.rr.fetch_add(1, SeqCst) % s.opts.instances.len() as u64) as usize;
+    let instance = s.opts.instances[idx].clone();
+    // A global pause: once, from request N on, every request waits until it is over.
+    if let Some((at, pause)) = s.opts.stall_once {
+        if n == at && !s.stalled.swap(true, SeqCst) {
+            *s.stall_until.lock().unwrap() = Some(tokio::time::Instant::now() + pause);
+        }
+        let until = *s.stall_until.lock().unwrap();
+        if let Some(u) = until {
+            tokio::time::sleep_until(u).await;
+        }
+    }
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let env = match mcp::envelope::parse(&body) {
+        Ok(e) => e,
+        Err(e) => {
+            let rej = e.rejection();
+            return Ok(json_response(
+                StatusCode::from_u16(rej.status).unwrap(),
+                rej.body(e.id()),
+                &instance,
+                &s.opts,
+                false,
+            ));
+        }
+    };
+    let claims = mcp::Claims::read(&parts.headers);
+    if let Err(rej) = mcp::check_request(
+        &claims,
+        &env,
+        mcp::VersionPolicy::Exactly(&[mcp::PROTOCOL_VERSION]),
+    ) {
+        s.stats.header_rejections.fetch_add(1, SeqCst);
+        return Ok(json_response(
+            StatusCode::from_u16(rej.status).unwrap(),
+            rej.body(env.id.as_deref()),
+            &instance,
+            &s.opts,
+            false,
+        ));
+    }
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    let id = v["id"].clone();
+    let Some(principal) = header::bearer_token(&parts.headers).map(str::to_owned) else {
+        return Ok(json_response(
+            StatusCode::UNAUTHORIZED,
+            error(&id, codes::INVALID_REQUEST, "no bearer"),
+            &instance,
+            &s.opts,
+            false,
+        ));
+    };
+    let ok = |body| {
+        Ok(json_response(
+            StatusCode::OK,
+            body,
+            &instance,
+            &s.opts,
+            false,
+        ))
+    };
+    let method = env.method.as_deref().unwrap_or_default();
+    match method {
+        methods::DISCOVER => {
+            return ok(result(
+                &id,
+                json!({"resultType": result_type::COMPLETE, "supportedVersions": [mcp::PROTOCOL_VERSION],
+                "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
+                &instance,
+            ))
+        }
+        methods::TOOLS_LIST => {
+            return ok(result(
+                &id,
+                json!({"resultType": result_type::COMPLETE, "tools": [], "ttlMs": 0, "cacheScope": "public"}),
+                &instance,
+            ))
+        }
+        methods::TOOLS_CALL => {}
+        _ => {
+            return Ok(json_response(
+                StatusCode::NOT_FOUND,
+                error(&id, codes::METHOD_NOT_FOUND, "no such method"),
+                &instance,
+                &s.opts,
+                false,
+            ))
+        }
+    }
+    let p = &v["params"];
+    let tool = p["name"].as_str().unwrap_or_default().to_string();
+    let args = p["arguments"].clone();
+    if tool == "deploy" {
+        let want = args["environment"].as_str().unwrap_or_default();
+        let got = parts
+            .headers
+            .get(format!("{}environment", header::PARAM_PREFIX))
+            .and_then(|h| h.to_str().ok());
+        if got != Some(want) {
+            let body = error(
+                &id,
+                codes::HEADER_MISMATCH,
+                "Mcp-Param-Environment missing or wrong",
+            );
+            return Ok(json_response(
+                StatusCode::BAD_REQUEST,
+                body,
+                &instance,
+                &s.opts,
+                false,
+            ));
+        }
+    }
+    let map = if s.opts.stateful { idx } else { 0 };
+    let mut step = 0;
+    if let Some(st) = p.get("requestState") {
+        let issued = st
+            .as_str()
+            .and_then(|k| s.states[map].lock().unwrap().remove(k));
+        let valid = issued.as_ref().is_some_and(|i| {
+            i.tool == tool && i.arguments == args && i.id != id && i.principal == principal
+        });
+        if !valid {
+            s.stats.retries_refused.fetch_add(1, SeqCst);
+            return ok(error(
+                &id,
+                codes::INVALID_PARAMS,
+                "Invalid or expired requestState",
+            ));
+        }
+        s.stats.retries_accepted.fetch_add(1, SeqCst);
+        step = issued.unwrap().step;
+        if let Some((key, _)) = question(&tool, step) {
+            if accepts(&tool, key, &p["inputResponses"][key], &args) {
+                step += 1;
+            }
+        }
+    }
+    let res = match question(&tool, step) {
+        None if ["create_repo", "deploy", "charge", "onboard", "echo"].contains(&tool.as_str()) => {
+            s.stats.completed.fetch_add(1, SeqCst);
+            json!({"resultType": result_type::COMPLETE, "content": [{"type": "text", "text": done_text(&tool, &args)}]})
+        }
+        None => return ok(error(&id, codes::INVALID_PARAMS, "unknown tool")),
+        Some((_, input_requests)) => {
+            let k = format!("st-{}-{}/+\"=", s.state_seq.fetch_add(1, SeqCst), instance);
+            let issued = Issued {
+                tool: tool.clone(),
+                arguments: args.clone(),
+                id: id.clone(),
+                principal,
+                step,
+            };
+            s.states[map].lock().unwrap().insert(k.clone(), issued);
+            json!({"resultType": result_type::INPUT_REQUIRED, "inputRequests": input_requests, "requestState": k})
+        }
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        result(&id, res, &instance),
+        &instance,
+        &s.opts,
+        s.opts.sse,
+    ))
+}
