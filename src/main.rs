@@ -37,6 +37,8 @@ enum Command {
     Backend(mcp_edge::backend::BackendArgs),
     /// Drive MRTR flows through a gateway and check that retry legs land on any instance.
     Loadtest(mcp_edge::loadtest::LoadTestArgs),
+    /// Start a backend pool, the gateway and a short MRTR load test in one process, and report.
+    Demo(mcp_edge::demo::DemoArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -46,12 +48,12 @@ enum AccessLog {
     Json,
 }
 
-fn init_logging(access: AccessLog) {
+fn init_logging(access: AccessLog, quiet: bool) {
     use tracing_subscriber::EnvFilter;
-    let default = if access == AccessLog::Off {
-        "info,mcp_edge::access=off"
-    } else {
-        "info"
+    let default = match (access, quiet) {
+        (_, true) => "warn",
+        (AccessLog::Off, false) => "info,mcp_edge::access=off",
+        _ => "info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
@@ -75,7 +77,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { config, access_log } => {
-            init_logging(access_log);
+            init_logging(access_log, false);
             let cfg = match load(&config) {
                 Ok(c) => c,
                 Err(code) => return code,
@@ -98,6 +100,14 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Backend(args) => mcp_edge::backend::run(args),
+        Command::Demo(args) => {
+            init_logging(AccessLog::Off, true);
+            match mcp_edge::demo::run(args) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::from(1),
+                Err(e) => Err(e),
+            }
+        }
         Command::Loadtest(args) => match mcp_edge::loadtest::run(args) {
             Ok(true) => Ok(()),
             // The failed checks were printed with their reasons.

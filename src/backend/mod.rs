@@ -64,7 +64,7 @@ pub struct BackendArgs {
     #[arg(long, value_name = "FILE")]
     pub previous_state_key_file: Option<PathBuf>,
     /// How long an issued requestState stays valid, e.g. 30s, 10m, 1h.
-    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = crate::config::parse_duration)]
     pub state_ttl: Duration,
     /// An Origin allowed to call the server besides localhost ones (repeatable; `*` = any).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
@@ -73,28 +73,6 @@ pub struct BackendArgs {
     /// loopback, other Host names are refused (DNS rebinding protection).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
-}
-
-/// Parse a humane duration: `500ms`, `30s`, `10m`, `1h`, or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 10m, 1h or 500ms"))?;
-    let d = match unit.trim() {
-        "" | "s" | "sec" | "secs" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" | "min" | "mins" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => {
-            return Err(format!(
-                "{s:?} has an unknown unit; write e.g. 30s, 10m, 1h or 500ms"
-            ))
-        }
-    };
-    Ok(d)
 }
 
 fn read_key_file(path: &PathBuf, what: &str) -> anyhow::Result<StateKey> {
@@ -442,17 +420,6 @@ pub fn run(args: BackendArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
-        assert!(parse_duration("10 parsecs").is_err());
-        assert!(parse_duration("m").is_err());
-    }
 
     #[test]
     fn port_in_use_is_named() {

@@ -605,6 +605,17 @@ fn de_upstream_header<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
     }
 }
 
+/// Parse a humane duration for the command line: `500ms`, `2s`, `10m`, `1h 30m`, or plain
+/// seconds (`2`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("{s:?} is not a duration ({e}); write e.g. 500ms, 2s, 10m"))
+}
+
 /// Durations as humane strings: `500ms`, `2s`, `10m`, `1h 30m`.
 mod humantime_serde_compat {
     use serde::{Deserialize, Deserializer};
@@ -612,11 +623,7 @@ mod humantime_serde_compat {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "{s:?} is not a duration ({e}); write e.g. 500ms, 2s, 10m"
-            ))
-        })
+        super::parse_duration(&s).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1026,6 +1033,19 @@ mod tests {
         let e = err("pools:\n  default:\n    instances: [nowhere]\n");
         assert!(e.message.contains("host:port"), "{e}");
         assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("m").is_err());
+        assert!(parse_duration("").is_err());
     }
 
     #[test]

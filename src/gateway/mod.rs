@@ -701,7 +701,6 @@ impl ProxyHttp for Proxy {
                 (rej, id)
             }
         };
-        let can_reuse = ctx.body_consumed && rej.status < 500;
         if matches!(
             e.etype(),
             ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
@@ -714,9 +713,10 @@ impl ProxyHttp for Proxy {
                 can_reuse_downstream: false,
             };
         }
-        if !can_reuse {
-            session.set_keepalive(None);
-        }
+        // pingora does not reuse a client connection after an error once an upstream was
+        // chosen; say so in the answer (`Connection: close`) so the client does not send its next
+        // request into a closing connection.
+        session.set_keepalive(None);
         let status = rej.status;
         if let Err(err) =
             respond(session, status, rej.body(id.as_deref()), &ctx.extra_headers).await
@@ -726,7 +726,7 @@ impl ProxyHttp for Proxy {
         ctx.rejection = Some((rej, id));
         FailToProxy {
             error_code: status,
-            can_reuse_downstream: can_reuse,
+            can_reuse_downstream: false,
         }
     }
 

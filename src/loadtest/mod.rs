@@ -56,7 +56,7 @@ pub struct LoadTestArgs {
     #[arg(long)]
     pub rate: Option<f64>,
     /// How long to run (10s, 1m, 500ms, 1m30s). Default 10s unless --flows is given.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = crate::config::parse_duration)]
     #[serde(serialize_with = "ser_opt_duration")]
     pub duration: Option<Duration>,
     /// Stop after this many flows (bad requests included).
@@ -93,7 +93,7 @@ pub struct LoadTestArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Timeout of each request.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::config::parse_duration)]
     #[serde(serialize_with = "ser_duration")]
     pub timeout: Duration,
     /// Open loop: at most this many flows in flight (later ones wait, timed from their intended start).
@@ -192,46 +192,6 @@ impl LoadTestArgs {
     }
 }
 
-/// Parse a humane duration: `10s`, `1m`, `500ms`, `1h`, `1m30s`, or a number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::from_secs_f64(secs))
-            .ok_or_else(|| format!("invalid duration {s:?}"));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    if rest.is_empty() {
-        return Err("empty duration".into());
-    }
-    while !rest.is_empty() {
-        let n_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (num, tail) = rest.split_at(n_end);
-        let u_end = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(u_end);
-        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-        let secs = match unit.trim() {
-            "ms" => n / 1000.0,
-            "s" | "sec" => n,
-            "m" | "min" => n * 60.0,
-            "h" => n * 3600.0,
-            _ => {
-                return Err(format!(
-                    "invalid duration {s:?} (use e.g. 500ms, 10s, 1m, 1h)"
-                ))
-            }
-        };
-        total += Duration::from_secs_f64(secs);
-        rest = tail;
-    }
-    Ok(total)
-}
-
 /// Async core, for the demo and the tests: run the load and return the report. Prints nothing.
 pub async fn execute(opts: &LoadTestArgs) -> anyhow::Result<Report> {
     run::execute(opts, false).await
@@ -291,17 +251,6 @@ pub fn run(args: LoadTestArgs) -> anyhow::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("10x").is_err());
-        assert!(parse_duration("").is_err());
-    }
 
     #[test]
     fn defaults_mirror_the_cli() {
