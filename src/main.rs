@@ -88,7 +88,7 @@ fn main() -> ExitCode {
                 cfg.endpoint,
                 cfg.listen.admin
             );
-            mcp_edge::gateway::serve(cfg)
+            mcp_edge::gateway::serve(cfg, config)
         }
         Command::Check { config } => {
             let cfg = match load(&config) {

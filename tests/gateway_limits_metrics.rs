@@ -305,8 +305,13 @@ fn an_input_required_result_is_counted() {
         write!(s, "{:x}\r\n{b}\r\n0\r\n\r\n", b.len()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
     });
+    // A one-connection upstream: no health checks, they would take its only accept.
     let cfg = config(
-        &[("default", &[addr], "balance: round_robin")],
+        &[(
+            "default",
+            &[addr],
+            "balance: round_robin\n    health: {check: off}",
+        )],
         "default_route: {pool: default}\n",
     );
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();

@@ -57,10 +57,40 @@ pub struct Config {
     pub rate_limits: Vec<RateLimitConfig>,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub shutdown: ShutdownConfig,
+}
+
+/// What SIGTERM does: stop accepting, let requests in flight finish, then stop.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// How long requests in flight get to finish after SIGTERM (whole seconds, rounded up).
+    #[serde(default = "d_grace", with = "humantime_serde_compat")]
+    pub grace_period: Duration,
+    /// After the grace period, how long the runtime gets to wind down before it is cut.
+    #[serde(default = "d_wind_down", with = "humantime_serde_compat")]
+    pub wind_down: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            grace_period: d_grace(),
+            wind_down: d_wind_down(),
+        }
+    }
+}
+
+fn d_grace() -> Duration {
+    Duration::from_secs(10)
+}
+fn d_wind_down() -> Duration {
+    Duration::from_secs(5)
 }
 
 /// One rate limit.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitConfig {
     /// Names the limit in metrics, logs and the 429 message.
@@ -100,7 +130,7 @@ impl RateLimitConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LimitMatch {
     /// A route name (see `routes[].name`; `default` for the default route).
@@ -309,7 +339,7 @@ pub enum HealthCheckKind {
     Off,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
     #[serde(default)]
@@ -338,7 +368,7 @@ impl Default for HealthConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EjectionConfig {
     /// Consecutive failed requests (5xx answers, resets after delivery) that eject an instance;

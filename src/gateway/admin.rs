@@ -1,5 +1,5 @@
-//! The admin listener: `/healthz` (the process answers), `/readyz` (config loaded and every pool
-//! has an instance), `/metrics` (Prometheus text format).
+//! The admin listener: `/healthz` (the process answers), `/readyz` (every pool has a usable
+//! instance), `/metrics` (Prometheus text format), `POST /-/reload` (re-read the config file).
 
 use async_trait::async_trait;
 use http::Response;
@@ -7,10 +7,10 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use std::sync::Arc;
 
-use super::Gateway;
+use super::Live;
 
 pub struct AdminApp {
-    pub(crate) gateway: Arc<Gateway>,
+    pub(crate) live: Arc<Live>,
 }
 
 fn text(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
@@ -25,35 +25,36 @@ fn text(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let gw = self.live.load();
+        let post = session.req_header().method == http::Method::POST;
         match session.req_header().uri.path() {
             "/healthz" => text(200, "text/plain", "ok\n".into()),
             "/readyz" => {
-                let empty: Vec<&str> = self
-                    .gateway
+                let down: Vec<&str> = gw
                     .pools
                     .iter()
-                    .filter(|p| p.instances.is_empty())
+                    .filter(|p| !p.health.any_usable())
                     .map(|p| p.name.as_str())
                     .collect();
-                if empty.is_empty() {
+                if down.is_empty() {
                     text(200, "text/plain", "ready\n".into())
                 } else {
-                    text(
-                        503,
-                        "text/plain",
-                        format!("not ready: pools without instances: {}\n", empty.join(", ")),
-                    )
+                    let msg = format!("not ready: no usable instance in pool(s) {}\n", down.join(", "));
+                    text(503, "text/plain", msg)
                 }
             }
-            "/metrics" => text(
-                200,
-                "text/plain; version=0.0.4",
-                self.gateway.metrics.render(),
-            ),
+            "/metrics" => text(200, "text/plain; version=0.0.4", gw.metrics.render()),
+            "/-/reload" if post => match self.live.reload_from_file() {
+                Ok(()) => text(200, "text/plain", "reloaded\n".into()),
+                Err(e) => {
+                    let msg = format!("reload refused, the previous config keeps serving: {e}\n");
+                    text(400, "text/plain", msg)
+                }
+            },
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /healthz, /readyz or /metrics\n"),
+                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics or POST /-/reload\n"),
             ),
         }
     }

@@ -11,6 +11,7 @@ use pingora::lb::LoadBalancer;
 use std::hash::{Hash, Hasher};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::config::{Balance, HashKey, PoolConfig};
 use crate::gateway::health::PoolHealth;
@@ -35,7 +36,7 @@ enum Selector {
 pub struct Pool {
     pub name: String,
     pub instances: Vec<Instance>,
-    pub health: PoolHealth,
+    pub health: Arc<PoolHealth>,
     selector: Selector,
     /// Spreads keyless requests of a hash pool.
     counter: AtomicU64,
@@ -51,8 +52,13 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    /// Build a pool from validated config (host names are resolved once, here).
-    pub fn build(name: &str, cfg: &PoolConfig) -> anyhow::Result<Pool> {
+    /// Build a pool from validated config (host names are resolved once, here). `health` carries
+    /// the state of an identical pool over a reload.
+    pub fn build(
+        name: &str,
+        cfg: &PoolConfig,
+        health: Option<Arc<PoolHealth>>,
+    ) -> anyhow::Result<Pool> {
         let mut instances = Vec::with_capacity(cfg.instances.len());
         for inst in &cfg.instances {
             let addr = inst
@@ -79,7 +85,13 @@ impl Pool {
         };
         Ok(Pool {
             name: name.to_string(),
-            health: PoolHealth::new(instances.len(), cfg.health.clone(), cfg.ejection.clone()),
+            health: health.unwrap_or_else(|| {
+                Arc::new(PoolHealth::new(
+                    instances.len(),
+                    cfg.health.clone(),
+                    cfg.ejection.clone(),
+                ))
+            }),
             instances,
             selector,
             counter: AtomicU64::new(0),
@@ -168,7 +180,7 @@ mod tests {
             health: Default::default(),
             ejection: Default::default(),
         };
-        Pool::build("p", &cfg).unwrap()
+        Pool::build("p", &cfg, None).unwrap()
     }
 
     #[test]

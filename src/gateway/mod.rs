@@ -28,6 +28,7 @@ pub mod inspect;
 pub mod limit;
 pub mod observe;
 pub mod route;
+pub mod server;
 pub mod validate;
 
 use async_trait::async_trait;
@@ -35,8 +36,6 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
-use pingora::server::configuration::ServerConf;
-use pingora::server::{RunArgs, ShutdownSignal, ShutdownSignalWatch};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::ErrorType;
 use serde_json::value::RawValue;
@@ -53,33 +52,69 @@ use inspect::BodyHold;
 use limit::{Limit, LimitInput, Verdict};
 use observe::Metrics;
 use route::{Route, RouteTable};
+pub use server::{build_server, serve, Live, RunningGateway};
 
-/// Everything the proxy needs, built once from a [`Config`].
+/// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
 pub struct Gateway {
     pub config: Config,
     pub table: RouteTable,
     /// Indexed like [`RouteTable::pools`].
     pub pools: Vec<Pool>,
-    pub limits: Vec<Limit>,
-    pub metrics: Metrics,
+    pub limits: Vec<Arc<Limit>>,
+    pub metrics: Arc<Metrics>,
     upstream_header: Option<http::HeaderName>,
 }
 
 impl Gateway {
-    pub fn new(config: Config) -> anyhow::Result<Gateway> {
+    /// Build a gateway. With `previous` (a reload), state that outlives a config is carried
+    /// over: the metrics registry, the buckets of every rate limit whose settings did not
+    /// change, and the health of every pool whose instances and checks did not change.
+    pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
         let table = RouteTable::from_config(&config);
-        let pools = table
-            .pools
-            .iter()
-            .map(|name| Pool::build(name, &config.pools[name]))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut pools = Vec::with_capacity(table.pools.len());
+        for name in &table.pools {
+            let cfg = &config.pools[name];
+            let kept = previous.and_then(|p| {
+                let old = p.pools.iter().find(|o| &o.name == name)?;
+                let same = p.config.pools.get(name).is_some_and(|c| {
+                    c.instances == cfg.instances
+                        && c.health == cfg.health
+                        && c.ejection == cfg.ejection
+                });
+                same.then(|| old.health.clone())
+            });
+            pools.push(Pool::build(name, cfg, kept)?);
+        }
         let upstream_header = config
             .upstream_header
             .as_deref()
             .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
             .transpose()?;
-        let limits = config.rate_limits.iter().map(Limit::new).collect();
-        let metrics = Metrics::new(&config)?;
+        let limits = config
+            .rate_limits
+            .iter()
+            .map(|c| {
+                let same = previous.and_then(|p| {
+                    p.limits
+                        .iter()
+                        .zip(&p.config.rate_limits)
+                        .find(|(_, oc)| *oc == c)
+                });
+                same.map_or_else(|| Arc::new(Limit::new(c)), |(l, _)| l.clone())
+            })
+            .collect();
+        let metrics = match previous {
+            Some(p) => p.metrics.clone(),
+            None => Arc::new(Metrics::new(&config)?),
+        };
+        for pool in &pools {
+            for (i, inst) in pool.instances.iter().enumerate() {
+                metrics
+                    .upstream_up
+                    .with_label_values(&[&pool.name, &inst.name])
+                    .set(pool.health.usable(i) as i64);
+            }
+        }
         Ok(Gateway {
             config,
             table,
@@ -88,6 +123,36 @@ impl Gateway {
             metrics,
             upstream_header,
         })
+    }
+
+    /// Record a change of an instance's health: metrics and a log line.
+    pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
+        let p = &self.pools[pool];
+        let inst = &p.instances[i].name;
+        match change {
+            health::Change::None => return,
+            health::Change::Ejected(t) => {
+                self.metrics
+                    .upstream_ejections
+                    .with_label_values(&[&p.name, inst])
+                    .inc();
+                tracing::warn!(
+                    "pool {}: instance {inst} ejected for {t:?} after failed requests",
+                    p.name
+                );
+            }
+            health::Change::WentDown => tracing::warn!(
+                "pool {}: instance {inst} is down (health checks failing)",
+                p.name
+            ),
+            health::Change::CameUp => {
+                tracing::info!("pool {}: instance {inst} is up again", p.name)
+            }
+        }
+        self.metrics
+            .upstream_up
+            .with_label_values(&[&p.name, inst])
+            .set(p.health.usable(i) as i64);
     }
 
     fn route(&self, r: RouteRef) -> Option<&Route> {
@@ -129,6 +194,9 @@ enum RouteRef {
 
 /// Per-request state, carried through the phases.
 pub struct RequestCtx {
+    /// The gateway (config, routes, pools, limits) this request started on; a reload swaps in
+    /// a new one for new requests while this one finishes on its own.
+    gw: Arc<Gateway>,
     started: Instant,
     /// Claimed `Mcp-Method` (trimmed).
     method: Option<String>,
@@ -158,12 +226,12 @@ pub struct RequestCtx {
 
 /// The pingora service.
 pub struct Proxy {
-    gw: Arc<Gateway>,
+    live: Arc<Live>,
 }
 
 impl Proxy {
-    pub fn new(gw: Arc<Gateway>) -> Self {
-        Proxy { gw }
+    pub fn new(live: Arc<Live>) -> Self {
+        Proxy { live }
     }
 }
 
@@ -306,6 +374,7 @@ impl ProxyHttp for Proxy {
 
     fn new_ctx(&self) -> RequestCtx {
         RequestCtx {
+            gw: self.live.load(),
             started: Instant::now(),
             method: None,
             name: None,
@@ -327,7 +396,7 @@ impl ProxyHttp for Proxy {
 
     /// Route and limit (and refuse early) on what the headers claim, before the body.
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
-        let gw = &*self.gw;
+        let gw = ctx.gw.clone();
         let limits = &gw.config.limits;
         session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
 
@@ -487,7 +556,7 @@ impl ProxyHttp for Proxy {
         session: &mut Session,
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
-        let gw = &*self.gw;
+        let gw = ctx.gw.clone();
         let pool = &gw.pools[ctx.pool];
         let headers = &session.req_header().headers;
         let idx = pool.pick_excluding(ctx.name.as_deref(), headers, ctx.tried);
@@ -558,7 +627,7 @@ impl ProxyHttp for Proxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let limit = self.gw.config.limits.max_body_bytes;
+        let limit = ctx.gw.config.limits.max_body_bytes;
         if !ctx.check {
             // Header-only fast path: stream through, bounded.
             ctx.body_len += body.as_ref().map_or(0, Bytes::len);
@@ -582,7 +651,7 @@ impl ProxyHttp for Proxy {
         ctx.body_consumed = true;
         ctx.body_len = ctx.hold.len();
         let full = ctx.hold.take();
-        match inspect_and_validate(&self.gw.metrics, &session.req_header().headers, &full) {
+        match inspect_and_validate(&ctx.gw.metrics, &session.req_header().headers, &full) {
             Ok(env) => {
                 ctx.envelope = Some(env);
                 *body = Some(full);
@@ -603,7 +672,7 @@ impl ProxyHttp for Proxy {
         upstream_response: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let gw = &*self.gw;
+        let gw = ctx.gw.clone();
         if let Some(idx) = ctx.instance {
             let pool = &gw.pools[ctx.pool];
             let inst = &pool.instances[idx];
@@ -616,6 +685,10 @@ impl ProxyHttp for Proxy {
             if let Some(name) = &gw.upstream_header {
                 upstream_response.insert_header(name.clone(), inst.header_value.clone())?;
             }
+            let change = pool
+                .health
+                .on_response(idx, upstream_response.status.as_u16());
+            gw.note_health(ctx.pool, idx, change);
         }
         let json = upstream_response
             .headers
@@ -651,15 +724,17 @@ impl ProxyHttp for Proxy {
         mut e: Box<Error>,
     ) -> Box<Error> {
         let tried = ctx.tried.count() as usize;
-        let pool = &self.gw.pools[ctx.pool];
+        let pool = &ctx.gw.pools[ctx.pool];
         if let Some(idx) = ctx.instance {
-            self.gw
+            ctx.gw
                 .metrics
                 .upstream_errors
                 .with_label_values(&[&pool.name, &pool.instances[idx].name, "connect"])
                 .inc();
+            ctx.gw
+                .note_health(ctx.pool, idx, pool.health.on_connect_failure(idx));
         }
-        if tried <= self.gw.config.retries.connect_failure && tried < pool.instances.len() {
+        if tried <= ctx.gw.config.retries.connect_failure && tried < pool.instances.len() {
             e.set_retry(true);
         }
         e
@@ -677,7 +752,7 @@ impl ProxyHttp for Proxy {
         {
             // The upstream failed before the body was read (e.g. it could not be reached): read
             // it now, bounded, to echo the request id and keep the client connection usable.
-            let limit = self.gw.config.limits.max_body_bytes;
+            let limit = ctx.gw.config.limits.max_body_bytes;
             if let Ok(body) = read_body(session, limit).await {
                 ctx.body_consumed = true;
                 ctx.body_len = body.len();
@@ -688,11 +763,11 @@ impl ProxyHttp for Proxy {
         let (rej, id) = match ctx.rejection.take() {
             Some(r) => r,
             None => {
-                let rej = upstream_failure(e, ctx, &self.gw);
+                let rej = upstream_failure(e, ctx, &ctx.gw);
                 if let (Some(idx), true) = (ctx.instance, upstream_side) {
-                    let pool = &self.gw.pools[ctx.pool];
+                    let pool = &ctx.gw.pools[ctx.pool];
                     let inst = &pool.instances[idx].name;
-                    self.gw
+                    ctx.gw
                         .metrics
                         .upstream_errors
                         .with_label_values(&[&pool.name, inst, rej.reason])
@@ -737,7 +812,7 @@ impl ProxyHttp for Proxy {
 
     /// Observe: metrics and one access-log line.
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
-        let gw = &*self.gw;
+        let gw = ctx.gw.clone();
         self.release_instance(ctx);
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
         let rejection = ctx.rejection.as_ref().map(|(r, _)| r);
@@ -774,9 +849,9 @@ impl Proxy {
     /// Count a request as sent to its instance (a request cut off by the check is not).
     fn count_delivery(&self, ctx: &RequestCtx) {
         if let Some(idx) = ctx.instance {
-            let pool = &self.gw.pools[ctx.pool];
+            let pool = &ctx.gw.pools[ctx.pool];
             let inst = &pool.instances[idx].name;
-            self.gw
+            ctx.gw
                 .metrics
                 .upstream_requests
                 .with_label_values(&[&pool.name, inst])
@@ -787,8 +862,8 @@ impl Proxy {
     /// The request no longer occupies its instance (finished, or moving to another one).
     fn release_instance(&self, ctx: &mut RequestCtx) {
         if let (Some(idx), Some(_)) = (ctx.instance, ctx.upstream_since.take()) {
-            let pool = &self.gw.pools[ctx.pool];
-            self.gw
+            let pool = &ctx.gw.pools[ctx.pool];
+            ctx.gw
                 .metrics
                 .upstream_in_flight
                 .with_label_values(&[&pool.name, &pool.instances[idx].name])
@@ -832,125 +907,5 @@ fn upstream_failure(e: &Error, ctx: &RequestCtx, gw: &Gateway) -> Rejection {
                 e.etype().as_str()
             ),
         ),
-    }
-}
-
-/// Builds the pingora server for a config: the MCP proxy service and the admin service.
-pub fn build_server(config: Config) -> anyhow::Result<Server> {
-    for (what, addr) in [
-        ("listen.mcp", Some(config.listen.mcp)),
-        ("listen.admin", config.listen.admin),
-    ] {
-        if let Some(addr) = addr {
-            // Fail with a clear message before pingora tries (it would exit the process).
-            std::net::TcpListener::bind(addr).map_err(|e| {
-                anyhow::anyhow!(
-                    "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
-                    addr.port()
-                )
-            })?;
-        }
-    }
-    let conf = ServerConf {
-        threads: config.threads,
-        work_stealing: config.work_stealing,
-        grace_period_seconds: Some(0),
-        graceful_shutdown_timeout_seconds: Some(5),
-        ..ServerConf::default()
-    };
-    let mut server = Server::new_with_opt_and_conf(None, conf);
-    let mcp_addr = config.listen.mcp;
-    let admin_addr = config.listen.admin;
-    let gw = Arc::new(Gateway::new(config)?);
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        Proxy::new(gw.clone()),
-        "mcp-edge",
-    );
-    proxy.add_tcp(&mcp_addr.to_string());
-    server.add_service(proxy);
-    if let Some(addr) = admin_addr {
-        let mut admin = pingora::services::listening::Service::new(
-            "mcp-edge admin".into(),
-            admin::AdminApp { gateway: gw },
-        );
-        admin.add_tcp(&addr.to_string());
-        server.add_service(admin);
-    }
-    server.bootstrap();
-    Ok(server)
-}
-
-/// Run the gateway until SIGINT/SIGTERM (blocking; must not be called inside a tokio runtime).
-pub fn serve(config: Config) -> anyhow::Result<()> {
-    let server = build_server(config)?;
-    server.run(RunArgs::default());
-    Ok(())
-}
-
-/// A shutdown trigger for an embedded gateway.
-struct Trigger(Arc<tokio::sync::Notify>);
-
-#[async_trait]
-impl ShutdownSignalWatch for Trigger {
-    async fn recv(&self) -> ShutdownSignal {
-        self.0.notified().await;
-        ShutdownSignal::FastShutdown
-    }
-}
-
-/// A gateway running on its own thread (for the demo and tests).
-pub struct RunningGateway {
-    stop: Arc<tokio::sync::Notify>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    pub mcp_addr: std::net::SocketAddr,
-    pub admin_addr: Option<std::net::SocketAddr>,
-}
-
-impl RunningGateway {
-    /// Start a gateway and wait until its MCP listener accepts connections.
-    pub fn start(config: Config) -> anyhow::Result<RunningGateway> {
-        let (mcp_addr, admin_addr) = (config.listen.mcp, config.listen.admin);
-        let server = build_server(config)?;
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let trigger = Trigger(stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("mcp-edge-gateway".into())
-            .spawn(move || {
-                server.run(RunArgs {
-                    shutdown_signal: Box::new(trigger),
-                });
-            })?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(mcp_addr).is_err() {
-            if Instant::now() > deadline {
-                anyhow::bail!("the gateway did not start listening on {mcp_addr} within 10 s");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Ok(RunningGateway {
-            stop,
-            thread: Some(thread),
-            mcp_addr,
-            admin_addr,
-        })
-    }
-
-    /// Stop the gateway and wait for its thread.
-    pub fn shutdown(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        if let Some(t) = self.thread.take() {
-            self.stop.notify_one();
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for RunningGateway {
-    fn drop(&mut self) {
-        self.stop_and_join();
     }
 }

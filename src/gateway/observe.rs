@@ -148,6 +148,8 @@ pub struct Metrics {
     pub upstream_in_flight: IntGaugeVec,
     pub upstream_errors: IntCounterVec,
     pub upstream_duration: HistogramVec,
+    pub upstream_up: IntGaugeVec,
+    pub upstream_ejections: IntCounterVec,
     pub header_checks: IntCounterVec,
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
@@ -209,6 +211,19 @@ impl Metrics {
             },
             upstream_errors: counter("upstream_errors_total", "Upstream failures by instance and kind.", &["pool", "instance", "kind"])?,
             upstream_duration: histogram("upstream_response_seconds", "Time from choosing an instance to its response header.", &["pool", "instance"], &latency)?,
+            upstream_up: {
+                let g = IntGaugeVec::new(
+                    Opts::new("upstream_up", "1 when an instance gets new requests (health checks pass and it is not ejected), else 0."),
+                    &["pool", "instance"],
+                )?;
+                registry.register(Box::new(g.clone()))?;
+                g
+            },
+            upstream_ejections: counter(
+                "upstream_ejections_total",
+                "Passive ejections of instances after failed requests.",
+                &["pool", "instance"],
+            )?,
             header_checks: counter("header_checks_total", "Header-vs-body checks: result is checked, skipped (sampled out) or rejected; reason names what failed.", &["result", "reason"])?,
             rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,

@@ -144,6 +144,13 @@ async fn handle(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
+    if hv("user-agent").as_deref() == Some("mcp-edge-health") {
+        // The gateway's active health check: answer it, but keep it out of the traffic log.
+        return Ok(hyper::Response::builder()
+            .status(200)
+            .body(empty())
+            .unwrap());
+    }
     log.lock().unwrap().received.push(Received {
         instance: i,
         peer,

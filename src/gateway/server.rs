@@ -1,0 +1,332 @@
+//! Running the gateway: the pingora server (proxy, admin and health-check services), live
+//! config reload, and a handle to run a gateway inside another program (the demo, tests).
+//!
+//! **Reload.** The running [`Gateway`] sits behind an [`ArcSwap`]. Each request takes the
+//! current one when it starts and keeps it to the end, so a reload applies to new requests while
+//! requests in flight finish on the config they started with. A config that fails to load is
+//! refused with a log line naming the error, and the old one keeps serving. Rate-limit buckets
+//! and instance health carry over for limits and pools whose settings did not change. The
+//! listen addresses, `threads` and `work_stealing` need a restart (a warning says so).
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use pingora::prelude::*;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{RunArgs, ShutdownSignal, ShutdownSignalWatch, ShutdownWatch};
+use pingora::services::background::BackgroundService;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::health::{self, Change};
+use super::{admin, Gateway, Proxy};
+use crate::config::{Config, HealthCheckKind};
+
+/// The live gateway, swapped whole on reload.
+pub struct Live {
+    current: ArcSwap<Gateway>,
+    /// The file a reload reads, when the gateway was started from one.
+    source: Option<PathBuf>,
+}
+
+impl Live {
+    pub fn new(gateway: Gateway, source: Option<PathBuf>) -> Live {
+        Live {
+            current: ArcSwap::from_pointee(gateway),
+            source,
+        }
+    }
+
+    /// The gateway new requests use.
+    pub fn load(&self) -> Arc<Gateway> {
+        self.current.load_full()
+    }
+
+    /// Apply a new config: build the new gateway (carrying state over), then swap it in.
+    pub fn replace(&self, config: Config) -> anyhow::Result<()> {
+        let old = self.load();
+        let (a, b) = (&old.config, &config);
+        if a.listen.mcp != b.listen.mcp
+            || a.listen.admin != b.listen.admin
+            || a.threads != b.threads
+            || a.work_stealing != b.work_stealing
+        {
+            tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
+        }
+        let new = Gateway::new(config, Some(&old))?;
+        self.current.store(Arc::new(new));
+        Ok(())
+    }
+
+    /// Reload from the config file; on error the old config keeps serving.
+    pub fn reload_from_file(&self) -> Result<(), String> {
+        let Some(path) = &self.source else {
+            return Err(
+                "this gateway was not started from a config file; nothing to reload".into(),
+            );
+        };
+        let result = Config::load(path)
+            .map_err(|e| e.to_string())
+            .and_then(|c| self.replace(c).map_err(|e| format!("{e:#}")));
+        match &result {
+            Ok(()) => tracing::info!("reloaded {}", path.display()),
+            Err(e) => tracing::error!("reload refused, the previous config keeps serving: {e}"),
+        }
+        result
+    }
+}
+
+/// Active health checks of every pool, on the gateway's own runtime.
+struct HealthChecks {
+    live: Arc<Live>,
+}
+
+#[async_trait]
+impl BackgroundService for HealthChecks {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        loop {
+            let gw = self.live.load();
+            let tick = gw
+                .pools
+                .iter()
+                .filter(|p| p.health.check.check != HealthCheckKind::Off)
+                .map(|p| p.health.check.interval)
+                .min();
+            let Some(tick) = tick else {
+                // Nothing to check now; look again later (a reload may add checks).
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            };
+            let started = Instant::now();
+            check_all(&gw).await;
+            let rest = tick.saturating_sub(started.elapsed());
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(rest) => {}
+            }
+        }
+    }
+}
+
+/// Probe every instance of every checked pool once, concurrently.
+async fn check_all(gw: &Gateway) {
+    let endpoint = gw.config.endpoint.as_str();
+    let probes = gw.pools.iter().enumerate().flat_map(|(p, pool)| {
+        let check = &pool.health.check;
+        pool.instances
+            .iter()
+            .enumerate()
+            .filter(move |_| check.check != HealthCheckKind::Off)
+            .map(move |(i, inst)| async move {
+                let ok = health::probe(inst.addr, check.check, endpoint, check.timeout).await;
+                (p, i, ok)
+            })
+    });
+    for (p, i, ok) in futures::future::join_all(probes).await {
+        let change = gw.pools[p].health.on_check(i, ok);
+        if change != Change::None {
+            gw.note_health(p, i, change);
+        }
+    }
+}
+
+/// Reload on SIGHUP (only for `serve`: signals are process-wide).
+struct ReloadOnSighup {
+    live: Arc<Live>,
+}
+
+#[async_trait]
+impl BackgroundService for ReloadOnSighup {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            tracing::error!(
+                "cannot listen for SIGHUP; reload with POST /-/reload on the admin listener"
+            );
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                got = hup.recv() => {
+                    if got.is_none() {
+                        return;
+                    }
+                    let _ = self.live.reload_from_file();
+                }
+            }
+        }
+    }
+}
+
+/// Builds the pingora server for a config: the MCP proxy, the admin listener, health checks.
+pub fn build_server(
+    config: Config,
+    source: Option<PathBuf>,
+    sighup: bool,
+) -> anyhow::Result<(Server, Arc<Live>)> {
+    for (what, addr) in [
+        ("listen.mcp", Some(config.listen.mcp)),
+        ("listen.admin", config.listen.admin),
+    ] {
+        if let Some(addr) = addr {
+            // Fail with a clear message before pingora tries (it would exit the process).
+            std::net::TcpListener::bind(addr).map_err(|e| {
+                anyhow::anyhow!(
+                    "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
+                    addr.port()
+                )
+            })?;
+        }
+    }
+    let round_up = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    let conf = ServerConf {
+        threads: config.threads,
+        work_stealing: config.work_stealing,
+        grace_period_seconds: Some(round_up(config.shutdown.grace_period)),
+        graceful_shutdown_timeout_seconds: Some(round_up(config.shutdown.wind_down)),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let mcp_addr = config.listen.mcp;
+    let admin_addr = config.listen.admin;
+    let live = Arc::new(Live::new(Gateway::new(config, None)?, source));
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+        &server.configuration,
+        Proxy::new(live.clone()),
+        "mcp-edge",
+    );
+    proxy.add_tcp(&mcp_addr.to_string());
+    server.add_service(proxy);
+    if let Some(addr) = admin_addr {
+        let mut admin = pingora::services::listening::Service::new(
+            "mcp-edge admin".into(),
+            admin::AdminApp { live: live.clone() },
+        );
+        admin.add_tcp(&addr.to_string());
+        server.add_service(admin);
+    }
+    server.add_service(pingora::services::background::background_service(
+        "health checks",
+        HealthChecks { live: live.clone() },
+    ));
+    if sighup {
+        server.add_service(pingora::services::background::background_service(
+            "reload",
+            ReloadOnSighup { live: live.clone() },
+        ));
+    }
+    server.bootstrap();
+    Ok((server, live))
+}
+
+/// Run the gateway until a signal: SIGTERM drains gracefully, SIGINT stops at once, SIGHUP
+/// reloads the config file, SIGQUIT hands the listeners to a new process (pingora's upgrade).
+/// Blocking; must not be called inside a tokio runtime.
+pub fn serve(config: Config, source: PathBuf) -> anyhow::Result<()> {
+    let (server, _live) = build_server(config, Some(source), true)?;
+    server.run(RunArgs::default());
+    Ok(())
+}
+
+/// A shutdown trigger for an embedded gateway; `graceful` drains like SIGTERM.
+struct Trigger {
+    notify: Arc<tokio::sync::Notify>,
+    graceful: bool,
+}
+
+#[async_trait]
+impl ShutdownSignalWatch for Trigger {
+    async fn recv(&self) -> ShutdownSignal {
+        self.notify.notified().await;
+        if self.graceful {
+            ShutdownSignal::GracefulTerminate
+        } else {
+            ShutdownSignal::FastShutdown
+        }
+    }
+}
+
+/// A gateway running on its own thread (for the demo and tests).
+pub struct RunningGateway {
+    stop: Arc<tokio::sync::Notify>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    live: Arc<Live>,
+    pub mcp_addr: std::net::SocketAddr,
+    pub admin_addr: Option<std::net::SocketAddr>,
+}
+
+impl RunningGateway {
+    /// Start a gateway and wait until its MCP listener accepts connections.
+    pub fn start(config: Config) -> anyhow::Result<RunningGateway> {
+        Self::start_with(config, false)
+    }
+
+    /// Like [`RunningGateway::start`]; with `graceful`, stopping drains like SIGTERM (the
+    /// listener closes, requests in flight finish within `shutdown.grace_period`).
+    pub fn start_with(config: Config, graceful: bool) -> anyhow::Result<RunningGateway> {
+        let (mcp_addr, admin_addr) = (config.listen.mcp, config.listen.admin);
+        let (server, live) = build_server(config, None, false)?;
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let trigger = Trigger {
+            notify: stop.clone(),
+            graceful,
+        };
+        let thread = std::thread::Builder::new()
+            .name("mcp-edge-gateway".into())
+            .spawn(move || {
+                server.run(RunArgs {
+                    shutdown_signal: Box::new(trigger),
+                });
+            })?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(mcp_addr).is_err() {
+            if Instant::now() > deadline {
+                anyhow::bail!("the gateway did not start listening on {mcp_addr} within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(RunningGateway {
+            stop,
+            thread: Some(thread),
+            live,
+            mcp_addr,
+            admin_addr,
+        })
+    }
+
+    /// Apply a new config, as a reload does.
+    pub fn reload(&self, config: Config) -> anyhow::Result<()> {
+        self.live.replace(config)
+    }
+
+    /// The gateway new requests use.
+    pub fn current(&self) -> Arc<Gateway> {
+        self.live.load()
+    }
+
+    /// Ask the gateway to stop without waiting for it.
+    pub fn begin_shutdown(&self) {
+        self.stop.notify_one();
+    }
+
+    /// Stop the gateway and wait for its thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.notify_one();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for RunningGateway {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
