@@ -546,6 +546,10 @@ pub struct Timeouts {
     /// Longest wait for the next bytes of a client's request body (slow clients are cut off).
     #[serde(default = "d_downstream_read", with = "humantime_serde_compat")]
     pub downstream_read: Duration,
+    /// Longest wait to write to a client that stopped reading (e.g. an SSE stream nobody
+    /// drains); then the request is dropped and its upstream stream closed.
+    #[serde(default = "d_downstream_write", with = "humantime_serde_compat")]
+    pub downstream_write: Duration,
     /// How long an idle upstream connection is kept for reuse.
     #[serde(default = "d_idle", with = "humantime_serde_compat")]
     pub upstream_idle: Duration,
@@ -558,6 +562,7 @@ impl Default for Timeouts {
             upstream_read: d_upstream_read(),
             upstream_write: d_upstream_write(),
             downstream_read: d_downstream_read(),
+            downstream_write: d_downstream_write(),
             upstream_idle: d_idle(),
         }
     }
@@ -595,6 +600,9 @@ fn d_upstream_read() -> Duration {
 }
 fn d_upstream_write() -> Duration {
     Duration::from_secs(10)
+}
+fn d_downstream_write() -> Duration {
+    Duration::from_secs(30)
 }
 fn d_downstream_read() -> Duration {
     Duration::from_secs(10)
@@ -954,6 +962,11 @@ impl Config {
             out,
             "timeouts  connect {:?}, upstream read {:?}, upstream write {:?}, client body {:?}, idle {:?}",
             t.connect, t.upstream_read, t.upstream_write, t.downstream_read, t.upstream_idle
+        );
+        let _ = writeln!(
+            out,
+            "          client write {:?}; shutdown: grace {:?}, wind down {:?}",
+            t.downstream_write, self.shutdown.grace_period, self.shutdown.wind_down
         );
         out
     }

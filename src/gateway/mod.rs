@@ -399,6 +399,7 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         let limits = &gw.config.limits;
         session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
+        session.set_write_timeout(Some(gw.config.timeouts.downstream_write));
 
         let req = session.req_header();
         if req.uri.path() != gw.config.endpoint {

@@ -169,15 +169,19 @@ async fn handle(
     }
     if let Some(n) = hv("x-test-sse") {
         let n: usize = n.parse().unwrap();
+        // Optional: pad each event to `x-test-sse-bytes` and send one every `x-test-sse-ms`.
+        let pad: usize = hv("x-test-sse-bytes").map_or(0, |v| v.parse().unwrap());
+        let every: u64 = hv("x-test-sse-ms").map_or(200, |v| v.parse().unwrap());
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(1);
         tokio::spawn(async move {
             for k in 0..n {
-                let ev = format!(": keep-alive\n\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{k}}}}}\n\n");
+                let padding = "x".repeat(pad);
+                let ev = format!(": keep-alive\n\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{k},\"message\":\"{padding}\"}}}}\n\n");
                 if tx.send(Ok(Frame::data(Bytes::from(ev)))).await.is_err() {
                     log.lock().unwrap().cancelled_streams.push((i, k));
                     return;
                 }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                tokio::time::sleep(Duration::from_millis(every)).await;
             }
         });
         let stream =
