@@ -398,11 +398,14 @@ def cmd_k8s_xref(args):
 
 def loopback_copy(cfg_text):
     """The config with each instance host replaced by 127.0.0.1 (the port kept), so that
-    `mcp-edge check` can resolve it on a machine without those host names."""
-    cfg = yaml.safe_load(cfg_text)
-    for p in cfg.get("pools", {}).values():
-        p["instances"] = ["127.0.0.1:" + str(i).rsplit(":", 1)[1] for i in p.get("instances", [])]
-    return yaml.safe_dump(cfg, sort_keys=False)
+    `mcp-edge check` can resolve it on a machine without those host names. Edits the text of
+    `instances: [...]` lines only, so the line numbers in mcp-edge's errors stay those of the
+    original (an instance list in another YAML style stays as is and fails to resolve)."""
+    return re.sub(
+        r"(?m)^(\s*instances:\s*\[)([^\]]*)\]",
+        lambda m: m.group(1) + re.sub(r"[A-Za-z0-9_.-]+:(\d+)", r"127.0.0.1:\1", m.group(2)) + "]",
+        cfg_text,
+    )
 
 
 def cmd_gateway_configs(args):
