@@ -142,6 +142,14 @@ gateway_configs() {
 check "mcp-edge check on deploy configs" gateway_configs
 
 check "Dockerfile vs README, non-root" "$PY" "$HERE/deploy_checks.py" dockerfile --healthcheck-out "$TMP/healthcheck.json"
+build_context() {
+  # No Docker engine here: stage the build stage's COPY sources as the image build would see
+  # them, then let cargo read the manifest from that copy alone.
+  "$PY" "$HERE/deploy_checks.py" build-context --out "$TMP/context"
+  (cd "$TMP/context" && cargo metadata --format-version 1 --no-deps --locked --offline >/dev/null)
+  echo "  cargo reads the manifest from the staged context"
+}
+check "Docker build context" build_context
 if command -v hadolint >/dev/null 2>&1; then
   check "hadolint" hadolint --config deploy/.hadolint.yaml deploy/Dockerfile
 else

@@ -479,6 +479,48 @@ def cmd_dockerfile(args):
     fail(errors, "deploy/Dockerfile")
 
 
+def cmd_build_context(args):
+    """Stage what the Dockerfile's build stage COPYs (minus /.dockerignore) into --out, and check
+    that every include_str!/include_bytes! of the sources resolves inside it. check.sh then runs
+    `cargo metadata` there: the manifest must be readable with only these files."""
+    import fnmatch
+    import shutil
+
+    text = re.sub(r"\\\n\s*", " ", (DEPLOY / "Dockerfile").read_text())
+    build = re.split(r"(?m)^FROM ", text)[1]
+    ignore = [l.strip().rstrip("/") for l in (ROOT / ".dockerignore").read_text().splitlines()
+              if l.strip() and not l.startswith("#")]
+
+    def ignored(rel):
+        parts = Path(rel).parts
+        return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(parts[0], pat)
+                   or (pat.startswith("**/") and pat[3:] in parts) for pat in ignore)
+
+    out, errors = Path(args.out), []
+    for m in re.finditer(r"(?m)^COPY (?!--from)(.+)$", build):
+        *srcs, dest = m.group(1).split()
+        for src in srcs:
+            if ignored(src):
+                errors.append(f"COPY {src}: excluded by .dockerignore")
+                continue
+            p = ROOT / src
+            if not p.exists():
+                errors.append(f"COPY {src}: no such file in the repository")
+            elif p.is_dir():
+                shutil.copytree(p, out / src, ignore=lambda d, names: [n for n in names if ignored(str((Path(d) / n).relative_to(ROOT)))])
+            else:
+                (out / src).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(p, out / src)
+    n = 0
+    for f in (out / "src").rglob("*.rs") if (out / "src").exists() else []:
+        for inc in re.findall(r'include_(?:str|bytes)!\(\s*"([^"]+)"', f.read_text()):
+            n += 1
+            if not (f.parent / inc).resolve().exists():
+                errors.append(f"{f.relative_to(out)} includes {inc}, which the image build context lacks (COPY it)")
+    print(f"  staged the build stage's COPY sources in {out}; {n} include_str!/include_bytes! resolve")
+    fail(errors, "the Docker build context")
+
+
 def cmd_compose(args):
     """deploy/compose.yaml agrees with the configs it mounts (no compose engine here)."""
     text = (DEPLOY / "compose.yaml").read_text()
@@ -540,6 +582,8 @@ def main():
     sub.add_parser("dashboard")
     sub.add_parser("k8s-xref")
     sub.add_parser("compose")
+    p = sub.add_parser("build-context")
+    p.add_argument("--out", required=True)
     p = sub.add_parser("gateway-configs")
     p.add_argument("--out", required=True)
     p = sub.add_parser("prom-config")
@@ -551,7 +595,7 @@ def main():
     {
         "names": cmd_names, "alerts": cmd_alerts, "dashboard": cmd_dashboard, "k8s-xref": cmd_k8s_xref,
         "compose": cmd_compose, "gateway-configs": cmd_gateway_configs, "prom-config": cmd_prom_config,
-        "dockerfile": cmd_dockerfile,
+        "dockerfile": cmd_dockerfile, "build-context": cmd_build_context,
     }[a.cmd](a)
 
 
