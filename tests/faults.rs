@@ -71,7 +71,7 @@ fn up_value(metrics: &str, instance: &str) -> Option<i64> {
         .lines()
         .find(|l| {
             l.starts_with("mcp_edge_upstream_up{")
-                && l.contains(&format!("instance=\"{instance}\""))
+                && l.contains(&format!("upstream=\"{instance}\""))
         })
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }

@@ -234,7 +234,7 @@ fn metrics_count_a_known_mix_of_requests() {
             sample(
                 &m,
                 "mcp_edge_upstream_requests_total",
-                &[&format!("instance=\"{a}\"")],
+                &[&format!("upstream=\"{a}\"")],
             )
         })
         .collect();

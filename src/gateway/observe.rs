@@ -2,7 +2,8 @@
 //!
 //! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
 //! `name` takes the names written in the config plus the first `metrics.name_label_limit` other
-//! names seen (the rest are `_other`), `route`, `pool` and `instance` come from the config, and
+//! names seen (the rest are `_other`), `route`, `pool` and `upstream` (an instance's `host:port`; not `instance`, which Prometheus
+//! keeps for the scrape target) come from the config, and
 //! `code` and `reason` from fixed lists. The access log never carries a body or a bearer token.
 
 use prometheus::{
@@ -203,18 +204,18 @@ impl Metrics {
             duration: histogram("request_duration_seconds", "Time from the request's arrival to the end of its response.", &["method", "name", "route", "pool"], &latency)?,
             request_bytes: histogram("request_body_bytes", "Request body sizes.", &["method"], &sizes)?,
             response_bytes: histogram("response_body_bytes", "Response body sizes.", &["method"], &sizes)?,
-            upstream_requests: counter("upstream_requests_total", "Requests sent to each upstream instance.", &["pool", "instance"])?,
+            upstream_requests: counter("upstream_requests_total", "Requests sent to each upstream instance.", &["pool", "upstream"])?,
             upstream_in_flight: {
-                let g = IntGaugeVec::new(Opts::new("upstream_in_flight_requests", "Requests in flight to each upstream instance."), &["pool", "instance"])?;
+                let g = IntGaugeVec::new(Opts::new("upstream_in_flight_requests", "Requests in flight to each upstream instance."), &["pool", "upstream"])?;
                 registry.register(Box::new(g.clone()))?;
                 g
             },
-            upstream_errors: counter("upstream_errors_total", "Upstream failures by instance and kind.", &["pool", "instance", "kind"])?,
-            upstream_duration: histogram("upstream_response_seconds", "Time from choosing an instance to its response header.", &["pool", "instance"], &latency)?,
+            upstream_errors: counter("upstream_errors_total", "Upstream failures by instance and kind.", &["pool", "upstream", "kind"])?,
+            upstream_duration: histogram("upstream_response_seconds", "Time from choosing an instance to its response header.", &["pool", "upstream"], &latency)?,
             upstream_up: {
                 let g = IntGaugeVec::new(
                     Opts::new("upstream_up", "1 when an instance gets new requests (health checks pass and it is not ejected), else 0."),
-                    &["pool", "instance"],
+                    &["pool", "upstream"],
                 )?;
                 registry.register(Box::new(g.clone()))?;
                 g
@@ -222,7 +223,7 @@ impl Metrics {
             upstream_ejections: counter(
                 "upstream_ejections_total",
                 "Passive ejections of instances after failed requests.",
-                &["pool", "instance"],
+                &["pool", "upstream"],
             )?,
             header_checks: counter("header_checks_total", "Header-vs-body checks: result is checked, skipped (sampled out) or rejected; reason names what failed.", &["result", "reason"])?,
             rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,

@@ -306,12 +306,12 @@ EOF
     then
       echo "raw:       $(echo "$raw" | "$PY" -c 'import json,sys; print({s["metric"]["method"]: round(float(s["value"][1]), 3) for s in json.load(sys.stdin)["data"]["result"]})')"
       echo "recording: $(echo "$rec" | "$PY" -c 'import json,sys; print(sorted(s["metric"]["method"] for s in json.load(sys.stdin)["data"]["result"]))')"
-      # honor_labels: the upstream's host:port stays in `instance`
+      # The upstream's host:port arrives in `upstream`, untouched by Prometheus's `instance`.
       local inst
-      inst=$(promql 'sum by (instance) (mcp_edge_upstream_requests_total)' |
-             "$PY" -c 'import json,sys; print(" ".join(sorted(s["metric"].get("instance","") for s in json.load(sys.stdin)["data"]["result"])))')
-      echo "upstream instance labels in Prometheus: $inst"
-      [ "$inst" = "127.0.0.1:$STUB_PORT" ] || { echo "expected instance=127.0.0.1:$STUB_PORT (honor_labels)"; return 1; }
+      inst=$(promql 'sum by (upstream) (mcp_edge_upstream_requests_total)' |
+             "$PY" -c 'import json,sys; print(" ".join(sorted(s["metric"].get("upstream","") for s in json.load(sys.stdin)["data"]["result"])))')
+      echo "upstream labels in Prometheus: $inst"
+      [ "$inst" = "127.0.0.1:$STUB_PORT" ] || { echo "expected upstream=127.0.0.1:$STUB_PORT"; return 1; }
       local health
       health=$(curl -fsS -m 3 "http://127.0.0.1:$PROM_PORT/api/v1/targets" |
                "$PY" -c 'import json,sys; print(" ".join(t["health"] for t in json.load(sys.stdin)["data"]["activeTargets"]))')
