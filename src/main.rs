@@ -27,6 +27,11 @@ enum Command {
         /// Write one access-log line per request.
         #[arg(long, value_enum, default_value = "off")]
         access_log: AccessLog,
+        /// Take the listening sockets over from the gateway running with this config, with no
+        /// connection refused: start the new process with --upgrade, then send the old one
+        /// SIGQUIT; it hands its listeners over and drains.
+        #[arg(long)]
+        upgrade: bool,
     },
     /// Validate a config file and print the resolved route table.
     Check {
@@ -76,7 +81,11 @@ fn load(path: &Path) -> Result<Config, ExitCode> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { config, access_log } => {
+        Command::Serve {
+            config,
+            access_log,
+            upgrade,
+        } => {
             init_logging(access_log, false);
             let cfg = match load(&config) {
                 Ok(c) => c,
@@ -88,7 +97,7 @@ fn main() -> ExitCode {
                 cfg.endpoint,
                 cfg.listen.admin
             );
-            mcp_edge::gateway::serve(cfg, config)
+            mcp_edge::gateway::serve(cfg, config, upgrade)
         }
         Command::Check { config } => {
             let cfg = match load(&config) {

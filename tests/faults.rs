@@ -380,3 +380,95 @@ fn a_client_that_stops_reading_an_sse_stream_is_dropped_after_the_write_timeout(
     assert!(sent < 2000, "the whole stream was produced ({sent} events)");
     drop(s);
 }
+
+#[test]
+fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
+    let up = Upstreams::start(1);
+    let dir = std::env::temp_dir().join(format!("mcp-edge-upgrade-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gateway.yaml");
+    let (mcp, admin) = (free_port(), free_port());
+    std::fs::write(
+        &file,
+        format!(
+            "listen: {{mcp: 127.0.0.1:{mcp}, admin: 127.0.0.1:{admin}}}\npools:\n  default: {{instances: [{}]}}\ndefault_route: {{pool: default}}\nshutdown: {{grace_period: 1s, wind_down: 1s}}\n",
+            up.addrs[0]
+        ),
+    )
+    .unwrap();
+    let serve = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+            .args(["serve", "--config"])
+            .arg(&file)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mcp_addr: SocketAddr = format!("127.0.0.1:{mcp}").parse().unwrap();
+    let admin_addr: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let mut procs = Procs(vec![serve(&[])]);
+    assert!(eventually(Duration::from_secs(10), || TcpStream::connect(
+        mcp_addr
+    )
+    .is_ok()));
+
+    // Clients keep calling through the whole hand-over, each on a new connection.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let clients = std::thread::spawn(move || {
+        let (mut ok, mut failed) = (0, Vec::new());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+            let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
+            match TcpStream::connect(mcp_addr).and_then(|s| {
+                s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                (&s).write_all(&req)?;
+                read_response(&mut BufReader::new(s))
+            }) {
+                Ok(r) if r.status == 200 => ok += 1,
+                Ok(r) => failed.push(format!("status {}", r.status)),
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+        (ok, failed)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    procs.0.push(serve(&["--upgrade"]));
+    std::thread::sleep(Duration::from_millis(700)); // the new process waits on the upgrade socket
+    let old_pid = procs.0[0].id().to_string();
+    assert!(Command::new("kill")
+        .args(["-QUIT", &old_pid])
+        .status()
+        .unwrap()
+        .success());
+    let old_status = procs.0[0].wait().unwrap();
+    assert!(
+        old_status.success(),
+        "the old process should drain and exit 0: {old_status:?}"
+    );
+    // The new process serves both listeners.
+    assert_eq!(
+        raw(admin_addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status,
+        200
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = clients.join().unwrap();
+    assert!(ok > 20, "{ok} requests");
+    assert!(
+        failed.is_empty(),
+        "{} of {} requests failed during the upgrade: {failed:?}",
+        failed.len(),
+        ok + failed.len()
+    );
+    let new_pid = procs.0[1].id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &new_pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(procs.0[1].wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

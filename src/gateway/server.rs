@@ -161,18 +161,39 @@ impl BackgroundService for ReloadOnSighup {
     }
 }
 
+/// How a server is started.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// The config file (enables reload from it).
+    pub source: Option<PathBuf>,
+    /// Reload on SIGHUP (only for a whole process: signals are process-wide).
+    pub sighup: bool,
+    /// Take the listening sockets over from a running gateway (which is then sent SIGQUIT)
+    /// instead of binding them.
+    pub upgrade: bool,
+}
+
+/// The socket an old and a new gateway process hand the listeners over on: one per MCP port,
+/// so gateways on different ports of one machine never meet.
+pub fn upgrade_socket(config: &Config) -> String {
+    format!("/tmp/mcp-edge-{}.upgrade.sock", config.listen.mcp.port())
+}
+
 /// Builds the pingora server for a config: the MCP proxy, the admin listener, health checks.
-pub fn build_server(
-    config: Config,
-    source: Option<PathBuf>,
-    sighup: bool,
-) -> anyhow::Result<(Server, Arc<Live>)> {
-    for (what, addr) in [
+pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Server, Arc<Live>)> {
+    let StartOptions {
+        source,
+        sighup,
+        upgrade,
+    } = opts;
+    // Fail with a clear message before pingora tries (it would exit the process). An upgrade
+    // inherits the sockets instead, so they are busy by design.
+    let to_bind = [
         ("listen.mcp", Some(config.listen.mcp)),
         ("listen.admin", config.listen.admin),
-    ] {
+    ];
+    for (what, addr) in to_bind.into_iter().filter(|_| !upgrade) {
         if let Some(addr) = addr {
-            // Fail with a clear message before pingora tries (it would exit the process).
             std::net::TcpListener::bind(addr).map_err(|e| {
                 anyhow::anyhow!(
                     "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
@@ -187,9 +208,14 @@ pub fn build_server(
         work_stealing: config.work_stealing,
         grace_period_seconds: Some(round_up(config.shutdown.grace_period)),
         graceful_shutdown_timeout_seconds: Some(round_up(config.shutdown.wind_down)),
+        upgrade_sock: upgrade_socket(&config),
         ..ServerConf::default()
     };
-    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let opt = pingora::server::configuration::Opt {
+        upgrade,
+        ..Default::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
     let mcp_addr = config.listen.mcp;
     let admin_addr = config.listen.admin;
     let live = Arc::new(Live::new(Gateway::new(config, None)?, source));
@@ -223,10 +249,16 @@ pub fn build_server(
 }
 
 /// Run the gateway until a signal: SIGTERM drains gracefully, SIGINT stops at once, SIGHUP
-/// reloads the config file, SIGQUIT hands the listeners to a new process (pingora's upgrade).
-/// Blocking; must not be called inside a tokio runtime.
-pub fn serve(config: Config, source: PathBuf) -> anyhow::Result<()> {
-    let (server, _live) = build_server(config, Some(source), true)?;
+/// reloads the config file, SIGQUIT hands the listeners to a new process started with
+/// `upgrade` (pingora's zero-downtime upgrade), then drains. Blocking; must not be called
+/// inside a tokio runtime.
+pub fn serve(config: Config, source: PathBuf, upgrade: bool) -> anyhow::Result<()> {
+    let opts = StartOptions {
+        source: Some(source),
+        sighup: true,
+        upgrade,
+    };
+    let (server, _live) = build_server(config, opts)?;
     server.run(RunArgs::default());
     Ok(())
 }
@@ -268,7 +300,7 @@ impl RunningGateway {
     /// listener closes, requests in flight finish within `shutdown.grace_period`).
     pub fn start_with(config: Config, graceful: bool) -> anyhow::Result<RunningGateway> {
         let (mcp_addr, admin_addr) = (config.listen.mcp, config.listen.admin);
-        let (server, live) = build_server(config, None, false)?;
+        let (server, live) = build_server(config, StartOptions::default())?;
         let stop = Arc::new(tokio::sync::Notify::new());
         let trigger = Trigger {
             notify: stop.clone(),
