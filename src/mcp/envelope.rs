@@ -246,6 +246,27 @@ fn check_new_key<'de, E: de::Error>(
     }
 }
 
+/// The scalar `visit_*` methods of a visitor that answers every non-string scalar alike.
+macro_rules! scalars {
+    ($value:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
 /// Walks any value, refusing duplicate keys and excessive depth, keeping nothing.
 struct Walk<'s> {
     st: &'s mut State,
@@ -264,22 +285,8 @@ impl<'de, 's> Visitor<'de> for Walk<'s> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
+    scalars!(());
     fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
@@ -340,21 +347,7 @@ impl<'de, 's> Visitor<'de> for MaybeString<'s> {
     fn visit_str<E>(self, v: &str) -> Result<Option<String>, E> {
         Ok(Some(v.to_owned()))
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Option<String>, E> {
-        Ok(None)
-    }
+    scalars!(None);
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<String>, A::Error> {
         Walk {
             st: self.st,
@@ -400,22 +393,8 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
+    scalars!(false);
     fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-    fn visit_unit<E>(self) -> Result<bool, E> {
         Ok(false)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
@@ -508,22 +487,8 @@ impl<'de, 's> DeserializeSeed<'de> for IsObject<'s> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-                Ok(false)
-            }
+            scalars!(false);
             fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_unit<E>(self) -> Result<bool, E> {
                 Ok(false)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
