@@ -246,3 +246,38 @@ fn admin_endpoints_answer() {
     assert!(String::from_utf8_lossy(&m.body).contains("mcp_edge_build_info"));
     assert_eq!(get("/nope").status, 404);
 }
+
+#[test]
+fn readyz_turns_not_ready_when_every_instance_of_a_pool_is_down() {
+    let up = Upstreams::start(1);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let checks = "balance: round_robin\n    health: {interval: 100ms, timeout: 100ms, unhealthy_threshold: 1}";
+    let cfg = config(
+        &[("live", &up.addrs, checks), ("gone", &[dead], checks)],
+        "default_route: {pool: live}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let admin = gw.admin_addr.unwrap();
+    let readyz = || raw(admin, b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(
+        eventually(std::time::Duration::from_secs(3), || readyz().status == 503),
+        "still ready"
+    );
+    let r = readyz();
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("gone"),
+        "{:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let m =
+        String::from_utf8(raw(admin, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").body).unwrap();
+    assert!(
+        m.lines().any(|l| l.starts_with("mcp_edge_upstream_up{")
+            && l.contains(&dead.to_string())
+            && l.ends_with(" 0")),
+        "{m}"
+    );
+}
