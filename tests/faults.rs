@@ -2,6 +2,7 @@
 //! stopped): a backend instance killed and restarted, ten config reloads, a graceful shutdown
 //! with requests in flight, and a client that stops reading an SSE stream.
 
+mod common;
 mod support;
 
 use mcp_edge::gateway::RunningGateway;
@@ -425,7 +426,7 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
             match TcpStream::connect(mcp_addr).and_then(|s| {
                 s.set_read_timeout(Some(Duration::from_secs(5)))?;
                 (&s).write_all(&req)?;
-                read_response(&mut BufReader::new(s))
+                read_reply(&mut BufReader::new(s))
             }) {
                 Ok(r) if r.status == 200 => ok += 1,
                 Ok(r) => failed.push(format!("status {}", r.status)),

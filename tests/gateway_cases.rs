@@ -1,6 +1,7 @@
 //! The gateway conformance cases of the digest (§11.A), table-driven, against a running
 //! gateway in front of recording upstreams on loopback.
 
+mod common;
 mod support;
 
 use support::*;
@@ -334,7 +335,7 @@ fn gateway_cases_g1_to_g38() {
         );
         match c.code {
             Some(code) => {
-                assert_eq!(r.code(), code, "{}: {}", c.id, r.json());
+                assert_eq!(r.error_code(), code, "{}: {}", c.id, r.json());
                 assert_eq!(
                     r.header("content-type"),
                     Some("application/json"),
@@ -407,7 +408,7 @@ fn gateway_cases_g1_to_g38() {
     let at = bad.iter().position(|b| *b == b'P').unwrap();
     bad[at] = 0xff;
     let r = raw(gw.mcp_addr, &post_bytes(&[PV, CALL, WEATHER], &bad));
-    assert_eq!((r.status, r.code()), (400, -32700));
+    assert_eq!((r.status, r.error_code()), (400, -32700));
 }
 
 #[test]
@@ -453,6 +454,6 @@ fn g23_notifications_pass_through_with_202() {
     assert_eq!(up.count(), 2);
     // A present Mcp-Method must still agree.
     let r = post(gw.mcp_addr, &[("Mcp-Method", "notifications/other")], n);
-    assert_eq!((r.status, r.code()), (400, -32020));
+    assert_eq!((r.status, r.error_code()), (400, -32020));
     assert_eq!(up.count(), 2);
 }

@@ -2,6 +2,7 @@
 //! `Expect: 100-continue`, hop-by-hop headers, SSE streamed unbuffered and cancelled upstream
 //! when the client leaves, the header-only fast path, upstream failures, slow clients.
 
+mod common;
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -59,7 +60,7 @@ fn bodies_arrive_byte_identical_on_both_sides_of_64_kib() {
     let before = up.count();
     let r = post(gw.mcp_addr, &refs(&h), &body_of_size(1024 * 1024 + 1));
     assert_eq!(r.status, 413);
-    assert_eq!(r.code(), -31002);
+    assert_eq!(r.error_code(), -31002);
     assert_eq!(up.count(), before);
 }
 
@@ -70,7 +71,7 @@ fn a_one_byte_body_is_refused_as_json_but_a_tiny_limit_applies_to_chunked_bodies
     let h = call_headers("t");
     // 1 byte: forwarded to the check, which refuses it (it is not a request).
     let r = post(gw.mcp_addr, &refs(&h), "1");
-    assert_eq!((r.status, r.code()), (400, -32600));
+    assert_eq!((r.status, r.error_code()), (400, -32600));
     // A chunked body over the limit is cut off when the limit is crossed.
     let mut req = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n".to_vec();
     for (k, v) in &h {
@@ -82,7 +83,7 @@ fn a_one_byte_body_is_refused_as_json_but_a_tiny_limit_applies_to_chunked_bodies
     }
     req.extend_from_slice(b"0\r\n\r\n");
     let r = raw(gw.mcp_addr, &req);
-    assert_eq!((r.status, r.code()), (413, -31002));
+    assert_eq!((r.status, r.error_code()), (413, -31002));
     assert_eq!(up.count(), 0);
 }
 
@@ -132,7 +133,7 @@ fn expect_100_continue_is_answered_and_hop_by_hop_headers_are_stripped() {
     let mut blank = String::new();
     r.read_line(&mut blank).unwrap();
     (&s).write_all(body.as_bytes()).unwrap();
-    let resp = read_response(&mut r).unwrap();
+    let resp = read_reply(&mut r).unwrap();
     assert_eq!(resp.status, 200);
     let got = up.received().pop().unwrap();
     for hop in ["expect", "keep-alive", "te", "x-hop"] {
@@ -224,7 +225,7 @@ fn sampled_out_requests_skip_the_check_but_header_problems_are_still_refused() {
         &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Name", "x")],
         &call(2, "x"),
     );
-    assert_eq!((r.status, r.code()), (400, -32020));
+    assert_eq!((r.status, r.error_code()), (400, -32020));
     assert_eq!(r.json()["id"], 2);
     assert_eq!(up.count(), 1);
     // Bodies over the limit are refused on the fast path too.
@@ -247,7 +248,7 @@ fn upstream_failures_get_json_rpc_errors_with_the_id() {
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(77, "t"));
     assert_eq!(r.status, 502);
-    assert_eq!(r.code(), -31003);
+    assert_eq!(r.error_code(), -31003);
     assert_eq!(r.json()["id"], 77);
     assert!(r.json()["error"]["message"]
         .as_str()
@@ -261,7 +262,7 @@ fn upstream_failures_get_json_rpc_errors_with_the_id() {
     h.push(("x-test-close", "1".into()));
     let r = post(gw.mcp_addr, &refs(&h), &call(78, "charge"));
     assert_eq!(r.status, 502);
-    assert_eq!(r.code(), -31006);
+    assert_eq!(r.error_code(), -31006);
     assert_eq!(r.json()["id"], 78);
     assert_eq!(up.count(), 1, "a delivered request is never sent twice");
 }

@@ -2,6 +2,7 @@
 //! JSON-RPC body, keys isolate, dry runs count without refusing, and `/metrics` counts what was
 //! sent with bounded labels (checked by promtool when it is installed).
 
+mod common;
 mod support;
 
 use std::collections::HashSet;
@@ -66,7 +67,7 @@ fn quota_plus_burst_pass_then_429_with_retry_after_and_keys_isolate() {
         &call(42, "deploy"),
     );
     assert_eq!(r.status, 429);
-    assert_eq!(r.code(), -31001);
+    assert_eq!(r.error_code(), -31001);
     assert_eq!(r.json()["id"], 42, "the id is echoed");
     assert_eq!(r.json()["error"]["data"]["limit"], "per-tool-per-caller");
     let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();

@@ -2,6 +2,7 @@
 //! consistent hashing keeps a key on one instance, round robin spreads, connect failures move on
 //! to another instance, and the instance header can be renamed or turned off.
 
+mod common;
 mod support;
 
 use mcp_edge::gateway::RunningGateway;
@@ -9,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use support::*;
 
-fn served_by(r: &Resp) -> String {
+fn served_by(r: &Reply) -> String {
     r.header("x-mcp-edge-upstream")
         .expect("proxied responses name their instance")
         .to_string()
@@ -95,7 +96,7 @@ fn without_a_default_route_unmatched_requests_get_404() {
         ],
         &disc,
     );
-    assert_eq!((r.status, r.code()), (404, -32601));
+    assert_eq!((r.status, r.error_code()), (404, -32601));
     assert_eq!(up.count(), 0);
 }
 

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -66,6 +66,17 @@ impl Reply {
         self.json()["error"]["code"].as_i64()
     }
 
+    /// `error.code` of a body that must be a JSON-RPC error (panics with the body otherwise).
+    pub fn error_code(&self) -> i64 {
+        self.code().unwrap_or_else(|| {
+            panic!(
+                "expected a JSON-RPC error, got HTTP {} {}",
+                self.status,
+                self.text()
+            )
+        })
+    }
+
     /// `result` of a JSON-RPC success body (panics with the body otherwise).
     pub fn result(&self) -> Value {
         let v = self.json();
@@ -78,59 +89,75 @@ impl Reply {
     }
 }
 
-/// Send raw bytes, read the whole response (the request should say `Connection: close`).
+/// Send raw bytes, read one response.
 pub fn raw(addr: SocketAddr, request: &[u8]) -> Reply {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(TIMEOUT)).unwrap();
     s.write_all(request).expect("write request");
-    let mut r = BufReader::new(s);
-    let (status, headers) = read_head(&mut r);
+    read_reply(&mut BufReader::new(s)).expect("read response")
+}
+
+/// Read one response from a connection (interim 1xx responses are skipped). Without a length
+/// or chunking, the body runs to the end of the connection.
+pub fn read_reply(r: &mut impl BufRead) -> std::io::Result<Reply> {
+    let (status, headers) = loop {
+        let (status, headers) = read_head(r)?;
+        if !(100..200).contains(&status) {
+            break (status, headers);
+        }
+    };
     let chunked = headers
         .iter()
         .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-    let mut body = Vec::new();
-    if chunked {
-        while let Some(chunk) = read_chunk(&mut r) {
-            body.extend_from_slice(&chunk);
-        }
-    } else if let Some(len) = headers
+    let length = headers
         .iter()
         .find(|(k, _)| k == "content-length")
-        .map(|(_, v)| v.parse::<usize>().unwrap())
-    {
+        .map(|(_, v)| v.parse::<usize>().expect("numeric Content-Length"));
+    let mut body = Vec::new();
+    if chunked {
+        while let Some(chunk) = read_chunk(r) {
+            body.extend_from_slice(&chunk);
+        }
+    } else if let Some(len) = length {
         body.resize(len, 0);
-        r.read_exact(&mut body).expect("read body");
-    } else {
-        r.read_to_end(&mut body).expect("read body");
+        r.read_exact(&mut body)?;
+    } else if !matches!(status, 202 | 204 | 304) {
+        r.read_to_end(&mut body)?;
     }
-    Reply {
+    Ok(Reply {
         status,
         headers,
         body,
-    }
+    })
 }
 
-fn read_head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
+fn read_head(r: &mut impl BufRead) -> std::io::Result<(u16, Vec<(String, String)>)> {
     let mut line = String::new();
-    r.read_line(&mut line).expect("read status line");
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed before a response",
+        ));
+    }
     let status: u16 = line
         .split_whitespace()
         .nth(1)
-        .unwrap_or_else(|| panic!("bad status line {line:?}"))
-        .parse()
-        .unwrap();
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
     let mut headers = Vec::new();
     loop {
         line.clear();
-        r.read_line(&mut line).expect("read header");
+        r.read_line(&mut line)?;
         let l = line.trim_end();
         if l.is_empty() {
             break;
         }
-        let (k, v) = l.split_once(':').expect("header line");
+        let (k, v) = l
+            .split_once(':')
+            .ok_or_else(|| std::io::Error::other(format!("bad header line {l:?}")))?;
         headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
     }
-    (status, headers)
+    Ok((status, headers))
 }
 
 /// One chunk of a chunked body; `None` at the last chunk or EOF.
@@ -316,7 +343,7 @@ impl SseStream {
         s.write_all(&build(addr, "POST", "/mcp", headers, body.as_bytes()))
             .unwrap();
         let mut reader = BufReader::new(s);
-        let (status, headers) = read_head(&mut reader);
+        let (status, headers) = read_head(&mut reader).expect("read response head");
         SseStream {
             status,
             headers,

@@ -1,6 +1,10 @@
-//! Test support for the gateway tests: a recording upstream, a raw HTTP/1.1 client, and config
-//! builders. Everything listens on 127.0.0.1 with ephemeral ports and stops when dropped.
+//! Test support for the gateway tests: a recording upstream and config builders. The HTTP
+//! client is the shared one in `tests/common` (test files declare `mod common;` beside
+//! `mod support;`). Everything listens on 127.0.0.1 with ephemeral ports and stops when dropped.
 #![allow(dead_code)]
+
+#[allow(unused_imports)] // each test crate uses a different subset
+pub use crate::common::{post, raw, read_reply, Reply};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -8,8 +12,7 @@ use hyper::body::Frame;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -251,108 +254,6 @@ pub fn simple_gateway(up: &Upstreams, extra: &str) -> RunningGateway {
     RunningGateway::start(cfg).unwrap()
 }
 
-/// A parsed HTTP response.
-#[derive(Debug, Clone)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "body is not JSON ({e}): {:?}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-    /// The JSON-RPC error code of the body.
-    pub fn code(&self) -> i64 {
-        self.json()["error"]["code"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("no error code in {}", self.json()))
-    }
-}
-
-/// Read one response from a buffered stream.
-pub fn read_response(r: &mut BufReader<TcpStream>) -> std::io::Result<Resp> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "connection closed before a response",
-            ));
-        }
-        let status: u16 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let mut headers = Vec::new();
-        loop {
-            let mut h = String::new();
-            r.read_line(&mut h)?;
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            let (k, v) = h.split_once(':').unwrap();
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        if (100..200).contains(&status) {
-            continue; // interim response
-        }
-        let get = |n: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .map(|(_, v)| v.clone())
-        };
-        let mut body = Vec::new();
-        if let Some(n) = get("content-length") {
-            body.resize(n.parse().unwrap(), 0);
-            r.read_exact(&mut body)?;
-        } else if get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            loop {
-                let mut size = String::new();
-                r.read_line(&mut size)?;
-                let n = usize::from_str_radix(size.trim(), 16).unwrap();
-                let mut chunk = vec![0; n + 2];
-                r.read_exact(&mut chunk)?;
-                if n == 0 {
-                    break;
-                }
-                body.extend_from_slice(&chunk[..n]);
-            }
-        } else if status != 204 && status != 304 && status != 202 {
-            r.read_to_end(&mut body)?;
-        }
-        return Ok(Resp {
-            status,
-            headers,
-            body,
-        });
-    }
-}
-
-/// Send raw bytes, read one response.
-pub fn raw(addr: SocketAddr, request: &[u8]) -> Resp {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    (&s).write_all(request).unwrap();
-    read_response(&mut BufReader::new(s)).unwrap()
-}
-
 /// Build a POST /mcp request with these headers (plus Host and Content-Length).
 pub fn post_bytes(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut req = format!(
@@ -369,10 +270,6 @@ pub fn post_bytes(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     req.extend_from_slice(b"\r\n");
     req.extend_from_slice(body);
     req
-}
-
-pub fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> Resp {
-    raw(addr, &post_bytes(headers, body.as_bytes()))
 }
 
 pub const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
