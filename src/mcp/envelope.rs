@@ -371,6 +371,8 @@ impl<'de, 's> Visitor<'de> for MaybeString<'s> {
 enum Level {
     Params,
     Meta,
+    /// An object whose members are walked but not kept (e.g. `clientCapabilities`).
+    Opaque,
 }
 
 /// Reads `params` or `params._meta`, keeping the members the envelope needs. Returns whether the
@@ -409,10 +411,10 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
         let depth = self.depth + 1;
         let st = self.st;
         let mut seen = SeenKeys::default();
-        let at = if self.level == Level::Params {
-            "params"
-        } else {
-            "params._meta"
+        let at = match self.level {
+            Level::Params => "params",
+            Level::Meta => "params._meta",
+            Level::Opaque => "an object",
         };
         while let Some(Key(k)) = map.next_key()? {
             check_new_key(st, &mut seen, &k, at)?;
@@ -457,9 +459,10 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                     })?
                 }
                 (Level::Meta, meta::CLIENT_CAPABILITIES) => {
-                    st.env.has_client_capabilities = map.next_value_seed(IsObject {
+                    st.env.has_client_capabilities = map.next_value_seed(Fields {
                         st: &mut *st,
                         depth,
+                        level: Level::Opaque,
                     })?;
                 }
                 _ => map.next_value_seed(Walk {
@@ -469,39 +472,6 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
             }
         }
         Ok(true)
-    }
-}
-
-/// Walks a value and reports whether it was an object.
-struct IsObject<'s> {
-    st: &'s mut State,
-    depth: usize,
-}
-
-impl<'de, 's> DeserializeSeed<'de> for IsObject<'s> {
-    type Value = bool;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        struct V<'s>(Walk<'s>);
-        impl<'de, 's> Visitor<'de> for V<'s> {
-            type Value = bool;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            scalars!(false);
-            fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-                Ok(false)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-                self.0.visit_seq(seq).map(|()| false)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-                self.0.visit_map(map).map(|()| true)
-            }
-        }
-        d.deserialize_any(V(Walk {
-            st: self.st,
-            depth: self.depth,
-        }))
     }
 }
 
@@ -628,6 +598,33 @@ mod tests {
         assert_eq!(e.protocol_version.as_deref(), Some("2026-07-28"));
         assert!(e.has_meta && e.has_client_capabilities);
         assert!(!e.is_retry_leg() && !e.is_notification());
+    }
+
+    #[test]
+    fn client_capabilities_must_be_an_object_and_are_walked_strictly() {
+        let with = |caps: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{{"io.modelcontextprotocol/clientCapabilities":{caps}}}}}}}"#
+            )
+        };
+        assert!(
+            parse(with("{}").as_bytes())
+                .unwrap()
+                .has_client_capabilities
+        );
+        assert!(!parse(with("5").as_bytes()).unwrap().has_client_capabilities);
+        assert!(
+            !parse(with("[{}]").as_bytes())
+                .unwrap()
+                .has_client_capabilities
+        );
+        assert!(matches!(
+            parse(with(r#"{"sampling":{},"sampling":{}}"#).as_bytes()),
+            Err(EnvelopeError::Invalid {
+                reason: "duplicate-key",
+                ..
+            })
+        ));
     }
 
     #[test]
