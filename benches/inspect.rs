@@ -2,7 +2,8 @@
 //! against it, as the gateway runs them per checked request. Bodies of 200 B, 4 KiB, 64 KiB and
 //! 1 MiB; the big argument is one long string (the common case: a file or a prompt) and, for
 //! 64 KiB and 1 MiB, also many small objects (the parser's worst realistic case: one visit per
-//! token and a duplicate-key check per object).
+//! token and a duplicate-key check per object) and one object with very many members (the
+//! duplicate-key check's worst case).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -42,6 +43,24 @@ fn nested_body(size: usize) -> Vec<u8> {
     b.into_bytes()
 }
 
+/// A tools/call body of about `size` bytes whose argument is one object with many members (the
+/// duplicate-key check's worst case).
+fn wide_body(size: usize) -> Vec<u8> {
+    let mut b = String::from(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"#,
+    );
+    let mut i = 0;
+    while b.len() + 120 < size {
+        if i > 0 {
+            b.push(',');
+        }
+        b.push_str(&format!(r#""key_{i}":{i}"#));
+        i += 1;
+    }
+    b.push_str(r#"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#);
+    b.into_bytes()
+}
+
 fn headers() -> http::HeaderMap {
     let mut h = http::HeaderMap::new();
     h.insert("content-type", "application/json".parse().unwrap());
@@ -74,11 +93,12 @@ fn bench(c: &mut Criterion) {
         });
     }
     for (label, size) in &sizes[2..] {
-        let body = nested_body(*size);
-        g.throughput(Throughput::Bytes(body.len() as u64));
-        g.bench_with_input(BenchmarkId::new("nested", label), &body, |b, body| {
-            b.iter(|| check(&h, black_box(body)))
-        });
+        for (shape, body) in [("nested", nested_body(*size)), ("wide", wide_body(*size))] {
+            g.throughput(Throughput::Bytes(body.len() as u64));
+            g.bench_with_input(BenchmarkId::new(shape, label), &body, |b, body| {
+                b.iter(|| check(&h, black_box(body)))
+            });
+        }
     }
     g.finish();
 
