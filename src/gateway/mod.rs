@@ -860,6 +860,7 @@ pub fn build_server(config: Config) -> anyhow::Result<Server> {
     let conf = ServerConf {
         threads: config.threads,
         work_stealing: config.work_stealing,
+        upstream_keepalive_pool_size: config.upstream_pool_size,
         grace_period_seconds: Some(0),
         graceful_shutdown_timeout_seconds: Some(5),
         ..ServerConf::default()
