@@ -180,7 +180,9 @@ async fn the_command_exits_non_zero_when_a_check_fails() {
     let out = tokio::task::spawn_blocking(move || {
         cli(
             &url,
-            &["--max-error-rate", "0", "--expect-cross-instance", "0.4"],
+            // The point is the exit code; 0.1 is far below round robin's ~2/3 even for 60 flows
+            // (0.4 failed about once in 20 runs on 52 retry legs).
+            &["--max-error-rate", "0", "--expect-cross-instance", "0.1"],
         )
     })
     .await

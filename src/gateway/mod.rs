@@ -39,7 +39,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::ErrorType;
 use serde_json::value::RawValue;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -50,7 +50,7 @@ use crate::mcp::{codes, Claims, Envelope, Rejection};
 use balance::{Pool, Tried};
 use inspect::BodyHold;
 use limit::{Limit, LimitInput, Verdict};
-use observe::Metrics;
+use observe::{Metrics, UpstreamMetrics};
 use route::{Route, RouteTable};
 pub use server::{build_server, serve, Live, RunningGateway};
 
@@ -63,6 +63,8 @@ pub struct Gateway {
     pub limits: Vec<Arc<Limit>>,
     pub metrics: Arc<Metrics>,
     upstream_header: Option<http::HeaderName>,
+    /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
+    upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
 }
 
 impl Gateway {
@@ -115,6 +117,10 @@ impl Gateway {
                     .set(pool.health.usable(i) as i64);
             }
         }
+        let upstream_metrics = pools
+            .iter()
+            .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
+            .collect();
         Ok(Gateway {
             config,
             table,
@@ -122,6 +128,15 @@ impl Gateway {
             limits,
             metrics,
             upstream_header,
+            upstream_metrics,
+        })
+    }
+
+    /// The metric handles of instance `inst` of pool `pool`.
+    fn upstream_metrics(&self, pool: usize, inst: usize) -> &UpstreamMetrics {
+        self.upstream_metrics[pool][inst].get_or_init(|| {
+            let p = &self.pools[pool];
+            self.metrics.upstream(&p.name, &p.instances[inst].name)
         })
     }
 
@@ -349,14 +364,13 @@ fn inspect_and_validate(
             Ok(()) => Ok(env),
             Err(rej) => Err((rej, env.id)),
         });
-    let (result, reason) = match &checked {
-        Ok(_) => ("checked", ""),
-        Err((rej, _)) => ("rejected", rej.reason),
-    };
-    metrics
-        .header_checks
-        .with_label_values(&[result, reason])
-        .inc();
+    match &checked {
+        Ok(_) => metrics.check_passed(),
+        Err((rej, _)) => metrics
+            .header_checks
+            .with_label_values(&["rejected", rej.reason])
+            .inc(),
+    }
     checked
 }
 
@@ -542,10 +556,7 @@ impl ProxyHttp for Proxy {
         if !doomed {
             ctx.check = validate::sampled(route.sample);
             if !ctx.check {
-                gw.metrics
-                    .header_checks
-                    .with_label_values(&["skipped", ""])
-                    .inc();
+                gw.metrics.check_skipped();
             }
         }
         Ok(false)
@@ -574,10 +585,7 @@ impl ProxyHttp for Proxy {
             // Header-only fast path: the body streams straight through, so this is delivery.
             self.count_delivery(ctx);
         }
-        gw.metrics
-            .upstream_in_flight
-            .with_label_values(&[&pool.name, &inst.name])
-            .inc();
+        gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
         let t = &gw.config.timeouts;
         let mut peer = HttpPeer::new(inst.addr, false, String::new());
         peer.options.connection_timeout = Some(t.connect);
@@ -595,6 +603,24 @@ impl ProxyHttp for Proxy {
         upstream: &mut pingora::http::RequestHeader,
         _ctx: &mut RequestCtx,
     ) -> Result<()> {
+        const HOP_BY_HOP: [&str; 7] = [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "te",
+            "trailer",
+            "upgrade",
+            "expect",
+        ];
+        // The common case has none of them: one pass over the names instead of a lookup per
+        // hop-by-hop name (names listed in `Connection` need a `Connection` header).
+        if !upstream
+            .headers
+            .keys()
+            .any(|k| HOP_BY_HOP.contains(&k.as_str()))
+        {
+            return Ok(());
+        }
         let listed: Vec<String> = upstream
             .headers
             .get_all(http::header::CONNECTION)
@@ -606,15 +632,7 @@ impl ProxyHttp for Proxy {
         for name in listed {
             upstream.remove_header(name.as_str());
         }
-        for name in [
-            "connection",
-            "keep-alive",
-            "proxy-connection",
-            "te",
-            "trailer",
-            "upgrade",
-            "expect",
-        ] {
+        for name in HOP_BY_HOP {
             upstream.remove_header(name);
         }
         Ok(())
@@ -678,9 +696,8 @@ impl ProxyHttp for Proxy {
             let pool = &gw.pools[ctx.pool];
             let inst = &pool.instances[idx];
             if let Some(since) = ctx.upstream_since {
-                gw.metrics
-                    .upstream_duration
-                    .with_label_values(&[&pool.name, &inst.name])
+                gw.upstream_metrics(ctx.pool, idx)
+                    .duration
                     .observe(since.elapsed().as_secs_f64());
             }
             if let Some(name) = &gw.upstream_header {
@@ -850,25 +867,14 @@ impl Proxy {
     /// Count a request as sent to its instance (a request cut off by the check is not).
     fn count_delivery(&self, ctx: &RequestCtx) {
         if let Some(idx) = ctx.instance {
-            let pool = &ctx.gw.pools[ctx.pool];
-            let inst = &pool.instances[idx].name;
-            ctx.gw
-                .metrics
-                .upstream_requests
-                .with_label_values(&[&pool.name, inst])
-                .inc();
+            ctx.gw.upstream_metrics(ctx.pool, idx).requests.inc();
         }
     }
 
     /// The request no longer occupies its instance (finished, or moving to another one).
     fn release_instance(&self, ctx: &mut RequestCtx) {
         if let (Some(idx), Some(_)) = (ctx.instance, ctx.upstream_since.take()) {
-            let pool = &ctx.gw.pools[ctx.pool];
-            ctx.gw
-                .metrics
-                .upstream_in_flight
-                .with_label_values(&[&pool.name, &pool.instances[idx].name])
-                .dec();
+            ctx.gw.upstream_metrics(ctx.pool, idx).in_flight.dec();
         }
     }
 }

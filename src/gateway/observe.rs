@@ -7,10 +7,11 @@
 //! `code` and `reason` from fixed lists. The access log never carries a body or a bearer token.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use crate::config::Config;
@@ -43,13 +44,29 @@ const KNOWN_METHODS: &[&str] = &[
 
 /// A bounded `method` label value.
 pub fn method_label(m: Option<&str>) -> &'static str {
+    METHOD_LABELS[method_index(m)]
+}
+
+/// [`KNOWN_METHODS`], then `_other`, then the empty label (no method).
+const METHOD_LABELS: [&str; KNOWN_METHODS.len() + 2] = {
+    let mut all = [""; KNOWN_METHODS.len() + 2];
+    let mut i = 0;
+    while i < KNOWN_METHODS.len() {
+        all[i] = KNOWN_METHODS[i];
+        i += 1;
+    }
+    all[KNOWN_METHODS.len()] = OTHER;
+    all
+};
+
+/// The index of a method's label in [`METHOD_LABELS`].
+fn method_index(m: Option<&str>) -> usize {
     match m {
-        None => "",
+        None => KNOWN_METHODS.len() + 1,
         Some(m) => KNOWN_METHODS
             .iter()
-            .find(|k| **k == m)
-            .copied()
-            .unwrap_or(OTHER),
+            .position(|k| *k == m)
+            .unwrap_or(KNOWN_METHODS.len()),
     }
 }
 
@@ -137,6 +154,31 @@ impl NameLabels {
     }
 }
 
+/// The metrics of one upstream instance, resolved once: the per-request path then touches atomics
+/// only, without hashing label values under the metric family's lock.
+#[derive(Clone)]
+pub struct UpstreamMetrics {
+    pub requests: IntCounter,
+    pub in_flight: IntGauge,
+    pub duration: Histogram,
+}
+
+/// A label handle resolved on first use (so a series appears in `/metrics` exactly when it
+/// would with a lookup per request) and reused after that.
+struct Lazy<T>(OnceLock<T>);
+
+impl<T> Default for Lazy<T> {
+    fn default() -> Self {
+        Lazy(OnceLock::new())
+    }
+}
+
+impl<T> Lazy<T> {
+    fn get(&self, init: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(init)
+    }
+}
+
 /// Every metric the gateway exports.
 pub struct Metrics {
     pub registry: Registry,
@@ -155,6 +197,10 @@ pub struct Metrics {
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
     pub input_required: IntCounterVec,
+    checked: Lazy<IntCounter>,
+    skipped: Lazy<IntCounter>,
+    /// Request and response body size histograms, by [`method_index`].
+    body_bytes: [Lazy<(Histogram, Histogram)>; METHOD_LABELS.len()],
 }
 
 fn exact_names(cfg: &Config) -> Vec<String> {
@@ -230,6 +276,9 @@ impl Metrics {
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
+            checked: Lazy::default(),
+            skipped: Lazy::default(),
+            body_bytes: Default::default(),
             registry,
         };
         let info = IntGaugeVec::new(
@@ -249,9 +298,33 @@ impl Metrics {
         String::from_utf8(buf).unwrap_or_default()
     }
 
+    /// The handles of one upstream instance's metrics (resolve once, then keep them).
+    pub fn upstream(&self, pool: &str, instance: &str) -> UpstreamMetrics {
+        UpstreamMetrics {
+            requests: self.upstream_requests.with_label_values(&[pool, instance]),
+            in_flight: self.upstream_in_flight.with_label_values(&[pool, instance]),
+            duration: self.upstream_duration.with_label_values(&[pool, instance]),
+        }
+    }
+
+    /// Count a header check that passed (`result="checked"`).
+    pub fn check_passed(&self) {
+        self.checked
+            .get(|| self.header_checks.with_label_values(&["checked", ""]))
+            .inc();
+    }
+
+    /// Count a request whose check was sampled out (`result="skipped"`).
+    pub fn check_skipped(&self) {
+        self.skipped
+            .get(|| self.header_checks.with_label_values(&["skipped", ""]))
+            .inc();
+    }
+
     /// Record a finished request.
     pub fn record(&self, o: &Outcome) {
-        let method = method_label(o.method);
+        let mi = method_index(o.method);
+        let method = METHOD_LABELS[mi];
         let name = self.names.label(o.name);
         let route = o.route.unwrap_or("");
         let pool = o.pool.unwrap_or("");
@@ -268,12 +341,14 @@ impl Metrics {
         self.duration
             .with_label_values(&[method, &name, route, pool])
             .observe(o.duration.as_secs_f64());
-        self.request_bytes
-            .with_label_values(&[method])
-            .observe(o.bytes_in as f64);
-        self.response_bytes
-            .with_label_values(&[method])
-            .observe(o.bytes_out as f64);
+        let (request_bytes, response_bytes) = self.body_bytes[mi].get(|| {
+            (
+                self.request_bytes.with_label_values(&[method]),
+                self.response_bytes.with_label_values(&[method]),
+            )
+        });
+        request_bytes.observe(o.bytes_in as f64);
+        response_bytes.observe(o.bytes_out as f64);
         if o.retry_leg {
             self.retry_legs.with_label_values(&[method, &name]).inc();
         }

@@ -206,6 +206,7 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     let conf = ServerConf {
         threads: config.threads,
         work_stealing: config.work_stealing,
+        upstream_keepalive_pool_size: config.upstream_pool_size,
         grace_period_seconds: Some(round_up(config.shutdown.grace_period)),
         graceful_shutdown_timeout_seconds: Some(round_up(config.shutdown.wind_down)),
         upgrade_sock: upgrade_socket(&config),

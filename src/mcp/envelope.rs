@@ -15,6 +15,7 @@
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 
 use super::error::{codes, Rejection};
@@ -212,19 +213,44 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Remembers the keys of one object to refuse duplicates.
-#[derive(Default)]
-struct SeenKeys<'de>(Vec<Cow<'de, str>>);
+/// How many keys of one object are remembered without a heap allocation.
+const INLINE_KEYS: usize = 8;
+
+/// Remembers the keys of one object to refuse duplicates. The first [`INLINE_KEYS`] keys live on
+/// the stack (an envelope's objects have a handful of members each); the rest go to a hash set,
+/// so an object with tens of thousands of members costs linear, not quadratic, time.
+struct SeenKeys<'de> {
+    inline: [Cow<'de, str>; INLINE_KEYS],
+    len: usize,
+    /// Created for the ninth key (so small objects skip even the hasher's setup).
+    more: Option<HashSet<Cow<'de, str>>>,
+}
+
+impl Default for SeenKeys<'_> {
+    fn default() -> Self {
+        SeenKeys {
+            inline: [const { Cow::Borrowed("") }; INLINE_KEYS],
+            len: 0,
+            more: None,
+        }
+    }
+}
 
 impl<'de> SeenKeys<'de> {
     /// Returns false when `k` was seen before. (Takes the `Cow` to keep it: cloning a borrowed
     /// key is a pointer copy.)
     #[allow(clippy::ptr_arg)]
     fn insert(&mut self, k: &Cow<'de, str>) -> bool {
-        if self.0.iter().any(|s| s == k) {
+        let inline = &self.inline[..self.len.min(INLINE_KEYS)];
+        if inline.iter().any(|s| s == k) {
             return false;
         }
-        self.0.push(k.clone());
+        if self.len < INLINE_KEYS {
+            self.inline[self.len] = k.clone();
+        } else if !self.more.get_or_insert_with(HashSet::new).insert(k.clone()) {
+            return false;
+        }
+        self.len += 1;
         true
     }
 }
@@ -667,6 +693,23 @@ mod tests {
         // The id read before the duplicate is still echoed.
         let err = parse(br#"{"jsonrpc":"2.0","id":9,"method":"a","method":"b"}"#).unwrap_err();
         assert_eq!(err.id().unwrap().get(), "9");
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_past_the_inline_keys() {
+        // Objects wider than the keys remembered on the stack: duplicates of an early (inline)
+        // key and of a late key, and a wide object without duplicates.
+        let wide = |extra: &str| {
+            let keys: Vec<String> = (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect();
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"arguments":{{{}{extra}}}}}}}"#,
+                keys.join(",")
+            )
+        };
+        assert_eq!(invalid_reason(&wide(r#","k3":0"#)), "duplicate-key");
+        assert_eq!(invalid_reason(&wide(r#","k30":0"#)), "duplicate-key");
+        assert_eq!(invalid_reason(&wide(r#","\u006b39":0"#)), "duplicate-key");
+        assert!(parse(wide(r#","k40":0"#).as_bytes()).is_ok());
     }
 
     #[test]
