@@ -259,13 +259,10 @@ fn throughput_chart(r: &Report) -> String {
     let mut out = String::new();
     f.open(&mut out, "Throughput and errors over time");
     f.y_grid(&mut out, step, top, "");
-    let xs = |i: f64| i / (n - 1) as f64;
-    let every = (n / 10).max(1);
-    for i in (0..n).step_by(every) {
-        f.x_label(&mut out, xs(i as f64), &format!("{i}s"));
-    }
-    f.axis_title(
+    let xs = seconds_axis(
+        &f,
         &mut out,
+        n,
         "seconds since start (requests answered per second)",
     );
     let pts: Vec<(f64, f64)> = tl
@@ -304,6 +301,17 @@ fn throughput_chart(r: &Report) -> String {
     out + &legend(&[("requests / s", BLUE), ("errors / s", RED)])
 }
 
+/// The x axis of a chart over `n` one-second buckets (labels every ~tenth, and its title);
+/// returns where second `i` sits, from 0 to 1.
+fn seconds_axis(f: &Frame, out: &mut String, n: usize, title: &str) -> impl Fn(f64) -> f64 {
+    let xs = move |i: f64| i / (n - 1) as f64;
+    for i in (0..n).step_by((n / 10).max(1)) {
+        f.x_label(out, xs(i as f64), &format!("{i}s"));
+    }
+    f.axis_title(out, title);
+    xs
+}
+
 /// p99 of each second.
 fn p99_chart(r: &Report) -> String {
     let pts: Vec<(usize, f64)> = r
@@ -321,13 +329,10 @@ fn p99_chart(r: &Report) -> String {
     let mut out = String::new();
     f.open(&mut out, "p99 latency over time");
     f.y_grid(&mut out, step, top, " ms");
-    let xs = |i: f64| i / (n - 1) as f64;
-    let every = (n / 10).max(1);
-    for i in (0..n).step_by(every) {
-        f.x_label(&mut out, xs(i as f64), &format!("{i}s"));
-    }
-    f.axis_title(
+    let xs = seconds_axis(
+        &f,
         &mut out,
+        n,
         "seconds since start (p99 of the legs answered in each second)",
     );
     let line: Vec<(f64, f64)> = pts
