@@ -307,8 +307,9 @@ EOF
       echo "raw:       $(echo "$raw" | "$PY" -c 'import json,sys; print({s["metric"]["method"]: round(float(s["value"][1]), 3) for s in json.load(sys.stdin)["data"]["result"]})')"
       echo "recording: $(echo "$rec" | "$PY" -c 'import json,sys; print(sorted(s["metric"]["method"] for s in json.load(sys.stdin)["data"]["result"]))')"
       # The upstream's host:port arrives in `upstream`, untouched by Prometheus's `instance`.
+      # Only the stub had requests delivered (the dead instance's series exist, at zero).
       local inst
-      inst=$(promql 'sum by (upstream) (mcp_edge_upstream_requests_total)' |
+      inst=$(promql 'sum by (upstream) (mcp_edge_upstream_requests_total > 0)' |
              "$PY" -c 'import json,sys; print(" ".join(sorted(s["metric"].get("upstream","") for s in json.load(sys.stdin)["data"]["result"])))')
       echo "upstream labels in Prometheus: $inst"
       [ "$inst" = "127.0.0.1:$STUB_PORT" ] || { echo "expected upstream=127.0.0.1:$STUB_PORT"; return 1; }
