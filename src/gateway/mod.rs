@@ -2,13 +2,13 @@
 //!
 //! | pingora phase          | stage                                                            |
 //! |------------------------|------------------------------------------------------------------|
-//! | `request_filter`       | **route** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
+//! | `request_filter`       | **route** and **limit** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
 //! | `upstream_peer`        | **balance**: pick an instance of the route's pool                |
 //! | `request_body_filter`  | **inspect** (hold the bounded body, parse once) and **validate** |
 //! | `upstream_request_filter` | **forward**: strip hop-by-hop headers, body unchanged        |
-//! | `response_filter`      | name the instance that served the response                       |
+//! | `response_filter`      | name the instance that served the response; passive health       |
 //! | `fail_to_proxy`        | answer a refusal or an upstream failure with a JSON-RPC error    |
-//! | `logging`              | **observe**: one access-log line                                 |
+//! | `logging`              | **observe**: metrics and one access-log line                     |
 //!
 //! **Why the body is held in `request_body_filter`.** The check needs the whole body, and the
 //! body must reach the upstream byte for byte. pingora can replay a pre-read body only through
