@@ -253,10 +253,12 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
         .unwrap();
     let mcp_addr: SocketAddr = format!("127.0.0.1:{mcp}").parse().unwrap();
     let admin_addr: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    assert!(eventually(Duration::from_secs(10), || TcpStream::connect(
-        mcp_addr
-    )
-    .is_ok()));
+    let listening = || {
+        [mcp_addr, admin_addr]
+            .iter()
+            .all(|a| TcpStream::connect(a).is_ok())
+    };
+    assert!(eventually(Duration::from_secs(10), listening));
     // A broken file: SIGHUP is refused, the gateway keeps serving the old config.
     std::fs::write(&file, good.replace("default_route", "default_rout")).unwrap();
     let pid = child.id().to_string();
@@ -410,10 +412,12 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
     let mcp_addr: SocketAddr = format!("127.0.0.1:{mcp}").parse().unwrap();
     let admin_addr: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
     let mut procs = Procs(vec![serve(&[])]);
-    assert!(eventually(Duration::from_secs(10), || TcpStream::connect(
-        mcp_addr
-    )
-    .is_ok()));
+    let listening = || {
+        [mcp_addr, admin_addr]
+            .iter()
+            .all(|a| TcpStream::connect(a).is_ok())
+    };
+    assert!(eventually(Duration::from_secs(10), listening));
 
     // Clients keep calling through the whole hand-over, each on a new connection.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

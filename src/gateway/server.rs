@@ -292,7 +292,7 @@ pub struct RunningGateway {
 }
 
 impl RunningGateway {
-    /// Start a gateway and wait until its MCP listener accepts connections.
+    /// Start a gateway and wait until its MCP and admin listeners accept connections.
     pub fn start(config: Config) -> anyhow::Result<RunningGateway> {
         Self::start_with(config, false)
     }
@@ -314,12 +314,15 @@ impl RunningGateway {
                     shutdown_signal: Box::new(trigger),
                 });
             })?;
+        // Both listeners start on their own runtimes: wait for each.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(mcp_addr).is_err() {
-            if Instant::now() > deadline {
-                anyhow::bail!("the gateway did not start listening on {mcp_addr} within 10 s");
+        for addr in std::iter::once(mcp_addr).chain(admin_addr) {
+            while std::net::TcpStream::connect(addr).is_err() {
+                if Instant::now() > deadline {
+                    anyhow::bail!("the gateway did not start listening on {addr} within 10 s");
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
         Ok(RunningGateway {
             stop,
