@@ -457,3 +457,46 @@ fn g23_notifications_pass_through_with_202() {
     assert_eq!((r.status, r.error_code()), (400, -32020));
     assert_eq!(up.count(), 2);
 }
+
+#[test]
+fn g22_an_origin_not_on_the_allow_list_is_refused_with_403() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, "");
+    let w = weather("2026-07-28");
+    let r = post(
+        gw.mcp_addr,
+        &[PV, CALL, WEATHER, ("Origin", "https://evil.example")],
+        &w,
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.error_code(), -32600);
+    assert!(
+        r.json().get("id").is_none(),
+        "an id-less JSON-RPC error body"
+    );
+    assert_eq!(up.count(), 0);
+    // Local origins pass by default, and so do requests without Origin.
+    for origin in ["http://localhost:6274", "http://127.0.0.1"] {
+        assert_eq!(
+            post(gw.mcp_addr, &[PV, CALL, WEATHER, ("Origin", origin)], &w).status,
+            200,
+            "{origin}"
+        );
+    }
+    assert_eq!(post(gw.mcp_addr, &[PV, CALL, WEATHER], &w).status, 200);
+    drop(gw);
+    // A configured list replaces the default.
+    let gw = simple_gateway(&up, "origins:\n  allow: [\"https://app.example.com\"]\n");
+    let ok = post(
+        gw.mcp_addr,
+        &[PV, CALL, WEATHER, ("Origin", "https://app.example.com")],
+        &w,
+    );
+    assert_eq!(ok.status, 200);
+    let local = post(
+        gw.mcp_addr,
+        &[PV, CALL, WEATHER, ("Origin", "http://localhost:3000")],
+        &w,
+    );
+    assert_eq!(local.status, 403);
+}

@@ -65,6 +65,43 @@ pub struct Config {
     pub metrics: MetricsConfig,
     #[serde(default)]
     pub shutdown: ShutdownConfig,
+    /// Which browser origins may call the gateway (DNS-rebinding protection, spec §Security).
+    #[serde(default)]
+    pub origins: OriginsConfig,
+}
+
+/// A request that carries `Origin` must name an allowed one, or it gets 403. Requests without
+/// `Origin` (every non-browser client) are not affected.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OriginsConfig {
+    /// Allowed origins: exact (`https://app.example.com`) or a glob (`http://localhost:*`).
+    /// Default: local origins only. `["*"]` allows any.
+    #[serde(default = "default_origins")]
+    pub allow: Vec<Pattern>,
+}
+
+impl Default for OriginsConfig {
+    fn default() -> Self {
+        OriginsConfig {
+            allow: default_origins(),
+        }
+    }
+}
+
+fn default_origins() -> Vec<Pattern> {
+    [
+        "http://localhost",
+        "http://localhost:*",
+        "http://127.0.0.1",
+        "http://127.0.0.1:*",
+        "http://[::1]",
+        "http://[::1]:*",
+    ]
+    .iter()
+    .flat_map(|o| [o.to_string(), o.replacen("http://", "https://", 1)])
+    .map(|o| Pattern::parse(&o))
+    .collect()
 }
 
 /// What SIGTERM does: stop accepting, let requests in flight finish, then stop.
@@ -860,6 +897,12 @@ impl Config {
             "threads   {} (work stealing {})",
             self.threads,
             if self.work_stealing { "on" } else { "off" }
+        );
+        let origins: Vec<String> = self.origins.allow.iter().map(|p| p.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "origins   requests with an Origin header must match: {}",
+            origins.join(" ")
         );
         let _ = writeln!(
             out,

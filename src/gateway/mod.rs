@@ -432,6 +432,16 @@ impl ProxyHttp for Proxy {
             let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
             return refuse(session, ctx, rej, None).await;
         }
+        if let Some(origin) = req.headers.get(http::header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            if !gw.config.origins.allow.iter().any(|p| p.matches(origin)) {
+                let msg = format!(
+                    "Origin {origin:?} is not allowed to call this gateway; add it to origins.allow"
+                );
+                let rej = Rejection::new(403, codes::INVALID_REQUEST, "origin-refused", msg);
+                return refuse(session, ctx, rej, None).await;
+            }
+        }
         let header_bytes: usize = req
             .headers
             .iter()
