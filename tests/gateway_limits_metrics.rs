@@ -383,3 +383,36 @@ fn promtool_accepts_a_live_scrape() {
         "promtool: {msg}"
     );
 }
+
+#[test]
+fn header_only_requests_count_once_as_delivered_even_after_connect_retries() {
+    let up = Upstreams::start(1);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let pool =
+        "balance: round_robin\n    health: {check: off}\n    ejection: {consecutive_failures: 0}";
+    let cfg = config(
+        &[("default", &[dead, up.addrs[0]], pool)],
+        "default_route: {pool: default}\nvalidation: {sample: 0.0}\n",
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    for i in 0..4 {
+        let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
+        assert_eq!(r.status, 200);
+    }
+    let m = settled(&gw, 4.0);
+    // Half of them first tried the dead instance: still four deliveries, none to it.
+    assert_eq!(
+        sample(&m, "mcp_edge_upstream_requests_total", &[]),
+        4.0,
+        "{m}"
+    );
+    assert_eq!(up.count(), 4);
+    assert_eq!(
+        sample(&m, "mcp_edge_header_checks_total", &["skipped"]),
+        4.0
+    );
+    assert!(sample(&m, "mcp_edge_upstream_errors_total", &["connect"]) >= 1.0);
+}

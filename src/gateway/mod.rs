@@ -51,7 +51,7 @@ use balance::{Pool, Tried};
 use inspect::BodyHold;
 use limit::{Limit, LimitInput, Verdict};
 use observe::{Metrics, UpstreamMetrics};
-use route::{Route, RouteTable};
+use route::{RouteRef, RouteTable};
 pub use server::{build_server, serve, Live, RunningGateway};
 
 /// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
@@ -170,13 +170,6 @@ impl Gateway {
             .set(p.health.usable(i) as i64);
     }
 
-    fn route(&self, r: RouteRef) -> Option<&Route> {
-        match r {
-            RouteRef::Index(i) => self.table.routes.get(i),
-            RouteRef::Default => self.table.default.as_ref(),
-        }
-    }
-
     /// The first limit that refuses this request, counting every decision.
     fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
         for l in &self.limits {
@@ -199,12 +192,6 @@ impl Gateway {
         }
         None
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RouteRef {
-    Index(usize),
-    Default,
 }
 
 /// Per-request state, carried through the phases.
@@ -294,23 +281,28 @@ async fn refuse(
     Ok(true)
 }
 
-/// Refuse a request decided on its headers, after reading its (bounded) body to echo its id.
+/// Refuse a request decided on its headers, echoing its id: from the envelope when the body was
+/// already read, otherwise after reading the (bounded) body.
 async fn refuse_with_id(
     session: &mut Session,
     ctx: &mut RequestCtx,
     rej: Rejection,
     limit: usize,
 ) -> Result<bool> {
-    let id = match read_body(session, limit).await {
-        Ok(body) => {
-            ctx.body_consumed = true;
-            ctx.body_len = body.len();
-            match inspect::inspect(&body) {
-                Ok(env) => env.id,
-                Err(e) => envelope_rejection(e).1,
+    let id = if ctx.body_consumed {
+        ctx.envelope.as_mut().and_then(|e| e.id.take())
+    } else {
+        match read_body(session, limit).await {
+            Ok(body) => {
+                ctx.body_consumed = true;
+                ctx.body_len = body.len();
+                match inspect::inspect(&body) {
+                    Ok(env) => env.id,
+                    Err(e) => envelope_rejection(e).1,
+                }
             }
+            Err(_) => None,
         }
-        Err(_) => None,
     };
     refuse(session, ctx, rej, id).await
 }
@@ -508,8 +500,10 @@ impl ProxyHttp for Proxy {
             }
         }
 
-        let route = gw.table.select(ctx.method.as_deref(), ctx.name.as_deref());
-        let Some(route) = route else {
+        let selected = gw
+            .table
+            .select_ref(ctx.method.as_deref(), ctx.name.as_deref());
+        let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
             let msg = format!(
                 "No route for method {:?}{}: this gateway has no default_route",
                 ctx.method.as_deref().unwrap_or(""),
@@ -519,19 +513,10 @@ impl ProxyHttp for Proxy {
                     .unwrap_or_default()
             );
             let rej = Rejection::new(404, codes::METHOD_NOT_FOUND, "no-route", msg);
-            if ctx.body_consumed {
-                let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
-                return refuse(session, ctx, rej, id).await;
-            }
             return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
         };
         ctx.pool = route.pool;
-        ctx.route = Some(
-            match gw.table.routes.iter().position(|r| std::ptr::eq(r, route)) {
-                Some(i) => RouteRef::Index(i),
-                None => RouteRef::Default,
-            },
-        );
+        ctx.route = Some(route_ref);
 
         // Limit, on the same claims (a spoofed claim is caught by the check below).
         if !gw.limits.is_empty() {
@@ -555,10 +540,6 @@ impl ProxyHttp for Proxy {
                 )
                 .with_data(serde_json::json!({ "limit": limit.name, "retryAfterSeconds": secs }));
                 ctx.extra_headers.push(("retry-after", secs.to_string()));
-                if ctx.body_consumed {
-                    let id = ctx.envelope.as_mut().and_then(|e| e.id.take());
-                    return refuse(session, ctx, rej, id).await;
-                }
                 return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
             }
         }
@@ -591,10 +572,6 @@ impl ProxyHttp for Proxy {
         ctx.tried.add(idx);
         ctx.upstream_since = Some(Instant::now());
         let inst = &pool.instances[idx];
-        if !ctx.check {
-            // Header-only fast path: the body streams straight through, so this is delivery.
-            self.count_delivery(ctx);
-        }
         gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
         let t = &gw.config.timeouts;
         let mut peer = HttpPeer::new(inst.addr, false, String::new());
@@ -663,6 +640,11 @@ impl ProxyHttp for Proxy {
             if ctx.body_len > limit {
                 ctx.rejection = Some((too_large(limit), None));
                 return Err(refused_error());
+            }
+            if end_of_stream {
+                // The whole request went to the instance (counted once, whatever the connect
+                // retries before it).
+                self.count_delivery(ctx);
             }
             return Ok(());
         }
@@ -844,7 +826,7 @@ impl ProxyHttp for Proxy {
         self.release_instance(ctx);
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
         let rejection = ctx.rejection.as_ref().map(|(r, _)| r);
-        let route = ctx.route.and_then(|r| gw.route(r));
+        let route = ctx.route.and_then(|r| gw.table.get(r));
         let pool = route.map(|_| gw.pools[ctx.pool].name.as_str());
         let instance = ctx
             .instance

@@ -162,11 +162,30 @@ impl RouteTable {
 
     /// The route for a request claiming `method` and (for the methods that carry one) `name`.
     pub fn select(&self, method: Option<&str>, name: Option<&str>) -> Option<&Route> {
-        self.routes
-            .iter()
-            .find(|r| r.matches(method, name))
-            .or(self.default.as_ref())
+        self.select_ref(method, name).and_then(|r| self.get(r))
     }
+
+    /// Like [`RouteTable::select`], as a small handle a request can carry.
+    pub fn select_ref(&self, method: Option<&str>, name: Option<&str>) -> Option<RouteRef> {
+        match self.routes.iter().position(|r| r.matches(method, name)) {
+            Some(i) => Some(RouteRef::Index(i)),
+            None => self.default.as_ref().map(|_| RouteRef::Default),
+        }
+    }
+
+    pub fn get(&self, r: RouteRef) -> Option<&Route> {
+        match r {
+            RouteRef::Index(i) => self.routes.get(i),
+            RouteRef::Default => self.default.as_ref(),
+        }
+    }
+}
+
+/// Which route a request took: one of the ordered routes, or the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteRef {
+    Index(usize),
+    Default,
 }
 
 #[cfg(test)]
