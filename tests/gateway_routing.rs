@@ -46,31 +46,16 @@ fn routes_send_methods_and_names_to_their_pools() {
     let r = send("météo");
     assert_eq!(r.status, 200);
     assert_eq!(served_by(&r), meteo.addrs[0].to_string());
-    let list = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{{META}}}}}"#);
-    let r = post(
-        gw.mcp_addr,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/list"),
-            ("Mcp-Name", "deploy_x"),
-        ],
-        &list,
-    );
+    let mut h = plain_headers("tools/list");
+    h.push(("Mcp-Name", "deploy_x"));
+    let r = post(gw.mcp_addr, &h, &plain(2, "tools/list"));
     assert_eq!(
         served_by(&r),
         tools.addrs[0].to_string(),
         "G38: Mcp-Name on tools/list is not routed on"
     );
-    let disc =
-        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{{{META}}}}}"#);
-    let r = post(
-        gw.mcp_addr,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "server/discover"),
-        ],
-        &disc,
-    );
+    let discover = plain(3, "server/discover");
+    let r = post(gw.mcp_addr, &plain_headers("server/discover"), &discover);
     assert_eq!(served_by(&r), rest.addrs[0].to_string());
     assert_eq!(
         (tools.count(), deploys.count(), meteo.count(), rest.count()),
@@ -86,16 +71,8 @@ fn without_a_default_route_unmatched_requests_get_404() {
         "routes:\n  - {match: {method: tools/call}, pool: tools}\n",
     );
     let gw = RunningGateway::start(cfg).unwrap();
-    let disc =
-        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{{{META}}}}}"#);
-    let r = post(
-        gw.mcp_addr,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "server/discover"),
-        ],
-        &disc,
-    );
+    let discover = plain(3, "server/discover");
+    let r = post(gw.mcp_addr, &plain_headers("server/discover"), &discover);
     assert_eq!((r.status, r.error_code()), (404, -32601));
     assert_eq!(up.count(), 0);
 }

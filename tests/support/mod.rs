@@ -282,6 +282,19 @@ pub fn call(id: u64, name: &str) -> String {
     )
 }
 
+/// A request body for a method without a name (`tools/list`, `server/discover`, ...).
+pub fn plain(id: u64, method: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{META}}}}}"#)
+}
+
+/// The good headers for such a request.
+pub fn plain_headers(method: &'static str) -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+    ]
+}
+
 /// The good headers for a tools/call of `name`.
 pub fn call_headers(name: &str) -> Vec<(&'static str, String)> {
     vec![
