@@ -804,7 +804,7 @@ impl Config {
                     .unwrap_or(true)
                 {
                     return Err(err(line_of(text, "", inst), format!(
-                        "pools.{name}.instances: {inst:?} is not a reachable host:port (e.g. 127.0.0.1:7001)"
+                        "pools.{name}.instances: {inst:?} is not a host:port that resolves (write e.g. 127.0.0.1:7001 or backend:7001)"
                     )));
                 }
             }
