@@ -8,7 +8,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
-use mcp_edge::gateway::{inspect, validate};
+use mcp_edge::gateway::validate;
+use mcp_edge::mcp::envelope;
 
 const HEAD: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":""#;
 const TAIL: &str = r#""},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
@@ -71,7 +72,7 @@ fn headers() -> http::HeaderMap {
 }
 
 fn check(h: &http::HeaderMap, body: &[u8]) {
-    let env = inspect::inspect(body).expect("a valid envelope");
+    let env = envelope::parse(body).expect("a valid envelope");
     validate::validate(h, &env).expect("headers agree with the body");
     black_box(env);
 }
@@ -104,9 +105,9 @@ fn bench(c: &mut Criterion) {
 
     // The two halves apart, on the 480 B request of bench/compare.sh.
     let body = string_body(253);
-    let env = inspect::inspect(&body).unwrap();
+    let env = envelope::parse(&body).unwrap();
     c.bench_function("envelope-parse/253B", |b| {
-        b.iter(|| black_box(inspect::inspect(black_box(&body)).unwrap()))
+        b.iter(|| black_box(envelope::parse(black_box(&body)).unwrap()))
     });
     c.bench_function("header-check/253B", |b| {
         b.iter(|| validate::validate(black_box(&h), black_box(&env)).unwrap())

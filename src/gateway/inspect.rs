@@ -1,12 +1,18 @@
-//! Inspect stage: hold the request body (bounded) until it is complete, then parse the envelope
-//! once.
+//! Inspect stage: read the request body (bounded) until it is complete, then parse the envelope
+//! once and check it against the headers ([`super::validate`]).
 //!
 //! Chunks are held rather than forwarded so that a request that fails the check never reaches
 //! an upstream complete; a body that arrived in one chunk is passed on without a copy.
 
 use bytes::{Bytes, BytesMut};
+use pingora::proxy::Session;
 
-use crate::mcp::envelope::{self, Envelope, EnvelopeError};
+use crate::mcp::envelope::{self, Envelope};
+use crate::mcp::Rejection;
+
+use super::answer::{body_incomplete, envelope_rejection, too_large, Refusal};
+use super::observe::Metrics;
+use super::validate;
 
 /// The body is larger than the configured limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +56,19 @@ impl BodyHold {
         Ok(())
     }
 
+    /// Hold one chunk of a streamed body; at the end of the stream, the whole body.
+    pub fn feed(
+        &mut self,
+        chunk: Option<Bytes>,
+        end_of_stream: bool,
+        limit: usize,
+    ) -> Result<Option<Bytes>, TooLarge> {
+        if let Some(chunk) = chunk {
+            self.push(chunk, limit)?;
+        }
+        Ok(end_of_stream.then(|| self.take()))
+    }
+
     /// The whole body, without a copy when it came in one chunk.
     pub fn take(&mut self) -> Bytes {
         self.len = 0;
@@ -61,9 +80,46 @@ impl BodyHold {
     }
 }
 
-/// Parse the envelope of a complete body.
-pub fn inspect(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    envelope::parse(body)
+/// Parse a complete body once and check it against the request headers, counting the result.
+pub fn inspect_and_validate(
+    metrics: &Metrics,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<Envelope, Refusal> {
+    let checked = envelope::parse(body)
+        .map_err(envelope_rejection)
+        .and_then(|env| match validate::validate(headers, &env) {
+            Ok(()) => Ok(env),
+            Err(rej) => Err((rej, env.id)),
+        });
+    match &checked {
+        Ok(_) => metrics.check_passed(),
+        Err((rej, _)) => metrics
+            .header_checks
+            .with_label_values(&["rejected", rej.reason])
+            .inc(),
+    }
+    checked
+}
+
+/// The id of a body, if it is a JSON-RPC request whose id can be read.
+pub fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
+    match envelope::parse(body) {
+        Ok(env) => env.id,
+        Err(e) => envelope_rejection(e).1,
+    }
+}
+
+/// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen.
+pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Rejection> {
+    let mut hold = BodyHold::default();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => hold.push(chunk, limit).map_err(|t| too_large(t.limit))?,
+            Ok(None) => return Ok(hold.take()),
+            Err(e) => return Err(body_incomplete(e)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -228,6 +228,19 @@ impl Limit {
     }
 }
 
+/// The 429 answer for a request that limit `name` refused, and its `Retry-After` value.
+pub fn refusal(name: &str, wait: Duration) -> (crate::mcp::Rejection, String) {
+    let secs = retry_after_secs(wait);
+    let rej = crate::mcp::Rejection::new(
+        429,
+        crate::mcp::codes::GATEWAY_RATE_LIMITED,
+        "rate-limited",
+        format!("Rate limit {name:?} exceeded; retry after {secs} s"),
+    )
+    .with_data(serde_json::json!({ "limit": name, "retryAfterSeconds": secs }));
+    (rej, secs.to_string())
+}
+
 /// `Retry-After` in whole seconds (at least 1), rounded up.
 pub fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_nanos().div_ceil(1_000_000_000).max(1) as u64

@@ -1,14 +1,18 @@
 //! The gateway: a pingora [`ProxyHttp`] whose phases are a request's journey, top to bottom.
 //!
-//! | pingora phase          | stage                                                            |
-//! |------------------------|------------------------------------------------------------------|
-//! | `request_filter`       | **route** and **limit** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
-//! | `upstream_peer`        | **balance**: pick an instance of the route's pool                |
-//! | `request_body_filter`  | **inspect** (hold the bounded body, parse once) and **validate** |
-//! | `upstream_request_filter` | **forward**: strip hop-by-hop headers, body unchanged        |
-//! | `response_filter`      | name the instance that served the response; passive health       |
-//! | `fail_to_proxy`        | answer a refusal or an upstream failure with a JSON-RPC error    |
-//! | `logging`              | **observe**: metrics and one access-log line                     |
+//! | pingora phase             | stage (file)                                                  |
+//! |---------------------------|---------------------------------------------------------------|
+//! | `request_filter`          | **admit** the head ([`admission`]), **route** ([`route`]) and **limit** ([`limit`]) on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
+//! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]) |
+//! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), body unchanged |
+//! | `request_body_filter`     | **inspect** (hold the bounded body, parse once) and **validate** ([`inspect`], [`validate`]) |
+//! | `response_filter`         | name the instance that served the response; passive health   |
+//! | `fail_to_proxy`           | **answer** a refusal or an upstream failure ([`answer`])     |
+//! | `logging`                 | **observe**: metrics and one access-log line ([`observe`])   |
+//!
+//! A request's state is one [`RequestCtx`] ([`request`]); where its body is, is one
+//! [`request::Progress`]. The rules a request runs under are one [`Gateway`] ([`state`]),
+//! rebuilt on reload by [`server`]; [`admin`] serves `/metrics`, `/healthz` and `/readyz`.
 //!
 //! **Why the body is held in `request_body_filter`.** The check needs the whole body, and the
 //! body must reach the upstream byte for byte. pingora can replay a pre-read body only through
@@ -22,13 +26,18 @@
 //! When a route's sample skips the check, the body streams through untouched.
 
 pub mod admin;
+pub mod admission;
+pub mod answer;
 pub mod balance;
+pub mod forward;
 pub mod health;
 pub mod inspect;
 pub mod limit;
 pub mod observe;
+pub mod request;
 pub mod route;
 pub mod server;
+pub mod state;
 pub mod validate;
 
 use async_trait::async_trait;
@@ -39,192 +48,19 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::ErrorType;
 use serde_json::value::RawValue;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
-use crate::mcp::envelope::EnvelopeError;
 use crate::mcp::methods::name_field;
 use crate::mcp::scan::InputRequiredScanner;
-use crate::mcp::{codes, Claims, Envelope, Rejection};
-use balance::{Pool, Tried};
+use crate::mcp::Rejection;
+use answer::{refused_error, respond, too_large};
 use inspect::BodyHold;
-use limit::{Limit, LimitInput, Verdict};
-use observe::{Metrics, UpstreamMetrics};
-use route::{RouteRef, RouteTable};
+use limit::LimitInput;
+use request::Progress;
+pub use request::RequestCtx;
 pub use server::{build_server, serve, Live, RunningGateway};
-
-/// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
-pub struct Gateway {
-    pub config: Config,
-    pub table: RouteTable,
-    /// Indexed like [`RouteTable::pools`].
-    pub pools: Vec<Pool>,
-    pub limits: Vec<Arc<Limit>>,
-    pub metrics: Arc<Metrics>,
-    upstream_header: Option<http::HeaderName>,
-    /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
-    upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
-}
-
-impl Gateway {
-    /// Build a gateway. With `previous` (a reload), state that outlives a config is carried
-    /// over: the metrics registry, the buckets of every rate limit whose settings did not
-    /// change, and the health of every pool whose instances and checks did not change.
-    pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
-        let table = RouteTable::from_config(&config);
-        let mut pools = Vec::with_capacity(table.pools.len());
-        for name in &table.pools {
-            let cfg = &config.pools[name];
-            let kept = previous.and_then(|p| {
-                let old = p.pools.iter().find(|o| &o.name == name)?;
-                let same = p.config.pools.get(name).is_some_and(|c| {
-                    c.instances == cfg.instances
-                        && c.health == cfg.health
-                        && c.ejection == cfg.ejection
-                });
-                same.then(|| old.health.clone())
-            });
-            pools.push(Pool::build(name, cfg, kept)?);
-        }
-        let upstream_header = config
-            .upstream_header
-            .as_deref()
-            .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
-            .transpose()?;
-        let limits = config
-            .rate_limits
-            .iter()
-            .map(|c| {
-                let same = previous.and_then(|p| {
-                    p.limits
-                        .iter()
-                        .zip(&p.config.rate_limits)
-                        .find(|(_, oc)| *oc == c)
-                });
-                same.map_or_else(|| Arc::new(Limit::new(c)), |(l, _)| l.clone())
-            })
-            .collect();
-        let metrics = match previous {
-            Some(p) => p.metrics.clone(),
-            None => Arc::new(Metrics::new(&config)?),
-        };
-        for pool in &pools {
-            for (i, inst) in pool.instances.iter().enumerate() {
-                metrics
-                    .upstream_up
-                    .with_label_values(&[&pool.name, &inst.name])
-                    .set(pool.health.usable(i) as i64);
-            }
-        }
-        let upstream_metrics = pools
-            .iter()
-            .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
-            .collect();
-        Ok(Gateway {
-            config,
-            table,
-            pools,
-            limits,
-            metrics,
-            upstream_header,
-            upstream_metrics,
-        })
-    }
-
-    /// The metric handles of instance `inst` of pool `pool`.
-    fn upstream_metrics(&self, pool: usize, inst: usize) -> &UpstreamMetrics {
-        self.upstream_metrics[pool][inst].get_or_init(|| {
-            let p = &self.pools[pool];
-            self.metrics.upstream(&p.name, &p.instances[inst].name)
-        })
-    }
-
-    /// Record a change of an instance's health: metrics and a log line.
-    pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
-        let p = &self.pools[pool];
-        let inst = &p.instances[i].name;
-        match change {
-            health::Change::None => return,
-            health::Change::Ejected(t) => {
-                self.metrics
-                    .upstream_ejections
-                    .with_label_values(&[&p.name, inst])
-                    .inc();
-                tracing::warn!(
-                    "pool {}: instance {inst} ejected for {t:?} after failed requests",
-                    p.name
-                );
-            }
-            health::Change::WentDown => tracing::warn!(
-                "pool {}: instance {inst} is down (health checks failing)",
-                p.name
-            ),
-            health::Change::CameUp => {
-                tracing::info!("pool {}: instance {inst} is up again", p.name)
-            }
-        }
-        self.metrics
-            .upstream_up
-            .with_label_values(&[&p.name, inst])
-            .set(p.health.usable(i) as i64);
-    }
-
-    /// The first limit that refuses this request, counting every decision.
-    fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
-        for l in &self.limits {
-            let decision = match l.check(input) {
-                Verdict::NotApplicable => continue,
-                Verdict::Allowed => "allowed",
-                Verdict::DryRunLimited => "dry_run_limited",
-                Verdict::Limited(wait) => {
-                    self.metrics
-                        .rate_limits
-                        .with_label_values(&[&l.name, "limited"])
-                        .inc();
-                    return Some((l, wait));
-                }
-            };
-            self.metrics
-                .rate_limits
-                .with_label_values(&[&l.name, decision])
-                .inc();
-        }
-        None
-    }
-}
-
-/// Per-request state, carried through the phases.
-pub struct RequestCtx {
-    /// The gateway (config, routes, pools, limits) this request started on; a reload swaps in
-    /// a new one for new requests while this one finishes on its own.
-    gw: Arc<Gateway>,
-    started: Instant,
-    /// Claimed `Mcp-Method` (trimmed).
-    method: Option<String>,
-    /// Claimed, decoded `Mcp-Name`, for the methods that carry one.
-    name: Option<String>,
-    route: Option<RouteRef>,
-    pool: usize,
-    instance: Option<usize>,
-    /// Instances this request was sent to (connect failures are retried elsewhere).
-    tried: Tried,
-    /// When the current instance was chosen, while a request is in flight to it.
-    upstream_since: Option<Instant>,
-    /// Whether this request's headers are checked against its body.
-    check: bool,
-    hold: BodyHold,
-    body_len: usize,
-    envelope: Option<Envelope>,
-    /// The gateway's own answer, when it refuses the request.
-    rejection: Option<(Rejection, Option<Box<RawValue>>)>,
-    /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
-    extra_headers: Vec<(&'static str, String)>,
-    /// Whether the request body was fully read (the client connection may be reused).
-    body_consumed: bool,
-    /// Spots `input_required` in a JSON response as it streams past.
-    scanner: Option<InputRequiredScanner>,
-}
+pub use state::Gateway;
 
 /// The pingora service.
 pub struct Proxy {
@@ -237,288 +73,48 @@ impl Proxy {
     }
 }
 
-/// Write a complete JSON response from the gateway itself.
-async fn respond(
-    session: &mut Session,
-    status: u16,
-    body: Vec<u8>,
-    extra: &[(&'static str, String)],
-) -> Result<()> {
-    let mut resp = ResponseHeader::build(status, Some(4))?;
-    resp.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    resp.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
-    for (k, v) in extra {
-        resp.insert_header(*k, v.as_str())?;
-    }
-    session.write_response_header(Box::new(resp), false).await?;
-    session
-        .write_response_body(Some(Bytes::from(body)), true)
-        .await
-}
-
-/// Refuse a request before any upstream is involved.
-async fn refuse(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    rej: Rejection,
-    id: Option<Box<RawValue>>,
-) -> Result<bool> {
-    if rej.status == 405 {
-        ctx.extra_headers.push(("allow", "POST".to_string()));
-    }
-    if !ctx.body_consumed {
-        // The rest of the body is not worth draining: close the connection after answering.
-        session.set_keepalive(None);
-    }
-    respond(
-        session,
-        rej.status,
-        rej.body(id.as_deref()),
-        &ctx.extra_headers,
-    )
-    .await?;
-    ctx.rejection = Some((rej, id));
-    Ok(true)
-}
-
-/// Refuse a request decided on its headers, echoing its id: from the envelope when the body was
-/// already read, otherwise after reading the (bounded) body.
-async fn refuse_with_id(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    rej: Rejection,
-    limit: usize,
-) -> Result<bool> {
-    let id = if ctx.body_consumed {
-        ctx.envelope.as_mut().and_then(|e| e.id.take())
-    } else {
-        match read_body(session, limit).await {
-            Ok(body) => {
-                ctx.body_consumed = true;
-                ctx.body_len = body.len();
-                match inspect::inspect(&body) {
-                    Ok(env) => env.id,
-                    Err(e) => envelope_rejection(e).1,
-                }
-            }
-            Err(_) => None,
-        }
-    };
-    refuse(session, ctx, rej, id).await
-}
-
-/// Read a whole (bounded) body inside `request_filter`, for requests answered by the gateway.
-async fn read_body(session: &mut Session, limit: usize) -> std::result::Result<Bytes, Rejection> {
-    let mut hold = BodyHold::default();
-    loop {
-        match session.read_request_body().await {
-            Ok(Some(chunk)) => hold.push(chunk, limit).map_err(|t| too_large(t.limit))?,
-            Ok(None) => return Ok(hold.take()),
-            Err(e) => {
-                return Err(Rejection::new(
-                    400,
-                    codes::GATEWAY_REQUEST_INCOMPLETE,
-                    "body-incomplete",
-                    format!("The request body could not be read completely: {e}"),
-                ))
-            }
-        }
-    }
-}
-
-fn too_large(limit: usize) -> Rejection {
-    Rejection::new(
-        413,
-        codes::GATEWAY_BODY_TOO_LARGE,
-        "body-too-large",
-        format!("The request body is larger than this gateway's limit of {limit} bytes (limits.max_body_bytes)"),
-    )
-}
-
-fn envelope_rejection(e: EnvelopeError) -> (Rejection, Option<Box<RawValue>>) {
-    let rej = e.rejection();
-    let id = match e {
-        EnvelopeError::Invalid { id, .. } => id,
-        EnvelopeError::Parse(_) => None,
-    };
-    (rej, id)
-}
-
-/// Inspect and validate a complete body: the envelope, or the answer to send instead.
-fn inspect_and_validate(
-    metrics: &Metrics,
-    headers: &http::HeaderMap,
-    body: &[u8],
-) -> std::result::Result<Envelope, (Rejection, Option<Box<RawValue>>)> {
-    let checked = inspect::inspect(body)
-        .map_err(envelope_rejection)
-        .and_then(|env| match validate::validate(headers, &env) {
-            Ok(()) => Ok(env),
-            Err(rej) => Err((rej, env.id)),
-        });
-    match &checked {
-        Ok(_) => metrics.check_passed(),
-        Err((rej, _)) => metrics
-            .header_checks
-            .with_label_values(&["rejected", rej.reason])
-            .inc(),
-    }
-    checked
-}
-
-/// The error that cuts off an upstream request the gateway refused mid-body.
-fn refused_error() -> Box<Error> {
-    Error::explain(
-        ErrorType::Custom("mcp-edge refused the request"),
-        "request refused by the gateway",
-    )
-}
-
 #[async_trait]
 impl ProxyHttp for Proxy {
     type CTX = RequestCtx;
 
     fn new_ctx(&self) -> RequestCtx {
-        RequestCtx {
-            gw: self.live.load(),
-            started: Instant::now(),
-            method: None,
-            name: None,
-            route: None,
-            pool: 0,
-            instance: None,
-            tried: Tried::default(),
-            upstream_since: None,
-            check: true,
-            hold: BodyHold::default(),
-            body_len: 0,
-            envelope: None,
-            rejection: None,
-            extra_headers: Vec::new(),
-            body_consumed: false,
-            scanner: None,
-        }
+        RequestCtx::new(self.live.load())
     }
 
-    /// Route and limit (and refuse early) on what the headers claim, before the body.
+    /// Admit, route and limit on what the headers claim, before the body.
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         let gw = ctx.gw.clone();
-        let limits = &gw.config.limits;
         session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
         session.set_write_timeout(Some(gw.config.timeouts.downstream_write));
 
-        let req = session.req_header();
-        if req.uri.path() != gw.config.endpoint {
-            let msg = format!(
-                "Not found: the MCP endpoint of this gateway is POST {}",
-                gw.config.endpoint
-            );
-            let rej = Rejection::new(404, codes::INVALID_REQUEST, "not-found", msg);
-            return refuse(session, ctx, rej, None).await;
-        }
-        if req.method != http::Method::POST {
-            let msg = format!(
-                "Method {} is not allowed: MCP 2026-07-28 uses POST only",
-                req.method
-            );
-            let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
-            return refuse(session, ctx, rej, None).await;
-        }
-        if let Some(origin) = req.headers.get(http::header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            if !gw.config.origins.allow.iter().any(|p| p.matches(origin)) {
-                let msg = format!(
-                    "Origin {origin:?} is not allowed to call this gateway; add it to origins.allow"
-                );
-                let rej = Rejection::new(403, codes::INVALID_REQUEST, "origin-refused", msg);
-                return refuse(session, ctx, rej, None).await;
-            }
-        }
-        let header_bytes: usize = req
-            .headers
-            .iter()
-            .map(|(k, v)| k.as_str().len() + v.len() + 4)
-            .sum();
-        if header_bytes > limits.max_header_bytes {
-            let msg = format!(
-                "The request headers total {header_bytes} bytes, over this gateway's limit of {} (limits.max_header_bytes)",
-                limits.max_header_bytes
-            );
-            let rej = Rejection::new(431, codes::INVALID_REQUEST, "headers-too-large", msg);
-            return refuse(session, ctx, rej, None).await;
-        }
-        let declared = req
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        if declared.is_some_and(|n| n > limits.max_body_bytes) {
-            return refuse(session, ctx, too_large(limits.max_body_bytes), None).await;
-        }
-        let expects_continue = req
-            .headers
-            .get(http::header::EXPECT)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-
-        // Route on the claims.
-        let claims = Claims::read(&req.headers);
-        let doomed = claims.doomed(validate::POLICY);
-        ctx.method = claims.method.value().map(str::to_owned);
-        ctx.name = match ctx.method.as_deref().and_then(name_field) {
-            Some(_) => claims.name.value().map(str::to_owned),
-            None => None,
+        // 1. Admit: what the head alone decides.
+        let admitted = match admission::admit(session.req_header(), &gw.config) {
+            Ok(a) => a,
+            Err(rej) => return refuse(session, ctx, rej, None).await,
         };
-        drop(claims);
-        if expects_continue {
+        ctx.method = admitted.method;
+        ctx.name = admitted.name;
+        if admitted.expects_continue {
             session.write_continue_response().await?;
         }
-
-        if doomed {
-            // The headers alone doom the request; read the body only to echo its id. The retry
-            // buffer keeps a small body forwardable in the one case that still passes: a
-            // notification, which needs no MCP headers.
-            session.enable_retry_buffering();
-            let body = match read_body(session, limits.max_body_bytes).await {
-                Ok(b) => b,
-                Err(rej) => return refuse(session, ctx, rej, None).await,
-            };
-            ctx.body_consumed = true;
-            ctx.body_len = body.len();
-            match inspect_and_validate(&gw.metrics, &session.req_header().headers, &body) {
-                Err((rej, id)) => return refuse(session, ctx, rej, id).await,
-                Ok(env) if session.as_ref().retry_buffer_truncated() => {
-                    let rej = Rejection::header_mismatch(
-                        "mcp-method-missing",
-                        "A notification larger than 64 KiB must carry the Mcp-Method header",
-                    );
-                    return refuse(session, ctx, rej, env.id).await;
-                }
-                Ok(env) => {
-                    ctx.envelope = Some(env);
-                    ctx.check = false; // already checked
-                }
+        if admitted.doomed {
+            if let Some(answered) = settle_doomed(session, ctx).await? {
+                return Ok(answered);
             }
         }
 
+        // 2. Route on the claims.
         let selected = gw
             .table
             .select_ref(ctx.method.as_deref(), ctx.name.as_deref());
         let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
-            let msg = format!(
-                "No route for method {:?}{}: this gateway has no default_route",
-                ctx.method.as_deref().unwrap_or(""),
-                ctx.name
-                    .as_deref()
-                    .map(|n| format!(" name {n:?}"))
-                    .unwrap_or_default()
-            );
-            let rej = Rejection::new(404, codes::METHOD_NOT_FOUND, "no-route", msg);
-            return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
+            let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
+            return refuse_with_id(session, ctx, rej).await;
         };
         ctx.pool = route.pool;
         ctx.route = Some(route_ref);
 
-        // Limit, on the same claims (a spoofed claim is caught by the check below).
+        // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows).
         if !gw.limits.is_empty() {
             let input = LimitInput {
                 route: &route.name,
@@ -531,24 +127,20 @@ impl ProxyHttp for Proxy {
                     .map(|a| a.ip()),
             };
             if let Some((limit, wait)) = gw.limited(&input) {
-                let secs = limit::retry_after_secs(wait);
-                let rej = Rejection::new(
-                    429,
-                    codes::GATEWAY_RATE_LIMITED,
-                    "rate-limited",
-                    format!("Rate limit {:?} exceeded; retry after {secs} s", limit.name),
-                )
-                .with_data(serde_json::json!({ "limit": limit.name, "retryAfterSeconds": secs }));
-                ctx.extra_headers.push(("retry-after", secs.to_string()));
-                return refuse_with_id(session, ctx, rej, limits.max_body_bytes).await;
+                let (rej, retry_after) = limit::refusal(&limit.name, wait);
+                ctx.extra_headers.push(("retry-after", retry_after));
+                return refuse_with_id(session, ctx, rej).await;
             }
         }
 
-        if !doomed {
-            ctx.check = validate::sampled(route.sample);
-            if !ctx.check {
+        // 4. Decide how the body travels: held and checked, or (sampled out) streamed.
+        if matches!(ctx.progress, Progress::Claimed) {
+            ctx.progress = if validate::sampled(route.sample) {
+                Progress::Holding(BodyHold::default())
+            } else {
                 gw.metrics.check_skipped();
-            }
+                Progress::Streaming
+            };
         }
         Ok(false)
     }
@@ -567,19 +159,12 @@ impl ProxyHttp for Proxy {
             let msg = format!("pool {} has no usable instance left", pool.name);
             Error::explain(ErrorType::ConnectNoRoute, msg)
         })?;
-        self.release_instance(ctx);
+        ctx.release_instance();
         ctx.instance = Some(idx);
         ctx.tried.add(idx);
         ctx.upstream_since = Some(Instant::now());
-        let inst = &pool.instances[idx];
         gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
-        let t = &gw.config.timeouts;
-        let mut peer = HttpPeer::new(inst.addr, false, String::new());
-        peer.options.connection_timeout = Some(t.connect);
-        peer.options.total_connection_timeout = Some(t.connect);
-        peer.options.read_timeout = Some(t.upstream_read);
-        peer.options.write_timeout = Some(t.upstream_write);
-        peer.options.idle_timeout = Some(t.upstream_idle);
+        let peer = forward::peer(&pool.instances[idx], &gw.config.timeouts);
         Ok(Box::new(peer))
     }
 
@@ -590,37 +175,8 @@ impl ProxyHttp for Proxy {
         upstream: &mut pingora::http::RequestHeader,
         _ctx: &mut RequestCtx,
     ) -> Result<()> {
-        const HOP_BY_HOP: [&str; 7] = [
-            "connection",
-            "keep-alive",
-            "proxy-connection",
-            "te",
-            "trailer",
-            "upgrade",
-            "expect",
-        ];
-        // The common case has none of them: one pass over the names instead of a lookup per
-        // hop-by-hop name (names listed in `Connection` need a `Connection` header).
-        if !upstream
-            .headers
-            .keys()
-            .any(|k| HOP_BY_HOP.contains(&k.as_str()))
-        {
-            return Ok(());
-        }
-        let listed: Vec<String> = upstream
-            .headers
-            .get_all(http::header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(',').map(|s| s.trim().to_ascii_lowercase()))
-            .filter(|s| !s.is_empty() && s != "close" && s != "keep-alive")
-            .collect();
-        for name in listed {
+        for name in forward::hop_by_hop_names(&upstream.headers) {
             upstream.remove_header(name.as_str());
-        }
-        for name in HOP_BY_HOP {
-            upstream.remove_header(name);
         }
         Ok(())
     }
@@ -634,45 +190,43 @@ impl ProxyHttp for Proxy {
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         let limit = ctx.gw.config.limits.max_body_bytes;
-        if !ctx.check {
-            // Header-only fast path: stream through, bounded.
-            ctx.body_len += body.as_ref().map_or(0, Bytes::len);
-            if ctx.body_len > limit {
-                ctx.rejection = Some((too_large(limit), None));
-                return Err(refused_error());
-            }
-            if end_of_stream {
-                // The whole request went to the instance (counted once, whatever the connect
-                // retries before it).
-                self.count_delivery(ctx);
-            }
-            return Ok(());
-        }
-        if let Some(chunk) = body.take() {
-            if let Err(t) = ctx.hold.push(chunk, limit) {
-                ctx.rejection = Some((too_large(t.limit), None));
-                return Err(refused_error());
-            }
-        }
-        if !end_of_stream {
-            // An empty chunk is skipped by pingora; `None` would end the upstream body.
-            *body = Some(Bytes::new());
-            return Ok(());
-        }
-        ctx.body_consumed = true;
-        ctx.body_len = ctx.hold.len();
-        let full = ctx.hold.take();
-        match inspect_and_validate(&ctx.gw.metrics, &session.req_header().headers, &full) {
-            Ok(env) => {
-                ctx.envelope = Some(env);
-                *body = Some(full);
-                self.count_delivery(ctx);
+        match &mut ctx.progress {
+            Progress::Streaming => {
+                // Header-only fast path: stream through, bounded.
+                ctx.body_len += body.as_ref().map_or(0, Bytes::len);
+                if ctx.body_len > limit {
+                    return Err(cut_off(ctx, too_large(limit), None));
+                }
+                if end_of_stream {
+                    // The whole request went to the instance (counted once, whatever the
+                    // connect retries before it).
+                    ctx.count_delivery();
+                }
                 Ok(())
             }
-            Err(refusal) => {
-                ctx.rejection = Some(refusal);
-                Err(refused_error())
-            }
+            Progress::Holding(hold) => match hold.feed(body.take(), end_of_stream, limit) {
+                Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
+                // An empty chunk is skipped by pingora; `None` would end the upstream body.
+                Ok(None) => {
+                    *body = Some(Bytes::new());
+                    Ok(())
+                }
+                Ok(Some(full)) => {
+                    ctx.body_len = full.len();
+                    let headers = &session.req_header().headers;
+                    match inspect::inspect_and_validate(&ctx.gw.metrics, headers, &full) {
+                        Ok(env) => {
+                            ctx.progress = Progress::Checked(env);
+                            *body = Some(full);
+                            ctx.count_delivery();
+                            Ok(())
+                        }
+                        Err((rej, id)) => Err(cut_off(ctx, rej, id)),
+                    }
+                }
+            },
+            // Checked before the upstream was chosen: the body passes as it is.
+            _ => Ok(()),
         }
     }
 
@@ -686,19 +240,17 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         if let Some(idx) = ctx.instance {
             let pool = &gw.pools[ctx.pool];
-            let inst = &pool.instances[idx];
             if let Some(since) = ctx.upstream_since {
                 gw.upstream_metrics(ctx.pool, idx)
                     .duration
                     .observe(since.elapsed().as_secs_f64());
             }
             if let Some(name) = &gw.upstream_header {
-                upstream_response.insert_header(name.clone(), inst.header_value.clone())?;
+                let value = pool.instances[idx].header_value.clone();
+                upstream_response.insert_header(name.clone(), value)?;
             }
-            let change = pool
-                .health
-                .on_response(idx, upstream_response.status.as_u16());
-            gw.note_health(ctx.pool, idx, change);
+            let status = upstream_response.status.as_u16();
+            gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
         }
         let json = upstream_response
             .headers
@@ -733,18 +285,17 @@ impl ProxyHttp for Proxy {
         ctx: &mut RequestCtx,
         mut e: Box<Error>,
     ) -> Box<Error> {
-        let tried = ctx.tried.count() as usize;
-        let pool = &ctx.gw.pools[ctx.pool];
+        let gw = ctx.gw.clone();
+        let pool = &gw.pools[ctx.pool];
         if let Some(idx) = ctx.instance {
-            ctx.gw
-                .metrics
+            gw.metrics
                 .upstream_errors
                 .with_label_values(&[&pool.name, &pool.instances[idx].name, "connect"])
                 .inc();
-            ctx.gw
-                .note_health(ctx.pool, idx, pool.health.on_connect_failure(idx));
+            gw.note_health(ctx.pool, idx, pool.health.on_connect_failure(idx));
         }
-        if tried <= ctx.gw.config.retries.connect_failure && tried < pool.instances.len() {
+        let tried = ctx.tried.count() as usize;
+        if tried <= gw.config.retries.connect_failure && tried < pool.instances.len() {
             e.set_retry(true);
         }
         e
@@ -757,24 +308,24 @@ impl ProxyHttp for Proxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
-        let upstream_side = e.esource() != &pingora::ErrorSource::Downstream;
-        if ctx.rejection.is_none() && ctx.envelope.is_none() && !ctx.body_consumed && upstream_side
-        {
+        let downstream = answer::is_downstream(e);
+        let mut drained_id = None;
+        if ctx.answer.is_none() && !ctx.progress.body_read() && !downstream {
             // The upstream failed before the body was read (e.g. it could not be reached): read
             // it now, bounded, to echo the request id and keep the client connection usable.
             let limit = ctx.gw.config.limits.max_body_bytes;
-            if let Ok(body) = read_body(session, limit).await {
-                ctx.body_consumed = true;
+            if let Ok(body) = inspect::read_whole(session, limit).await {
                 ctx.body_len = body.len();
-                ctx.envelope = inspect::inspect(&body).ok();
+                ctx.progress = Progress::Drained;
+                drained_id = inspect::id_of(&body);
             }
         }
-        let id = ctx.envelope.as_ref().and_then(|env| env.id.clone());
-        let (rej, id) = match ctx.rejection.take() {
-            Some(r) => r,
+        let (rej, id) = match ctx.answer.take() {
+            Some(refusal) => refusal,
             None => {
-                let rej = upstream_failure(e, ctx, &ctx.gw);
-                if let (Some(idx), true) = (ctx.instance, upstream_side) {
+                let id = drained_id.or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()));
+                let rej = answer::upstream_failure(e.etype(), downstream, &ctx.destination());
+                if let (Some(idx), false) = (ctx.instance, downstream) {
                     let pool = &ctx.gw.pools[ctx.pool];
                     let inst = &pool.instances[idx].name;
                     ctx.gw
@@ -786,13 +337,14 @@ impl ProxyHttp for Proxy {
                 (rej, id)
             }
         };
-        if matches!(
-            e.etype(),
-            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
-        ) && e.esource() == &pingora::ErrorSource::Downstream
+        if downstream
+            && matches!(
+                e.etype(),
+                ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
+            )
         {
             // The client is gone; nothing can be written.
-            ctx.rejection = Some((rej, id));
+            ctx.answer = Some((rej, id));
             return FailToProxy {
                 error_code: 0,
                 can_reuse_downstream: false,
@@ -808,7 +360,7 @@ impl ProxyHttp for Proxy {
         {
             tracing::debug!("could not send the error response: {err}");
         }
-        ctx.rejection = Some((rej, id));
+        ctx.answer = Some((rej, id));
         FailToProxy {
             error_code: status,
             can_reuse_downstream: false,
@@ -817,94 +369,103 @@ impl ProxyHttp for Proxy {
 
     fn suppress_error_log(&self, _session: &Session, ctx: &RequestCtx, _error: &Error) -> bool {
         // Refusals are logged once, in the access log.
-        ctx.rejection.is_some()
+        ctx.answer.is_some()
     }
 
     /// Observe: metrics and one access-log line.
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
-        let gw = ctx.gw.clone();
-        self.release_instance(ctx);
+        ctx.release_instance();
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
-        let rejection = ctx.rejection.as_ref().map(|(r, _)| r);
-        let route = ctx.route.and_then(|r| gw.table.get(r));
-        let pool = route.map(|_| gw.pools[ctx.pool].name.as_str());
-        let instance = ctx
-            .instance
-            .map(|i| gw.pools[ctx.pool].instances[i].name.as_str());
-        let outcome = observe::Outcome {
-            method: ctx.method.as_deref(),
-            name: ctx.name.as_deref(),
-            route: route.map(|r| r.name.as_str()),
-            pool,
-            instance,
-            status,
-            gateway_code: rejection.map(|r| r.code),
-            reason: rejection.map(|r| r.reason),
-            checked: ctx.envelope.is_some(),
-            retry_leg: ctx.envelope.as_ref().is_some_and(Envelope::is_retry_leg),
-            input_required: ctx
-                .scanner
-                .as_ref()
-                .is_some_and(InputRequiredScanner::found),
-            bytes_in: ctx.body_len,
-            bytes_out: session.body_bytes_sent(),
-            duration: ctx.started.elapsed(),
-        };
-        gw.metrics.record(&outcome);
+        let outcome = observe::Outcome::of(ctx, status, session.body_bytes_sent());
+        ctx.gw.metrics.record(&outcome);
         observe::access_log(&outcome);
     }
 }
 
-impl Proxy {
-    /// Count a request as sent to its instance (a request cut off by the check is not).
-    fn count_delivery(&self, ctx: &RequestCtx) {
-        if let Some(idx) = ctx.instance {
-            ctx.gw.upstream_metrics(ctx.pool, idx).requests.inc();
-        }
+/// Refuse a request before any upstream is involved.
+async fn refuse(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    rej: Rejection,
+    id: Option<Box<RawValue>>,
+) -> Result<bool> {
+    if rej.status == 405 {
+        ctx.extra_headers.push(("allow", "POST".to_string()));
     }
+    if !ctx.progress.body_read() {
+        // The rest of the body is not worth draining: close the connection after answering.
+        ctx.progress = Progress::Abandoned;
+        session.set_keepalive(None);
+    }
+    respond(
+        session,
+        rej.status,
+        rej.body(id.as_deref()),
+        &ctx.extra_headers,
+    )
+    .await?;
+    ctx.answer = Some((rej, id));
+    Ok(true)
+}
 
-    /// The request no longer occupies its instance (finished, or moving to another one).
-    fn release_instance(&self, ctx: &mut RequestCtx) {
-        if let (Some(idx), Some(_)) = (ctx.instance, ctx.upstream_since.take()) {
-            ctx.gw.upstream_metrics(ctx.pool, idx).in_flight.dec();
+/// Refuse a request decided on its headers, echoing its id: from the envelope when the body was
+/// already read, otherwise after reading the (bounded) body.
+async fn refuse_with_id(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    rej: Rejection,
+) -> Result<bool> {
+    let id = match &mut ctx.progress {
+        Progress::Checked(env) => env.id.take(),
+        _ => match inspect::read_whole(session, ctx.gw.config.limits.max_body_bytes).await {
+            Ok(body) => {
+                ctx.body_len = body.len();
+                ctx.progress = Progress::Drained;
+                inspect::id_of(&body)
+            }
+            Err(_) => None,
+        },
+    };
+    refuse(session, ctx, rej, id).await
+}
+
+/// The headers alone doom the request: read the body to echo its id and answer, unless it is a
+/// notification that passes without MCP headers (`None`: carry on routing it, already checked).
+/// The retry buffer keeps such a small body forwardable.
+async fn settle_doomed(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
+    session.enable_retry_buffering();
+    let body = match inspect::read_whole(session, gw.config.limits.max_body_bytes).await {
+        Ok(b) => b,
+        Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
+    };
+    ctx.body_len = body.len();
+    ctx.progress = Progress::Drained;
+    let headers = &session.req_header().headers;
+    match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
+        Err((rej, id)) => refuse(session, ctx, rej, id).await.map(Some),
+        Ok(env) if session.as_ref().retry_buffer_truncated() => {
+            let rej = Rejection::header_mismatch(
+                "mcp-method-missing",
+                "A notification larger than 64 KiB must carry the Mcp-Method header",
+            );
+            refuse(session, ctx, rej, env.id).await.map(Some)
+        }
+        Ok(env) => {
+            ctx.progress = Progress::Checked(env);
+            Ok(None)
         }
     }
 }
 
-/// The answer for a request that could not be proxied.
-fn upstream_failure(e: &Error, ctx: &RequestCtx, gw: &Gateway) -> Rejection {
-    let instance = ctx
-        .instance
-        .map(|i| gw.pools[ctx.pool].instances[i].name.clone())
-        .unwrap_or_else(|| format!("pool {}", gw.pools[ctx.pool].name));
-    use ErrorType::*;
-    match e.etype() {
-        ConnectTimedout | ConnectRefused | ConnectNoRoute | ConnectError | SocketError | BindError => Rejection::new(
-            502,
-            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
-            "upstream-unavailable",
-            format!("The upstream instance {instance} could not be reached ({}); the request was not delivered", e.etype().as_str()),
-        ),
-        ReadTimedout | WriteTimedout => Rejection::new(
-            504,
-            codes::GATEWAY_UPSTREAM_TIMEOUT,
-            "upstream-timeout",
-            format!("The upstream instance {instance} did not answer in time ({})", e.etype().as_str()),
-        ),
-        _ if e.esource() == &pingora::ErrorSource::Downstream => Rejection::new(
-            400,
-            codes::GATEWAY_REQUEST_INCOMPLETE,
-            "request-incomplete",
-            format!("The request could not be read from the client: {}", e.etype().as_str()),
-        ),
-        _ => Rejection::new(
-            502,
-            codes::GATEWAY_UPSTREAM_FAILED,
-            "upstream-failed",
-            format!(
-                "The upstream instance {instance} failed after the request was sent ({}); it was not re-sent because tools/call may have side effects",
-                e.etype().as_str()
-            ),
-        ),
-    }
+/// Record the gateway's refusal of a request whose upstream request is under way, and the error
+/// that cuts the upstream request off before its body is complete.
+fn cut_off(ctx: &mut RequestCtx, rej: Rejection, id: Option<Box<RawValue>>) -> Box<Error> {
+    ctx.progress = match id {
+        // The id was read, so was the whole body.
+        Some(_) => Progress::Drained,
+        None => Progress::Abandoned,
+    };
+    ctx.answer = Some((rej, id));
+    refused_error()
 }

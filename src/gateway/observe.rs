@@ -382,6 +382,34 @@ pub struct Outcome<'a> {
     pub duration: Duration,
 }
 
+impl<'a> Outcome<'a> {
+    /// What a finished request's state says about it.
+    pub fn of(ctx: &'a super::RequestCtx, status: u16, bytes_out: usize) -> Outcome<'a> {
+        let gw = &ctx.gw;
+        let answer = ctx.answer.as_ref().map(|(r, _)| r);
+        let route = ctx.route.and_then(|r| gw.table.get(r));
+        let envelope = ctx.progress.envelope();
+        Outcome {
+            method: ctx.method.as_deref(),
+            name: ctx.name.as_deref(),
+            route: route.map(|r| r.name.as_str()),
+            pool: route.map(|_| gw.pools[ctx.pool].name.as_str()),
+            instance: ctx
+                .instance
+                .map(|i| gw.pools[ctx.pool].instances[i].name.as_str()),
+            status,
+            gateway_code: answer.map(|r| r.code),
+            reason: answer.map(|r| r.reason),
+            checked: envelope.is_some(),
+            retry_leg: envelope.is_some_and(crate::mcp::Envelope::is_retry_leg),
+            input_required: ctx.scanner.as_ref().is_some_and(|s| s.found()),
+            bytes_in: ctx.body_len,
+            bytes_out,
+            duration: ctx.started.elapsed(),
+        }
+    }
+}
+
 /// Write the access-log line.
 pub fn access_log(o: &Outcome) {
     tracing::info!(

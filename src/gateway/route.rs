@@ -166,6 +166,8 @@ impl RouteTable {
     }
 
     /// Like [`RouteTable::select`], as a small handle a request can carry.
+    ///
+    /// (See [`no_route`] for the answer when there is none.)
     pub fn select_ref(&self, method: Option<&str>, name: Option<&str>) -> Option<RouteRef> {
         match self.routes.iter().position(|r| r.matches(method, name)) {
             Some(i) => Some(RouteRef::Index(i)),
@@ -186,6 +188,16 @@ impl RouteTable {
 pub enum RouteRef {
     Index(usize),
     Default,
+}
+
+/// The 404 answer for a request that matches no route (and there is no `default_route`).
+pub fn no_route(method: Option<&str>, name: Option<&str>) -> crate::mcp::Rejection {
+    let msg = format!(
+        "No route for method {:?}{}: this gateway has no default_route",
+        method.unwrap_or(""),
+        name.map(|n| format!(" name {n:?}")).unwrap_or_default()
+    );
+    crate::mcp::Rejection::new(404, crate::mcp::codes::METHOD_NOT_FOUND, "no-route", msg)
 }
 
 #[cfg(test)]

@@ -1,0 +1,218 @@
+//! Admission stage: what the request head alone decides, before routing and before the body.
+//!
+//! [`admit`] looks at the path, the HTTP method, `Origin`, the size of the headers and the
+//! declared `Content-Length`, then reads the MCP claims (`Mcp-Method`, `Mcp-Name`,
+//! `MCP-Protocol-Version`). It either refuses the request with the gateway's answer or hands
+//! back an [`Admitted`] request: what it claims, and whether the headers already doom it (then
+//! the body is read only to echo its id).
+//!
+//! It never reads the body and never looks at an upstream; it is a plain function over the
+//! request head and the config, tested without a socket.
+
+use http::request::Parts;
+
+use crate::config::Config;
+use crate::mcp::methods::name_field;
+use crate::mcp::{codes, Claims, Rejection};
+
+use super::answer::too_large;
+use super::validate::POLICY;
+
+/// A request whose head passed admission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    /// The claimed `Mcp-Method` (trimmed).
+    pub method: Option<String>,
+    /// The claimed, decoded `Mcp-Name`, for the methods that carry one (ignored on others).
+    pub name: Option<String>,
+    /// The headers alone doom the request (missing or malformed MCP headers, a refused version).
+    pub doomed: bool,
+    /// The client waits for `100 Continue` before sending its body.
+    pub expects_continue: bool,
+    /// The declared `Content-Length`, when there is one.
+    pub content_length: Option<usize>,
+}
+
+/// Admit or refuse a request head.
+pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
+    let limits = &config.limits;
+    if req.uri.path() != config.endpoint {
+        let msg = format!(
+            "Not found: the MCP endpoint of this gateway is POST {}",
+            config.endpoint
+        );
+        return Err(Rejection::new(
+            404,
+            codes::INVALID_REQUEST,
+            "not-found",
+            msg,
+        ));
+    }
+    if req.method != http::Method::POST {
+        let msg = format!(
+            "Method {} is not allowed: MCP 2026-07-28 uses POST only",
+            req.method
+        );
+        return Err(Rejection::new(
+            405,
+            codes::INVALID_REQUEST,
+            "method-not-allowed",
+            msg,
+        ));
+    }
+    if let Some(origin) = req.headers.get(http::header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !config.origins.allow.iter().any(|p| p.matches(origin)) {
+            let msg = format!(
+                "Origin {origin:?} is not allowed to call this gateway; add it to origins.allow"
+            );
+            return Err(Rejection::new(
+                403,
+                codes::INVALID_REQUEST,
+                "origin-refused",
+                msg,
+            ));
+        }
+    }
+    let header_bytes: usize = req
+        .headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if header_bytes > limits.max_header_bytes {
+        let msg = format!(
+            "The request headers total {header_bytes} bytes, over this gateway's limit of {} (limits.max_header_bytes)",
+            limits.max_header_bytes
+        );
+        return Err(Rejection::new(
+            431,
+            codes::INVALID_REQUEST,
+            "headers-too-large",
+            msg,
+        ));
+    }
+    let content_length = req
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    if content_length.is_some_and(|n| n > limits.max_body_bytes) {
+        return Err(too_large(limits.max_body_bytes));
+    }
+    let expects_continue = req
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+
+    let claims = Claims::read(&req.headers);
+    let method = claims.method.value().map(str::to_owned);
+    let name = match method.as_deref().and_then(name_field) {
+        Some(_) => claims.name.value().map(str::to_owned),
+        None => None,
+    };
+    Ok(Admitted {
+        doomed: claims.doomed(POLICY),
+        method,
+        name,
+        expects_continue,
+        content_length,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config::parse(
+            "pools: { p: { instances: [127.0.0.1:1] } }\ndefault_route: { pool: p }\nlimits: { max_body_bytes: 100, max_header_bytes: 400 }\n",
+            "test.yaml",
+        )
+        .unwrap()
+    }
+
+    fn head(method: &str, path: &str, headers: &[(&str, &str)]) -> Parts {
+        let mut b = http::Request::builder().method(method).uri(path);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    const GOOD: &[(&str, &str)] = &[
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", " get_weather "),
+    ];
+
+    fn refused(p: Parts) -> (u16, &'static str) {
+        let r = admit(&p, &config()).unwrap_err();
+        (r.status, r.reason)
+    }
+
+    #[test]
+    fn a_good_head_is_admitted_with_its_claims() {
+        let a = admit(&head("POST", "/mcp", GOOD), &config()).unwrap();
+        assert_eq!(a.method.as_deref(), Some("tools/call"));
+        assert_eq!(a.name.as_deref(), Some("get_weather"));
+        assert!(!a.doomed);
+    }
+
+    #[test]
+    fn path_method_origin_and_sizes_are_refused_before_the_body() {
+        assert_eq!(refused(head("POST", "/other", GOOD)), (404, "not-found"));
+        assert_eq!(
+            refused(head("GET", "/mcp", GOOD)),
+            (405, "method-not-allowed")
+        );
+        let evil = [GOOD, &[("origin", "https://evil.example")]].concat();
+        assert_eq!(
+            refused(head("POST", "/mcp", &evil)),
+            (403, "origin-refused")
+        );
+        let big = "x".repeat(400);
+        let fat = [GOOD, &[("x-pad", big.as_str())]].concat();
+        assert_eq!(
+            refused(head("POST", "/mcp", &fat)),
+            (431, "headers-too-large")
+        );
+        let long = [GOOD, &[("content-length", "101")]].concat();
+        assert_eq!(
+            refused(head("POST", "/mcp", &long)),
+            (413, "body-too-large")
+        );
+    }
+
+    #[test]
+    fn headers_that_doom_the_request_are_flagged_not_refused() {
+        // The answer needs the body's id, so admission only flags it.
+        let a = admit(
+            &head("POST", "/mcp", &[("mcp-method", "tools/call")]),
+            &config(),
+        )
+        .unwrap();
+        assert!(a.doomed);
+        let old = [
+            ("mcp-protocol-version", "2025-06-18"),
+            ("mcp-method", "tools/list"),
+        ];
+        assert!(
+            admit(&head("POST", "/mcp", &old), &config())
+                .unwrap()
+                .doomed
+        );
+    }
+
+    #[test]
+    fn a_name_on_a_method_without_one_is_ignored() {
+        let h = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+            ("mcp-name", "x"),
+        ];
+        assert_eq!(
+            admit(&head("POST", "/mcp", &h), &config()).unwrap().name,
+            None
+        );
+    }
+}

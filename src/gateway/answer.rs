@@ -1,0 +1,162 @@
+//! Answer stage: the gateway's own answers, and which answer each failure gets.
+//!
+//! Every answer is a complete JSON response with a JSON-RPC error body (see
+//! [`crate::mcp::Rejection`]), so that dual-era clients never fall back to `initialize`. This
+//! module maps pingora's errors to those answers, in one place, with the rule that blame goes
+//! where it belongs: a request that never reached an instance is 502 / -31003, an instance that
+//! did not answer in time 504 / -31004, a client that did not send its request 400 / -31005, and
+//! an instance that failed after the request was delivered 502 / -31006 (never re-sent).
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::{Error, ErrorSource, ErrorType, Result};
+use serde_json::value::RawValue;
+
+use crate::mcp::envelope::EnvelopeError;
+use crate::mcp::{codes, Rejection};
+
+/// A refusal, with the request id to echo when it could be read.
+pub type Refusal = (Rejection, Option<Box<RawValue>>);
+
+/// The body is over `limits.max_body_bytes`.
+pub fn too_large(limit: usize) -> Rejection {
+    Rejection::new(
+        413,
+        codes::GATEWAY_BODY_TOO_LARGE,
+        "body-too-large",
+        format!("The request body is larger than this gateway's limit of {limit} bytes (limits.max_body_bytes)"),
+    )
+}
+
+/// The client's body could not be read completely.
+pub fn body_incomplete(why: impl std::fmt::Display) -> Rejection {
+    Rejection::new(
+        400,
+        codes::GATEWAY_REQUEST_INCOMPLETE,
+        "body-incomplete",
+        format!("The request body could not be read completely: {why}"),
+    )
+}
+
+/// The answer to a body that is not one usable JSON-RPC request, with its id when read.
+pub fn envelope_rejection(e: EnvelopeError) -> Refusal {
+    let rej = e.rejection();
+    let id = match e {
+        EnvelopeError::Invalid { id, .. } => id,
+        EnvelopeError::Parse(_) => None,
+    };
+    (rej, id)
+}
+
+/// The error that cuts off an upstream request the gateway refused mid-body.
+pub fn refused_error() -> Box<Error> {
+    Error::explain(
+        ErrorType::Custom("mcp-edge refused the request"),
+        "request refused by the gateway",
+    )
+}
+
+/// Whether a pingora error is the client's doing (it went away, or stopped sending).
+pub fn is_downstream(e: &Error) -> bool {
+    e.esource() == &ErrorSource::Downstream
+}
+
+/// The answer for a request that could not be proxied. `instance` names where it was going.
+pub fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> Rejection {
+    use ErrorType::*;
+    match etype {
+        ConnectTimedout | ConnectRefused | ConnectNoRoute | ConnectError | SocketError | BindError => Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+            "upstream-unavailable",
+            format!("The upstream instance {instance} could not be reached ({}); the request was not delivered", etype.as_str()),
+        ),
+        ReadTimedout | WriteTimedout if !downstream => Rejection::new(
+            504,
+            codes::GATEWAY_UPSTREAM_TIMEOUT,
+            "upstream-timeout",
+            format!("The upstream instance {instance} did not answer in time ({})", etype.as_str()),
+        ),
+        _ if downstream => Rejection::new(
+            400,
+            codes::GATEWAY_REQUEST_INCOMPLETE,
+            "request-incomplete",
+            format!("The request could not be read from the client: {}", etype.as_str()),
+        ),
+        _ => Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_FAILED,
+            "upstream-failed",
+            format!(
+                "The upstream instance {instance} failed after the request was sent ({}); it was not re-sent because tools/call may have side effects",
+                etype.as_str()
+            ),
+        ),
+    }
+}
+
+/// Write a complete JSON response from the gateway itself.
+pub async fn respond(
+    session: &mut Session,
+    status: u16,
+    body: Vec<u8>,
+    extra: &[(&'static str, String)],
+) -> Result<()> {
+    let mut resp = ResponseHeader::build(status, Some(4))?;
+    resp.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    resp.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    for (k, v) in extra {
+        resp.insert_header(*k, v.as_str())?;
+    }
+    session.write_response_header(Box::new(resp), false).await?;
+    session
+        .write_response_body(Some(Bytes::from(body)), true)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_blamed_on_the_side_that_failed() {
+        let cases = [
+            (
+                ErrorType::ConnectRefused,
+                false,
+                502,
+                "upstream-unavailable",
+            ),
+            (
+                ErrorType::ConnectTimedout,
+                false,
+                502,
+                "upstream-unavailable",
+            ),
+            (ErrorType::ReadTimedout, false, 504, "upstream-timeout"),
+            (ErrorType::ConnectionClosed, false, 502, "upstream-failed"),
+            // A client that stopped sending is the client's fault, not a slow instance.
+            (ErrorType::ReadTimedout, true, 400, "request-incomplete"),
+            (ErrorType::ConnectionClosed, true, 400, "request-incomplete"),
+        ];
+        for (etype, downstream, status, reason) in cases {
+            let r = upstream_failure(&etype, downstream, "127.0.0.1:1");
+            assert_eq!(
+                (r.status, r.reason),
+                (status, reason),
+                "{etype:?} {downstream}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unparsable_body_is_answered_without_an_id() {
+        let e = crate::mcp::envelope::parse(b"{nope").unwrap_err();
+        let (rej, id) = envelope_rejection(e);
+        assert_eq!(
+            (rej.status, rej.code, id.is_none()),
+            (400, codes::PARSE_ERROR, true)
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! One request's state, carried through the phases: what it claims, where its body is, which
+//! instance it went to, and the gateway's own answer if it made one.
+//!
+//! Where the body is, is one value, [`Progress`], instead of flags kept consistent by hand:
+//!
+//! ```text
+//! Claimed ──► Holding ──► Checked ──► (forwarded)
+//!    │           └──────► Abandoned   (refused mid-body: too large, failed the check)
+//!    ├──────► Streaming               (sampled out: forwarded unchecked)
+//!    ├──────► Checked                 (doomed-looking notification that passed)
+//!    └──────► Drained | Abandoned     (answered by the gateway before any upstream)
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::mcp::scan::InputRequiredScanner;
+use crate::mcp::Envelope;
+
+use super::answer::Refusal;
+use super::balance::Tried;
+use super::inspect::BodyHold;
+use super::route::RouteRef;
+use super::state::Gateway;
+
+/// Where a request's body is.
+#[derive(Debug, Default)]
+pub enum Progress {
+    /// Admitted and routed on its claims; the body has not been looked at.
+    #[default]
+    Claimed,
+    /// The checked path: chunks are held until the body is complete.
+    Holding(BodyHold),
+    /// Sampled out: the body streams to the instance unchecked.
+    Streaming,
+    /// The whole body was read and passed the check.
+    Checked(Envelope),
+    /// The whole body was read for the gateway's own answer; no instance sees it.
+    Drained,
+    /// The gateway answered before the body was read to its end (the connection then closes).
+    Abandoned,
+}
+
+impl Progress {
+    /// The body was read to its end (the client connection may be reused).
+    pub fn body_read(&self) -> bool {
+        matches!(self, Progress::Checked(_) | Progress::Drained)
+    }
+
+    pub fn envelope(&self) -> Option<&Envelope> {
+        match self {
+            Progress::Checked(env) => Some(env),
+            _ => None,
+        }
+    }
+}
+
+/// Per-request state.
+pub struct RequestCtx {
+    /// The gateway (config, routes, pools, limits) this request started on; a reload swaps in
+    /// a new one for new requests while this one finishes on its own.
+    pub gw: Arc<Gateway>,
+    pub started: Instant,
+    /// Claimed `Mcp-Method` (trimmed).
+    pub method: Option<String>,
+    /// Claimed, decoded `Mcp-Name`, for the methods that carry one.
+    pub name: Option<String>,
+    pub route: Option<RouteRef>,
+    pub pool: usize,
+    pub progress: Progress,
+    /// Bytes of request body seen.
+    pub body_len: usize,
+    pub instance: Option<usize>,
+    /// Instances this request was sent to (connect failures are retried elsewhere).
+    pub tried: Tried,
+    /// When the current instance was chosen, while a request is in flight to it.
+    pub upstream_since: Option<Instant>,
+    /// The gateway's own answer: a refusal, or the error an upstream failure got.
+    pub answer: Option<Refusal>,
+    /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
+    pub extra_headers: Vec<(&'static str, String)>,
+    /// Spots `input_required` in a JSON response as it streams past.
+    pub scanner: Option<InputRequiredScanner>,
+}
+
+impl RequestCtx {
+    pub fn new(gw: Arc<Gateway>) -> Self {
+        RequestCtx {
+            gw,
+            started: Instant::now(),
+            method: None,
+            name: None,
+            route: None,
+            pool: 0,
+            progress: Progress::Claimed,
+            body_len: 0,
+            instance: None,
+            tried: Tried::default(),
+            upstream_since: None,
+            answer: None,
+            extra_headers: Vec::new(),
+            scanner: None,
+        }
+    }
+
+    /// The name of the instance this request went to, or of its pool.
+    pub fn destination(&self) -> String {
+        let pool = &self.gw.pools[self.pool];
+        match self.instance {
+            Some(i) => pool.instances[i].name.clone(),
+            None => format!("pool {}", pool.name),
+        }
+    }
+
+    /// Count the request as sent to its instance (a request cut off by the check is not).
+    pub fn count_delivery(&self) {
+        if let Some(idx) = self.instance {
+            self.gw.upstream_metrics(self.pool, idx).requests.inc();
+        }
+    }
+
+    /// The request no longer occupies its instance (finished, or moving to another one).
+    pub fn release_instance(&mut self) {
+        if let (Some(idx), Some(_)) = (self.instance, self.upstream_since.take()) {
+            self.gw.upstream_metrics(self.pool, idx).in_flight.dec();
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! State stage: a [`Gateway`] is everything the proxy needs, built from one [`Config`], and
+//! rebuilt on every reload.
+//!
+//! What outlives a config is carried over here, and only here: the metrics registry, the buckets
+//! of every rate limit whose settings did not change, and the health of every pool whose
+//! instances and checks did not change. A request keeps the `Arc<Gateway>` it started on, so a
+//! reload never changes the rules under a request in flight.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::config::Config;
+
+use super::balance::Pool;
+use super::health;
+use super::limit::{Limit, LimitInput, Verdict};
+use super::observe::{Metrics, UpstreamMetrics};
+use super::route::RouteTable;
+
+/// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
+pub struct Gateway {
+    pub config: Config,
+    pub table: RouteTable,
+    /// Indexed like [`RouteTable::pools`].
+    pub pools: Vec<Pool>,
+    pub limits: Vec<Arc<Limit>>,
+    pub metrics: Arc<Metrics>,
+    pub(crate) upstream_header: Option<http::HeaderName>,
+    /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
+    upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
+}
+
+impl Gateway {
+    /// Build a gateway. With `previous` (a reload), state that outlives a config is carried
+    /// over: the metrics registry, the buckets of every rate limit whose settings did not
+    /// change, and the health of every pool whose instances and checks did not change.
+    pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
+        let table = RouteTable::from_config(&config);
+        let mut pools = Vec::with_capacity(table.pools.len());
+        for name in &table.pools {
+            let cfg = &config.pools[name];
+            let kept = previous.and_then(|p| {
+                let old = p.pools.iter().find(|o| &o.name == name)?;
+                let same = p.config.pools.get(name).is_some_and(|c| {
+                    c.instances == cfg.instances
+                        && c.health == cfg.health
+                        && c.ejection == cfg.ejection
+                });
+                same.then(|| old.health.clone())
+            });
+            pools.push(Pool::build(name, cfg, kept)?);
+        }
+        let upstream_header = config
+            .upstream_header
+            .as_deref()
+            .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
+            .transpose()?;
+        let limits = config
+            .rate_limits
+            .iter()
+            .map(|c| {
+                let same = previous.and_then(|p| {
+                    p.limits
+                        .iter()
+                        .zip(&p.config.rate_limits)
+                        .find(|(_, oc)| *oc == c)
+                });
+                same.map_or_else(|| Arc::new(Limit::new(c)), |(l, _)| l.clone())
+            })
+            .collect();
+        let metrics = match previous {
+            Some(p) => p.metrics.clone(),
+            None => Arc::new(Metrics::new(&config)?),
+        };
+        for pool in &pools {
+            for (i, inst) in pool.instances.iter().enumerate() {
+                metrics
+                    .upstream_up
+                    .with_label_values(&[&pool.name, &inst.name])
+                    .set(pool.health.usable(i) as i64);
+            }
+        }
+        let upstream_metrics = pools
+            .iter()
+            .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
+            .collect();
+        Ok(Gateway {
+            config,
+            table,
+            pools,
+            limits,
+            metrics,
+            upstream_header,
+            upstream_metrics,
+        })
+    }
+
+    /// The metric handles of instance `inst` of pool `pool`.
+    pub(crate) fn upstream_metrics(&self, pool: usize, inst: usize) -> &UpstreamMetrics {
+        self.upstream_metrics[pool][inst].get_or_init(|| {
+            let p = &self.pools[pool];
+            self.metrics.upstream(&p.name, &p.instances[inst].name)
+        })
+    }
+
+    /// Record a change of an instance's health: metrics and a log line.
+    pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
+        let p = &self.pools[pool];
+        let inst = &p.instances[i].name;
+        match change {
+            health::Change::None => return,
+            health::Change::Ejected(t) => {
+                self.metrics
+                    .upstream_ejections
+                    .with_label_values(&[&p.name, inst])
+                    .inc();
+                tracing::warn!(
+                    "pool {}: instance {inst} ejected for {t:?} after failed requests",
+                    p.name
+                );
+            }
+            health::Change::WentDown => tracing::warn!(
+                "pool {}: instance {inst} is down (health checks failing)",
+                p.name
+            ),
+            health::Change::CameUp => {
+                tracing::info!("pool {}: instance {inst} is up again", p.name)
+            }
+        }
+        self.metrics
+            .upstream_up
+            .with_label_values(&[&p.name, inst])
+            .set(p.health.usable(i) as i64);
+    }
+
+    /// The first limit that refuses this request, counting every decision.
+    pub(crate) fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
+        for l in &self.limits {
+            let decision = match l.check(input) {
+                Verdict::NotApplicable => continue,
+                Verdict::Allowed => "allowed",
+                Verdict::DryRunLimited => "dry_run_limited",
+                Verdict::Limited(wait) => {
+                    self.metrics
+                        .rate_limits
+                        .with_label_values(&[&l.name, "limited"])
+                        .inc();
+                    return Some((l, wait));
+                }
+            };
+            self.metrics
+                .rate_limits
+                .with_label_values(&[&l.name, decision])
+                .inc();
+        }
+        None
+    }
+}
