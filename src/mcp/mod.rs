@@ -8,6 +8,8 @@
 //! - [`header`]: header names and the `=?base64?…?=` value encoding.
 //! - [`envelope`]: the one strict parse of a request body (method, id, name/uri, `_meta`,
 //!   MRTR fields), which rejects anything two JSON readers could read differently.
+//! - [`strict`]: the strict JSON walker under the envelope (duplicate and case-folded keys,
+//!   depth), also usable on its own.
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
 
@@ -17,6 +19,7 @@ pub mod error;
 pub mod header;
 pub mod response;
 pub mod scan;
+pub mod strict;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
