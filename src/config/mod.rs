@@ -596,6 +596,10 @@ pub struct Timeouts {
     /// How long an idle upstream connection is kept for reuse.
     #[serde(default = "d_idle", with = "humantime_serde_compat")]
     pub upstream_idle: Duration,
+    /// The longest a client may take to send its whole request body, however it trickles
+    /// (`downstream_read` bounds each single wait); then it gets 408 / -31005.
+    #[serde(default = "d_request_body", with = "humantime_serde_compat")]
+    pub request_body: Duration,
 }
 
 impl Default for Timeouts {
@@ -607,6 +611,7 @@ impl Default for Timeouts {
             downstream_read: d_downstream_read(),
             downstream_write: d_downstream_write(),
             upstream_idle: d_idle(),
+            request_body: d_request_body(),
         }
     }
 }
@@ -652,6 +657,9 @@ fn d_downstream_write() -> Duration {
 }
 fn d_downstream_read() -> Duration {
     Duration::from_secs(10)
+}
+fn d_request_body() -> Duration {
+    Duration::from_secs(30)
 }
 fn d_idle() -> Duration {
     Duration::from_secs(60)
@@ -816,6 +824,18 @@ impl Config {
         }
         let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
         for (i, r) in self.routes.iter().enumerate() {
+            if let Some(v) = r.validation.filter(|v| v.sample < self.validation.sample) {
+                return Err(err(
+                    line_of(text, "sample", &v.sample.to_string()),
+                    format!(
+                        "routes[{i}].validation.sample: {} is below validation.sample {}. A \
+                         client picks its route by what its headers claim, so a route checked \
+                         less often would let a spoofer choose the weaker check; a route may \
+                         only raise the share. Lower validation.sample instead",
+                        v.sample, self.validation.sample
+                    ),
+                ));
+            }
             if !self.pools.contains_key(&r.pool) {
                 return Err(err(line_of(text, "pool", &r.pool), format!(
                     "routes[{i}].pool: no pool named {:?}; defined pools: {}. Add it under pools: or use one of those",
@@ -825,6 +845,16 @@ impl Config {
             }
         }
         if let Some(d) = &self.default_route {
+            if let Some(v) = d.validation.filter(|v| v.sample < self.validation.sample) {
+                return Err(err(
+                    line_of(text, "sample", &v.sample.to_string()),
+                    format!(
+                        "default_route.validation.sample: {} is below validation.sample {}; a \
+                         route may only raise the share of checked requests",
+                        v.sample, self.validation.sample
+                    ),
+                ));
+            }
             if !self.pools.contains_key(&d.pool) {
                 return Err(err(
                     line_of(text, "pool", &d.pool),
@@ -1046,7 +1076,12 @@ fn line_of(text: &str, key: &str, value: &str) -> Option<usize> {
     text.lines()
         .position(|l| {
             let t = l.trim_start().trim_start_matches("- ");
-            let key_ok = key.is_empty() || t.starts_with(&format!("{key}:"));
+            // The key starts the line, or sits inside a flow mapping (`{ sample: 0.1 }`).
+            let key_ok = key.is_empty()
+                || t.starts_with(&format!("{key}:"))
+                || [" ", "{", ","]
+                    .iter()
+                    .any(|p| l.contains(&format!("{p}{key}:")));
             key_ok && (value.is_empty() || l.contains(value))
         })
         .map(|i| i + 1)

@@ -6,12 +6,18 @@
 //! back an [`Admitted`] request: what it claims, and whether the headers already doom it (then
 //! the body is read only to echo its id).
 //!
+//! Header *shapes* that another component could read differently are refused here too (issue
+//! #12): a `Connection` header that would make the hop-by-hop rules delete a checked header, a
+//! name like `Mcp_Name` that frameworks fold into `Mcp-Name`, a second `Origin`, `Host`,
+//! `Content-Length` or `Authorization`, and an HTTP/1.1 request without `Host` (RFC 9112 §3.2).
+//!
 //! It never reads the body and never looks at an upstream; it is a plain function over the
 //! request head and the config, tested without a socket.
 
 use http::request::Parts;
 
 use crate::config::Config;
+use crate::mcp::header;
 use crate::mcp::methods::name_field;
 use crate::mcp::{codes, Claims, Rejection};
 
@@ -74,6 +80,7 @@ pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
             ));
         }
     }
+    shape(req)?;
     let header_bytes: usize = req
         .headers
         .iter()
@@ -119,6 +126,58 @@ pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
     })
 }
 
+/// Refuse header shapes that two readers could read differently.
+fn shape(req: &Parts) -> Result<(), Rejection> {
+    let bad = |reason: &'static str, msg: String| {
+        Err(Rejection::new(400, codes::INVALID_REQUEST, reason, msg))
+    };
+    for name in header::SINGLETONS {
+        if req.headers.get_all(name).iter().nth(1).is_some() {
+            return bad(
+                "duplicate-header",
+                format!("The {name} header is sent more than once; send it once"),
+            );
+        }
+    }
+    if req.version == http::Version::HTTP_11 && !req.headers.contains_key(http::header::HOST) {
+        return bad(
+            "host-missing",
+            "An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2)".into(),
+        );
+    }
+    for v in req.headers.get_all(http::header::CONNECTION) {
+        let listed = String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase();
+        if let Some(name) = listed
+            .split(',')
+            .map(str::trim)
+            .find(|n| header::is_checked(n))
+        {
+            return bad(
+                "connection-lists-checked-header",
+                format!(
+                    "The Connection header lists {name:?}, a header this gateway checks; it would \
+                     be removed before the request is forwarded. List only hop-by-hop headers"
+                ),
+            );
+        }
+    }
+    if let Some(name) = req
+        .headers
+        .keys()
+        .find(|n| header::folds_into_checked(n.as_str()))
+    {
+        return Err(Rejection::header_mismatch(
+            "ambiguous-header-name",
+            format!(
+                "The header {name:?} becomes {:?} for readers that fold '_' into '-'; spell \
+                 MCP headers with dashes",
+                name.as_str().replace('_', "-")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +190,12 @@ mod tests {
         .unwrap()
     }
 
+    /// An HTTP/1.1 request head with `Host: gw` and these headers.
     fn head(method: &str, path: &str, headers: &[(&str, &str)]) -> Parts {
+        head_without_host(method, path, &[&[("host", "gw")], headers].concat())
+    }
+
+    fn head_without_host(method: &str, path: &str, headers: &[(&str, &str)]) -> Parts {
         let mut b = http::Request::builder().method(method).uri(path);
         for (k, v) in headers {
             b = b.header(*k, *v);
@@ -214,5 +278,56 @@ mod tests {
             admit(&head("POST", "/mcp", &h), &config()).unwrap().name,
             None
         );
+    }
+
+    #[test]
+    fn header_shapes_other_readers_merge_are_refused() {
+        let with = |extra: &[(&str, &str)]| refused(head("POST", "/mcp", &[GOOD, extra].concat()));
+        let dup = "duplicate-header";
+        assert_eq!(
+            with(&[
+                ("origin", "http://localhost"),
+                ("origin", "https://evil.example")
+            ])
+            .1,
+            dup
+        );
+        assert_eq!(
+            with(&[("content-length", "2"), ("content-length", "2")]).1,
+            dup
+        );
+        assert_eq!(
+            with(&[("authorization", "Bearer a"), ("authorization", "Bearer b")]).1,
+            dup
+        );
+        assert_eq!(with(&[("host", "other")]).1, dup);
+        assert_eq!(
+            with(&[("connection", "keep-alive, Mcp-Name")]).1,
+            "connection-lists-checked-header"
+        );
+        assert_eq!(
+            with(&[("connection", "content-length")]).1,
+            "connection-lists-checked-header"
+        );
+        assert_eq!(
+            with(&[("mcp_name", "deploy_prod")]),
+            (400, "ambiguous-header-name")
+        );
+        assert_eq!(
+            with(&[("Mcp_Param_Region", "eu")]).1,
+            "ambiguous-header-name"
+        );
+        // HTTP/1.1 without Host.
+        assert_eq!(
+            refused(head_without_host("POST", "/mcp", GOOD)).1,
+            "host-missing"
+        );
+        // What stays allowed: hop-by-hop tokens, other underscores, one of each singleton.
+        let fine = [
+            ("connection", "keep-alive, x-trace"),
+            ("x_api_key", "k"),
+            ("origin", "http://localhost"),
+        ];
+        assert!(admit(&head("POST", "/mcp", &[GOOD, &fine].concat()), &config()).is_ok());
     }
 }

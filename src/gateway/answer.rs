@@ -39,6 +39,16 @@ pub fn body_incomplete(why: impl std::fmt::Display) -> Rejection {
     )
 }
 
+/// The client took longer than `timeouts.request_body` to send its whole body.
+pub fn body_timeout(limit: std::time::Duration) -> Rejection {
+    Rejection::new(
+        408,
+        codes::GATEWAY_REQUEST_INCOMPLETE,
+        "body-timeout",
+        format!("The request body did not arrive within {limit:?} (timeouts.request_body)"),
+    )
+}
+
 /// The answer to a body that is not one usable JSON-RPC request, with its id when read.
 pub fn envelope_rejection(e: EnvelopeError) -> Refusal {
     let rej = e.rejection();

@@ -110,6 +110,29 @@ pub fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
     }
 }
 
+/// Bodies up to this size are read and checked before an upstream is chosen: pingora replays a
+/// pre-read body only from its retry buffer, which holds 64 KiB. Larger (or chunked) bodies are
+/// held chunk by chunk in `request_body_filter` instead, and cut off if they fail the check.
+pub const PREREAD_MAX: usize = 64 * 1024;
+
+/// Whether this request's body can be read before an upstream is chosen.
+pub fn fits_preread(session: &mut Session, content_length: Option<usize>) -> bool {
+    let chunked = session
+        .req_header()
+        .headers
+        .contains_key(http::header::TRANSFER_ENCODING);
+    !chunked && (content_length.is_some_and(|n| n <= PREREAD_MAX) || session.is_body_empty())
+}
+
+/// Read at most `max` bytes of body to find the request id; `None` when the body is longer
+/// (then the rest is not read and the connection closes after the answer).
+pub async fn id_from_prefix(
+    session: &mut Session,
+    max: usize,
+) -> Option<Box<serde_json::value::RawValue>> {
+    read_whole(session, max).await.ok().and_then(|b| id_of(&b))
+}
+
 /// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen.
 pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Rejection> {
     let mut hold = BodyHold::default();

@@ -94,10 +94,9 @@ impl ProxyHttp for Proxy {
         };
         ctx.method = admitted.method;
         ctx.name = admitted.name;
-        if admitted.expects_continue {
-            session.write_continue_response().await?;
-        }
+        ctx.expects_continue = admitted.expects_continue;
         if admitted.doomed {
+            invite_body(session, ctx).await?;
             if let Some(answered) = settle_doomed(session, ctx).await? {
                 return Ok(answered);
             }
@@ -133,14 +132,22 @@ impl ProxyHttp for Proxy {
             }
         }
 
-        // 4. Decide how the body travels: held and checked, or (sampled out) streamed.
+        // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
+        invite_body(session, ctx).await?;
+
+        // 5. Decide how the body travels: read and checked before any upstream is chosen (bodies
+        //    up to 64 KiB), held and checked chunk by chunk, or (sampled out) streamed.
         if matches!(ctx.progress, Progress::Claimed) {
-            ctx.progress = if validate::sampled(route.sample) {
-                Progress::Holding(BodyHold::default())
-            } else {
+            if !validate::sampled(route.sample) {
                 gw.metrics.check_skipped();
-                Progress::Streaming
-            };
+                ctx.progress = Progress::Streaming;
+            } else if inspect::fits_preread(session, admitted.content_length) {
+                if let Some(answered) = preread(session, ctx).await? {
+                    return Ok(answered);
+                }
+            } else {
+                ctx.progress = Progress::Holding(BodyHold::default());
+            }
         }
         Ok(false)
     }
@@ -204,6 +211,10 @@ impl ProxyHttp for Proxy {
                 }
                 Ok(())
             }
+            Progress::Holding(_) if ctx.started.elapsed() > ctx.gw.config.timeouts.request_body => {
+                let rej = answer::body_timeout(ctx.gw.config.timeouts.request_body);
+                Err(cut_off(ctx, rej, None))
+            }
             Progress::Holding(hold) => match hold.feed(body.take(), end_of_stream, limit) {
                 Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
                 // An empty chunk is skipped by pingora; `None` would end the upstream body.
@@ -226,7 +237,12 @@ impl ProxyHttp for Proxy {
                 }
             },
             // Checked before the upstream was chosen: the body passes as it is.
-            _ => Ok(()),
+            _ => {
+                if end_of_stream {
+                    ctx.count_delivery();
+                }
+                Ok(())
+            }
         }
     }
 
@@ -408,8 +424,13 @@ async fn refuse(
     Ok(true)
 }
 
+/// How much body a refusal decided on the headers reads to find the request id.
+const ID_PREFIX_MAX: usize = 4096;
+
 /// Refuse a request decided on its headers, echoing its id: from the envelope when the body was
-/// already read, otherwise after reading the (bounded) body.
+/// already read, otherwise from a small body (at most [`ID_PREFIX_MAX`] bytes are read; a larger
+/// body, or one never invited with `100 Continue`, is answered without its id and the
+/// connection closed).
 async fn refuse_with_id(
     session: &mut Session,
     ctx: &mut RequestCtx,
@@ -417,7 +438,8 @@ async fn refuse_with_id(
 ) -> Result<bool> {
     let id = match &mut ctx.progress {
         Progress::Checked(env) => env.id.take(),
-        _ => match inspect::read_whole(session, ctx.gw.config.limits.max_body_bytes).await {
+        _ if ctx.expects_continue => None,
+        _ => match inspect::read_whole(session, ID_PREFIX_MAX).await {
             Ok(body) => {
                 ctx.body_len = body.len();
                 ctx.progress = Progress::Drained;
@@ -454,6 +476,46 @@ async fn settle_doomed(session: &mut Session, ctx: &mut RequestCtx) -> Result<Op
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
             Ok(None)
+        }
+    }
+}
+
+/// Send `100 Continue` if the client waits for it (once, just before the body is read).
+async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> Result<()> {
+    if std::mem::take(&mut ctx.expects_continue) {
+        session.write_continue_response().await?;
+    }
+    Ok(())
+}
+
+/// Read and check a small body before any upstream is chosen (`None`: it passed; carry on).
+/// A refused request then never reaches an instance at all, whatever its size (an empty body
+/// included), and a slow body holds no upstream connection.
+async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
+    let (limit, deadline) = (
+        gw.config.limits.max_body_bytes,
+        gw.config.timeouts.request_body,
+    );
+    session.enable_retry_buffering();
+    let body = match tokio::time::timeout(deadline, inspect::read_whole(session, limit)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(rej)) => return refuse(session, ctx, rej, None).await.map(Some),
+        Err(_) => {
+            let rej = answer::body_timeout(deadline);
+            return refuse(session, ctx, rej, None).await.map(Some);
+        }
+    };
+    ctx.body_len = body.len();
+    let headers = &session.req_header().headers;
+    match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
+        Ok(env) => {
+            ctx.progress = Progress::Checked(env);
+            Ok(None)
+        }
+        Err((rej, id)) => {
+            ctx.progress = Progress::Drained;
+            refuse(session, ctx, rej, id).await.map(Some)
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct RequestCtx {
     pub route: Option<RouteRef>,
     pub pool: usize,
     pub progress: Progress,
+    /// The client waits for `100 Continue` that has not been sent yet.
+    pub expects_continue: bool,
     /// Bytes of request body seen.
     pub body_len: usize,
     pub instance: Option<usize>,
@@ -93,6 +95,7 @@ impl RequestCtx {
             route: None,
             pool: 0,
             progress: Progress::Claimed,
+            expects_continue: false,
             body_len: 0,
             instance: None,
             tried: Tried::default(),

@@ -22,6 +22,34 @@ pub const SESSION_ID: &str = "mcp-session-id";
 /// The response header the gateway adds to name the instance that served a request.
 pub const DEFAULT_UPSTREAM_HEADER: &str = "x-mcp-edge-upstream";
 
+/// Headers besides the MCP ones whose value decides what a request is or where it goes. A
+/// gateway must see them exactly as the upstream will: never removed as hop-by-hop, never sent
+/// twice, never spelled so that another reader could take a different header for them.
+pub const FRAMING_AND_POLICY: [&str; 6] = [
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "host",
+    "origin",
+    "authorization",
+];
+
+/// Headers that may appear at most once on a request: a second copy is read differently by
+/// different components (the first, the last, or both joined).
+pub const SINGLETONS: [&str; 4] = ["content-length", "host", "origin", "authorization"];
+
+/// Whether `name` (lower case) is a header the gateway checks or routes on: any `mcp-*` header,
+/// or one of [`FRAMING_AND_POLICY`].
+pub fn is_checked(name: &str) -> bool {
+    name.starts_with("mcp-") || FRAMING_AND_POLICY.contains(&name)
+}
+
+/// Whether a header name with underscores becomes a checked header when a framework folds `_`
+/// into `-` (CGI-style readers, some Python and PHP servers): `Mcp_Name` → `mcp-name`.
+pub fn folds_into_checked(name: &str) -> bool {
+    name.contains('_') && is_checked(&name.to_ascii_lowercase().replace('_', "-"))
+}
+
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
 
