@@ -32,6 +32,7 @@ pub mod balance;
 pub mod forward;
 pub mod health;
 pub mod inspect;
+pub mod labels;
 pub mod limit;
 pub mod observe;
 pub mod request;

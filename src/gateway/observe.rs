@@ -10,87 +10,14 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use std::collections::HashSet;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::gateway::route::Pattern;
-use crate::mcp::codes;
 
-/// The label for names past the bound, and for unknown methods.
-pub const OTHER: &str = "_other";
-
-/// Methods of revision 2026-07-28 (and the Tasks extension) that get their own label value.
-const KNOWN_METHODS: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "tasks/list",
-    "notifications/cancelled",
-    "initialize",
-    "ping",
-];
-
-/// A bounded `method` label value.
-pub fn method_label(m: Option<&str>) -> &'static str {
-    METHOD_LABELS[method_index(m)]
-}
-
-/// [`KNOWN_METHODS`], then `_other`, then the empty label (no method).
-const METHOD_LABELS: [&str; KNOWN_METHODS.len() + 2] = {
-    let mut all = [""; KNOWN_METHODS.len() + 2];
-    let mut i = 0;
-    while i < KNOWN_METHODS.len() {
-        all[i] = KNOWN_METHODS[i];
-        i += 1;
-    }
-    all[KNOWN_METHODS.len()] = OTHER;
-    all
-};
-
-/// The index of a method's label in [`METHOD_LABELS`].
-fn method_index(m: Option<&str>) -> usize {
-    match m {
-        None => KNOWN_METHODS.len() + 1,
-        Some(m) => KNOWN_METHODS
-            .iter()
-            .position(|k| *k == m)
-            .unwrap_or(KNOWN_METHODS.len()),
-    }
-}
-
-/// A bounded `code` label value.
-pub fn code_label(code: Option<i32>) -> &'static str {
-    match code {
-        None => "",
-        Some(codes::PARSE_ERROR) => "-32700",
-        Some(codes::INVALID_REQUEST) => "-32600",
-        Some(codes::METHOD_NOT_FOUND) => "-32601",
-        Some(codes::INVALID_PARAMS) => "-32602",
-        Some(codes::INTERNAL_ERROR) => "-32603",
-        Some(codes::HEADER_MISMATCH) => "-32020",
-        Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY) => "-32021",
-        Some(codes::UNSUPPORTED_PROTOCOL_VERSION) => "-32022",
-        Some(codes::GATEWAY_RATE_LIMITED) => "-31001",
-        Some(codes::GATEWAY_BODY_TOO_LARGE) => "-31002",
-        Some(codes::GATEWAY_UPSTREAM_UNAVAILABLE) => "-31003",
-        Some(codes::GATEWAY_UPSTREAM_TIMEOUT) => "-31004",
-        Some(codes::GATEWAY_REQUEST_INCOMPLETE) => "-31005",
-        Some(codes::GATEWAY_UPSTREAM_FAILED) => "-31006",
-        Some(_) => OTHER,
-    }
-}
+pub use super::labels::{code_label, method_label, NameLabels, OTHER};
+use super::labels::{method_index, METHOD_LABELS};
 
 fn status_class(status: u16) -> &'static str {
     match status {
@@ -100,57 +27,6 @@ fn status_class(status: u16) -> &'static str {
         400..=499 => "4xx",
         500..=599 => "5xx",
         _ => "none",
-    }
-}
-
-/// Bounded `name` label values: the config's names, then the first `limit` others seen.
-pub struct NameLabels {
-    fixed: HashSet<Arc<str>>,
-    seen: RwLock<HashSet<Arc<str>>>,
-    limit: usize,
-    other: Arc<str>,
-    empty: Arc<str>,
-}
-
-impl NameLabels {
-    pub fn new(fixed: impl IntoIterator<Item = String>, limit: usize) -> Self {
-        NameLabels {
-            fixed: fixed.into_iter().map(Arc::from).collect(),
-            seen: RwLock::new(HashSet::new()),
-            limit,
-            other: Arc::from(OTHER),
-            empty: Arc::from(""),
-        }
-    }
-
-    pub fn label(&self, name: Option<&str>) -> Arc<str> {
-        let Some(name) = name else {
-            return self.empty.clone();
-        };
-        if let Some(n) = self.fixed.get(name) {
-            return n.clone();
-        }
-        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = seen.get(name) {
-            return n.clone();
-        }
-        let full = seen.len() >= self.limit;
-        drop(seen);
-        if full {
-            return self.other.clone();
-        }
-        let mut seen = self.seen.write().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= self.limit {
-            return self.other.clone();
-        }
-        let n: Arc<str> = Arc::from(name);
-        seen.insert(n.clone());
-        n
-    }
-
-    /// Distinct values handed out besides `_other` and the config's names.
-    pub fn seen_count(&self) -> usize {
-        self.seen.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
 
@@ -179,6 +55,15 @@ impl<T> Lazy<T> {
     }
 }
 
+/// The `kind` values of `upstream_errors_total`.
+pub const UPSTREAM_ERROR_KINDS: [&str; 5] = [
+    "connect",
+    "upstream-unavailable",
+    "upstream-timeout",
+    "upstream-failed",
+    "request-incomplete",
+];
+
 /// Every metric the gateway exports.
 pub struct Metrics {
     pub registry: Registry,
@@ -203,7 +88,7 @@ pub struct Metrics {
     body_bytes: [Lazy<(Histogram, Histogram)>; METHOD_LABELS.len()],
 }
 
-fn exact_names(cfg: &Config) -> Vec<String> {
+pub fn exact_names(cfg: &Config) -> Vec<String> {
     let route_names = cfg.routes.iter().filter_map(|r| r.matcher.name.clone());
     let limit_names = cfg
         .rate_limits
@@ -307,6 +192,22 @@ impl Metrics {
         }
     }
 
+    /// Remove every series of an instance that a reload took out of its pool (so `/metrics` does
+    /// not report instances that are gone, forever).
+    pub fn forget_upstream(&self, pool: &str, instance: &str) {
+        let labels = [pool, instance];
+        let _ = self.upstream_requests.remove_label_values(&labels);
+        let _ = self.upstream_in_flight.remove_label_values(&labels);
+        let _ = self.upstream_duration.remove_label_values(&labels);
+        let _ = self.upstream_up.remove_label_values(&labels);
+        let _ = self.upstream_ejections.remove_label_values(&labels);
+        for kind in UPSTREAM_ERROR_KINDS {
+            let _ = self
+                .upstream_errors
+                .remove_label_values(&[pool, instance, kind]);
+        }
+    }
+
     /// Count a header check that passed (`result="checked"`).
     pub fn check_passed(&self) {
         self.checked
@@ -325,7 +226,7 @@ impl Metrics {
     pub fn record(&self, o: &Outcome) {
         let mi = method_index(o.method);
         let method = METHOD_LABELS[mi];
-        let name = self.names.label(o.name);
+        let name = self.names.label(o.name, o.checked);
         let route = o.route.unwrap_or("");
         let pool = o.pool.unwrap_or("");
         self.requests
@@ -428,39 +329,4 @@ pub fn access_log(o: &Outcome) {
         bytes_out = o.bytes_out,
         duration_ms = o.duration.as_secs_f64() * 1000.0,
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn name_labels_are_bounded() {
-        let n = NameLabels::new(vec!["fixed".to_string()], 3);
-        assert_eq!(&*n.label(Some("fixed")), "fixed");
-        for i in 0..10 {
-            let l = n.label(Some(&format!("t{i}")));
-            assert_eq!(
-                &*l,
-                if i < 3 {
-                    format!("t{i}")
-                } else {
-                    OTHER.to_string()
-                }
-            );
-        }
-        assert_eq!(
-            &*n.label(Some("t1")),
-            "t1",
-            "names seen early keep their label"
-        );
-        assert_eq!(n.seen_count(), 3);
-        assert_eq!(&*n.label(None), "");
-    }
-
-    #[test]
-    fn method_labels_are_bounded() {
-        assert_eq!(method_label(Some("tools/call")), "tools/call");
-        assert_eq!(method_label(Some("evil/123")), OTHER);
-    }
 }

@@ -69,7 +69,20 @@ impl Gateway {
             })
             .collect();
         let metrics = match previous {
-            Some(p) => p.metrics.clone(),
+            Some(p) => {
+                p.metrics
+                    .names
+                    .set_fixed(super::observe::exact_names(&config));
+                for old in &p.pools {
+                    let kept = pools.iter().find(|n| n.name == old.name);
+                    for inst in &old.instances {
+                        if !kept.is_some_and(|k| k.instances.iter().any(|i| i.name == inst.name)) {
+                            p.metrics.forget_upstream(&old.name, &inst.name);
+                        }
+                    }
+                }
+                p.metrics.clone()
+            }
             None => Arc::new(Metrics::new(&config)?),
         };
         for pool in &pools {

@@ -143,6 +143,16 @@ pub fn check_request(
     let method = env.method.as_deref().unwrap_or_default();
     let body_version = env.protocol_version.as_deref();
 
+    // 0. A 2025-era client (`initialize`, no version header) learns which versions are served
+    //    (a modern-only server SHOULD list them in whatever error it answers initialize with).
+    if method == "initialize" && matches!(claims.protocol_version, Claim::Absent) {
+        let requested = env.legacy_version.as_deref().unwrap_or("");
+        return Err(Rejection::unsupported_version(
+            policy.supported(),
+            requested,
+        ));
+    }
+
     // 1. Protocol version header against the body.
     match &claims.protocol_version {
         Claim::Invalid(p) => return Err(problem(PV, "protocol-version-invalid", *p)),
@@ -433,6 +443,23 @@ mod tests {
             run(&[("mcp-method", "notifications/other")], &n, GW),
             Err((400, codes::HEADER_MISMATCH, "mcp-method-mismatch"))
         );
+    }
+
+    #[test]
+    fn a_2025_initialize_learns_the_supported_versions() {
+        let e = body(
+            "initialize",
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}"#,
+        );
+        let h = headers(&[]);
+        let r = check_request(&Claims::read(&h), &e, GW).unwrap_err();
+        assert_eq!(
+            (r.status, r.code),
+            (400, codes::UNSUPPORTED_PROTOCOL_VERSION)
+        );
+        let data = r.data.unwrap();
+        assert_eq!(data["supported"], serde_json::json!(["2026-07-28"]));
+        assert_eq!(data["requested"], "2025-11-25");
     }
 
     #[test]

@@ -41,6 +41,7 @@ const PARAMS_MEMBERS: &[&str] = &[
     "inputResponses",
     "cursor",
     "taskId",
+    "protocolVersion",
 ];
 const META_MEMBERS: &[&str] = &[
     meta::PROTOCOL_VERSION,
@@ -70,6 +71,8 @@ pub struct Envelope {
     pub has_request_state: bool,
     /// `params.inputResponses` is present.
     pub has_input_responses: bool,
+    /// `params.protocolVersion` when it is a string: what a 2025-era `initialize` asks for.
+    pub legacy_version: Option<String>,
 }
 
 impl Envelope {
@@ -145,6 +148,7 @@ impl PartialEq for Envelope {
             && self.has_client_capabilities == o.has_client_capabilities
             && self.has_request_state == o.has_request_state
             && self.has_input_responses == o.has_input_responses
+            && self.legacy_version == o.legacy_version
     }
 }
 
@@ -293,6 +297,12 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                         st: &mut *st,
                         depth,
                         level: Level::Meta,
+                    })?
+                }
+                (Level::Params, "protocolVersion") => {
+                    st.env.legacy_version = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
                     })?
                 }
                 (Level::Params, "requestState") => {

@@ -5,35 +5,57 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
+/// Declares each code with its metric label in one line, so that a new code cannot exist
+/// without a label (it would otherwise count as `_other`).
+macro_rules! declare_codes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal, $label:literal;)*) => {
+        $($(#[$doc])* pub const $name: i32 = $value;)*
+
+        /// Every code this project sends, with its metric label.
+        pub const ALL: &[(i32, &str)] = &[$(($value, $label)),*];
+
+        /// The metric label of a code this project sends (`None` for foreign codes).
+        pub fn label(code: i32) -> Option<&'static str> {
+            match code {
+                $($value => Some($label),)*
+                _ => None,
+            }
+        }
+    };
+}
+
 /// JSON-RPC and MCP error codes.
 ///
 /// `-32020..=-32099` is reserved by the spec: only the codes it defines may be sent.
 /// Gateway-defined codes live outside `-32768..=-32000` (digest §3.3).
 pub mod codes {
-    pub const PARSE_ERROR: i32 = -32700;
-    pub const INVALID_REQUEST: i32 = -32600;
-    pub const METHOD_NOT_FOUND: i32 = -32601;
-    pub const INVALID_PARAMS: i32 = -32602;
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// Headers disagree with the body, or a required header is missing or malformed.
-    pub const HEADER_MISMATCH: i32 = -32020;
-    /// The request needs a client capability it did not declare.
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
-    /// Header and body agree on a protocol version the server does not implement.
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
-
-    /// Gateway: a rate limit was exceeded.
-    pub const GATEWAY_RATE_LIMITED: i32 = -31001;
-    /// Gateway: the request body is larger than the configured limit.
-    pub const GATEWAY_BODY_TOO_LARGE: i32 = -31002;
-    /// Gateway: no upstream instance could be reached.
-    pub const GATEWAY_UPSTREAM_UNAVAILABLE: i32 = -31003;
-    /// Gateway: the upstream did not answer in time.
-    pub const GATEWAY_UPSTREAM_TIMEOUT: i32 = -31004;
-    /// Gateway: the request did not arrive in time or was cut off.
-    pub const GATEWAY_REQUEST_INCOMPLETE: i32 = -31005;
-    /// Gateway: the upstream failed after the request was delivered; it is not re-sent.
-    pub const GATEWAY_UPSTREAM_FAILED: i32 = -31006;
+    declare_codes! {
+        PARSE_ERROR = -32700, "-32700";
+        INVALID_REQUEST = -32600, "-32600";
+        METHOD_NOT_FOUND = -32601, "-32601";
+        INVALID_PARAMS = -32602, "-32602";
+        INTERNAL_ERROR = -32603, "-32603";
+        /// Headers disagree with the body, or a required header is missing or malformed.
+        HEADER_MISMATCH = -32020, "-32020";
+        /// The request needs a client capability it did not declare.
+        MISSING_REQUIRED_CLIENT_CAPABILITY = -32021, "-32021";
+        /// Header and body agree on a protocol version the server does not implement.
+        UNSUPPORTED_PROTOCOL_VERSION = -32022, "-32022";
+        /// Gateway: a rate limit was exceeded.
+        GATEWAY_RATE_LIMITED = -31001, "-31001";
+        /// Gateway: the request body is larger than the configured limit.
+        GATEWAY_BODY_TOO_LARGE = -31002, "-31002";
+        /// Gateway: no upstream instance could be reached.
+        GATEWAY_UPSTREAM_UNAVAILABLE = -31003, "-31003";
+        /// Gateway: the upstream did not answer in time.
+        GATEWAY_UPSTREAM_TIMEOUT = -31004, "-31004";
+        /// Gateway: the request did not arrive in time or was cut off.
+        GATEWAY_REQUEST_INCOMPLETE = -31005, "-31005";
+        /// Gateway: the upstream failed after the request was delivered; it is not re-sent.
+        GATEWAY_UPSTREAM_FAILED = -31006, "-31006";
+        /// Gateway: over capacity (bodies held across all connections); retry later.
+        GATEWAY_OVERLOADED = -31007, "-31007";
+    }
 }
 
 /// Serialize a JSON-RPC error response. `id` is the raw JSON of the request id when it could be
@@ -132,6 +154,21 @@ impl Rejection {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_code_has_its_own_label_and_gateway_codes_stay_out_of_the_reserved_range() {
+        use super::codes;
+        for (code, label) in codes::ALL {
+            assert_eq!(codes::label(*code), Some(*label));
+            assert_eq!(label.parse::<i32>().unwrap(), *code);
+            if label.starts_with("-31") {
+                assert!(!(-32768..=-32000).contains(code));
+            }
+        }
+        let mut labels: Vec<_> = codes::ALL.iter().map(|(_, l)| l).collect();
+        labels.dedup();
+        assert_eq!(labels.len(), codes::ALL.len());
+    }
+
     use super::*;
 
     #[test]

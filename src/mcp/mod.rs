@@ -61,6 +61,29 @@ pub mod methods {
     pub const ELICITATION_CREATE: &str = "elicitation/create";
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     pub const ROOTS_LIST: &str = "roots/list";
+    pub const INITIALIZE: &str = "initialize";
+
+    /// Client methods a gateway may see: revision 2026-07-28, the Tasks extension, and the
+    /// 2025-era ones old clients still send. Metrics give each its own label value.
+    pub const KNOWN: &[&str] = &[
+        DISCOVER,
+        TOOLS_LIST,
+        TOOLS_CALL,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        RESOURCES_READ,
+        COMPLETION_COMPLETE,
+        SUBSCRIPTIONS_LISTEN,
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "tasks/list",
+        "notifications/cancelled",
+        INITIALIZE,
+        "ping",
+    ];
 
     /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
     pub fn name_field(method: &str) -> Option<NameField> {
