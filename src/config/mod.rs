@@ -68,6 +68,14 @@ pub struct Config {
     /// Which browser origins may call the gateway (DNS-rebinding protection, spec §Security).
     #[serde(default)]
     pub origins: OriginsConfig,
+    /// How often instance host names are resolved again (a Kubernetes Service or DNS change
+    /// then needs no restart); `0s` resolves only at start and on reload.
+    #[serde(default = "d_dns_refresh", with = "humantime_serde_compat")]
+    pub dns_refresh: Duration,
+}
+
+fn d_dns_refresh() -> Duration {
+    Duration::from_secs(30)
 }
 
 /// A request that carries `Origin` must name an allowed one, or it gets 403. Requests without
@@ -114,6 +122,10 @@ pub struct ShutdownConfig {
     /// After the grace period, how long the runtime gets to wind down before it is cut.
     #[serde(default = "d_wind_down", with = "humantime_serde_compat")]
     pub wind_down: Duration,
+    /// The Unix socket the listeners are handed over on in a zero-downtime upgrade (default:
+    /// in a directory private to this user, see `gateway::server::upgrade_socket`).
+    #[serde(default)]
+    pub upgrade_socket: Option<std::path::PathBuf>,
 }
 
 impl Default for ShutdownConfig {
@@ -121,6 +133,7 @@ impl Default for ShutdownConfig {
         ShutdownConfig {
             grace_period: d_grace(),
             wind_down: d_wind_down(),
+            upgrade_socket: None,
         }
     }
 }
@@ -563,12 +576,21 @@ pub struct Limits {
     /// Largest total size of the request headers (bytes); larger ones get 431.
     #[serde(default = "default_max_header")]
     pub max_header_bytes: usize,
+    /// Request bodies held in memory across all connections at once (bytes): past it, new bodies
+    /// get 503 / -31007 with `Retry-After` instead of exhausting memory with slow uploads.
+    #[serde(default = "default_max_held")]
+    pub max_held_bytes: usize,
+}
+
+fn default_max_held() -> usize {
+    256 * 1024 * 1024
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: default_max_body(),
+            max_held_bytes: default_max_held(),
             max_header_bytes: default_max_header(),
         }
     }
@@ -596,6 +618,9 @@ pub struct Timeouts {
     /// How long an idle upstream connection is kept for reuse.
     #[serde(default = "d_idle", with = "humantime_serde_compat")]
     pub upstream_idle: Duration,
+    /// How long an idle client keep-alive connection is kept open between requests.
+    #[serde(default = "d_client_idle", with = "humantime_serde_compat")]
+    pub client_idle: Duration,
     /// The longest a client may take to send its whole request body, however it trickles
     /// (`downstream_read` bounds each single wait); then it gets 408 / -31005.
     #[serde(default = "d_request_body", with = "humantime_serde_compat")]
@@ -612,6 +637,7 @@ impl Default for Timeouts {
             downstream_write: d_downstream_write(),
             upstream_idle: d_idle(),
             request_body: d_request_body(),
+            client_idle: d_client_idle(),
         }
     }
 }
@@ -657,6 +683,9 @@ fn d_downstream_write() -> Duration {
 }
 fn d_downstream_read() -> Duration {
     Duration::from_secs(10)
+}
+fn d_client_idle() -> Duration {
+    Duration::from_secs(60)
 }
 fn d_request_body() -> Duration {
     Duration::from_secs(30)
@@ -815,6 +844,16 @@ impl Config {
                         "pools.{name}.instances: {inst:?} is not a host:port that resolves (write e.g. 127.0.0.1:7001 or backend:7001)"
                     )));
                 }
+            }
+            let h = &pool.health;
+            if h.check != HealthCheckKind::Off && (h.interval.is_zero() || h.timeout.is_zero()) {
+                return Err(err(
+                    line_of(text, "interval", "0"),
+                    format!(
+                        "pools.{name}.health: interval and timeout must be above 0s (0s would \
+                         probe without pause); use e.g. `interval: 2s`, or `check: off`"
+                    ),
+                ));
             }
             if pool.hash_key.is_some() && pool.balance != Balance::Hash {
                 return Err(err(line_of(text, "hash_key", ""), format!(

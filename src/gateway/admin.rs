@@ -44,7 +44,7 @@ impl ServeHttp for AdminApp {
                 }
             }
             "/metrics" => text(200, "text/plain; version=0.0.4", gw.metrics.render()),
-            "/-/reload" if post => match self.live.reload_from_file() {
+            "/-/reload" if post => match self.live.reload_in_background().await {
                 Ok(()) => text(200, "text/plain", "reloaded\n".into()),
                 Err(e) => {
                     let msg = format!("reload refused, the previous config keeps serving: {e}\n");

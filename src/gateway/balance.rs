@@ -98,6 +98,11 @@ impl Pool {
         })
     }
 
+    /// The resolved address of each instance, in order.
+    pub fn addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.instances.iter().map(|i| i.addr)
+    }
+
     /// The index of the instance to send a request to; `name` is the decoded `Mcp-Name`.
     pub fn pick(&self, name: Option<&str>, headers: &http::HeaderMap) -> Option<usize> {
         self.pick_excluding(name, headers, Tried::default())

@@ -6,6 +6,7 @@
 
 use bytes::{Bytes, BytesMut};
 use pingora::proxy::Session;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::mcp::envelope::{self, Envelope};
 use crate::mcp::Rejection;
@@ -131,6 +132,67 @@ pub async fn id_from_prefix(
     max: usize,
 ) -> Option<Box<serde_json::value::RawValue>> {
     read_whole(session, max).await.ok().and_then(|b| id_of(&b))
+}
+
+/// Bytes of request bodies held by all requests of this process (see `limits.max_held_bytes`).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Body bytes one request holds against the process-wide budget; released when dropped.
+#[derive(Debug, Default)]
+pub struct Held(usize);
+
+impl Held {
+    /// Count `n` more bytes, unless the process would then hold more than `budget`.
+    pub fn reserve(&mut self, n: usize, budget: usize) -> Result<(), Rejection> {
+        let before = HELD.fetch_add(n, Ordering::Relaxed);
+        if before + n > budget {
+            HELD.fetch_sub(n, Ordering::Relaxed);
+            return Err(over_budget(budget));
+        }
+        self.0 += n;
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Bytes held by all requests right now.
+pub fn held_bytes() -> usize {
+    HELD.load(Ordering::Relaxed)
+}
+
+fn over_budget(budget: usize) -> Rejection {
+    Rejection::new(
+        503,
+        crate::mcp::codes::GATEWAY_OVERLOADED,
+        "body-budget",
+        format!("The gateway holds {budget} bytes of request bodies already (limits.max_held_bytes); retry shortly"),
+    )
+}
+
+/// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen, counting
+/// it against the process-wide budget in `held` (`budget`).
+pub async fn read_whole_held(
+    session: &mut Session,
+    limit: usize,
+    held: &mut Held,
+    budget: usize,
+) -> Result<Bytes, Rejection> {
+    let mut hold = BodyHold::default();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => {
+                held.reserve(chunk.len(), budget)?;
+                hold.push(chunk, limit).map_err(|t| too_large(t.limit))?
+            }
+            Ok(None) => return Ok(hold.take()),
+            Err(e) => return Err(body_incomplete(e)),
+        }
+    }
 }
 
 /// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen.

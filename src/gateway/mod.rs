@@ -29,6 +29,7 @@ pub mod admin;
 pub mod admission;
 pub mod answer;
 pub mod balance;
+pub mod dns;
 pub mod forward;
 pub mod health;
 pub mod inspect;
@@ -87,6 +88,7 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
         session.set_write_timeout(Some(gw.config.timeouts.downstream_write));
+        keep_alive_policy(session, &gw);
 
         // 1. Admit: what the head alone decides.
         let admitted = match admission::admit(session.req_header(), &gw.config) {
@@ -197,9 +199,9 @@ impl ProxyHttp for Proxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let limit = ctx.gw.config.limits.max_body_bytes;
         match &mut ctx.progress {
             Progress::Streaming => {
+                let limit = ctx.gw.config.limits.max_body_bytes;
                 // Header-only fast path: stream through, bounded.
                 ctx.body_len += body.as_ref().map_or(0, Bytes::len);
                 if ctx.body_len > limit {
@@ -212,31 +214,7 @@ impl ProxyHttp for Proxy {
                 }
                 Ok(())
             }
-            Progress::Holding(_) if ctx.started.elapsed() > ctx.gw.config.timeouts.request_body => {
-                let rej = answer::body_timeout(ctx.gw.config.timeouts.request_body);
-                Err(cut_off(ctx, rej, None))
-            }
-            Progress::Holding(hold) => match hold.feed(body.take(), end_of_stream, limit) {
-                Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
-                // An empty chunk is skipped by pingora; `None` would end the upstream body.
-                Ok(None) => {
-                    *body = Some(Bytes::new());
-                    Ok(())
-                }
-                Ok(Some(full)) => {
-                    ctx.body_len = full.len();
-                    let headers = &session.req_header().headers;
-                    match inspect::inspect_and_validate(&ctx.gw.metrics, headers, &full) {
-                        Ok(env) => {
-                            ctx.progress = Progress::Checked(env);
-                            *body = Some(full);
-                            ctx.count_delivery();
-                            Ok(())
-                        }
-                        Err((rej, id)) => Err(cut_off(ctx, rej, id)),
-                    }
-                }
-            },
+            Progress::Holding(_) => hold_chunk(session, body, end_of_stream, ctx),
             // Checked before the upstream was chosen: the body passes as it is.
             _ => {
                 if end_of_stream {
@@ -481,6 +459,20 @@ async fn settle_doomed(session: &mut Session, ctx: &mut RequestCtx) -> Result<Op
     }
 }
 
+/// Client connections: an idle keep-alive connection closes after `timeouts.client_idle`
+/// (pingora keeps HTTP/1.1 connections forever by default), and pipelined HTTP/1.1 requests are
+/// served in order (without this, pingora answers the first with `Connection: keep-alive`,
+/// then closes and drops the second).
+fn keep_alive_policy(session: &mut Session, gw: &Gateway) {
+    if session.get_keepalive() == Some(0) {
+        let idle = gw.config.timeouts.client_idle.as_secs().max(1);
+        session.set_keepalive(Some(idle));
+    }
+    if let pingora::protocols::http::ServerSession::H1(h1) = session.as_downstream_mut() {
+        h1.set_pipelining_enabled(true);
+    }
+}
+
 /// Send `100 Continue` if the client waits for it (once, just before the body is read).
 async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> Result<()> {
     if std::mem::take(&mut ctx.expects_continue) {
@@ -499,7 +491,9 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
         gw.config.timeouts.request_body,
     );
     session.enable_retry_buffering();
-    let body = match tokio::time::timeout(deadline, inspect::read_whole(session, limit)).await {
+    let budget = gw.config.limits.max_held_bytes;
+    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
+    let body = match tokio::time::timeout(deadline, read).await {
         Ok(Ok(body)) => body,
         Ok(Err(rej)) => return refuse(session, ctx, rej, None).await.map(Some),
         Err(_) => {
@@ -517,6 +511,52 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
         Err((rej, id)) => {
             ctx.progress = Progress::Drained;
             refuse(session, ctx, rej, id).await.map(Some)
+        }
+    }
+}
+
+/// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the
+/// process-wide budget) and, at the end of the stream, check the whole body and release it.
+fn hold_chunk(
+    session: &Session,
+    body: &mut Option<Bytes>,
+    end_of_stream: bool,
+    ctx: &mut RequestCtx,
+) -> Result<()> {
+    let limits = &ctx.gw.config.limits;
+    let (limit, budget) = (limits.max_body_bytes, limits.max_held_bytes);
+    let deadline = ctx.gw.config.timeouts.request_body;
+    if ctx.started.elapsed() > deadline {
+        return Err(cut_off(ctx, answer::body_timeout(deadline), None));
+    }
+    if let Err(rej) = ctx
+        .held
+        .reserve(body.as_ref().map_or(0, Bytes::len), budget)
+    {
+        return Err(cut_off(ctx, rej, None));
+    }
+    let Progress::Holding(hold) = &mut ctx.progress else {
+        return Ok(());
+    };
+    match hold.feed(body.take(), end_of_stream, limit) {
+        Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
+        // An empty chunk is skipped by pingora; `None` would end the upstream body.
+        Ok(None) => {
+            *body = Some(Bytes::new());
+            Ok(())
+        }
+        Ok(Some(full)) => {
+            ctx.body_len = full.len();
+            let headers = &session.req_header().headers;
+            match inspect::inspect_and_validate(&ctx.gw.metrics, headers, &full) {
+                Ok(env) => {
+                    ctx.progress = Progress::Checked(env);
+                    *body = Some(full);
+                    ctx.count_delivery();
+                    Ok(())
+                }
+                Err((rej, id)) => Err(cut_off(ctx, rej, id)),
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 //!    └──────► Drained | Abandoned     (answered by the gateway before any upstream)
 //! ```
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,6 +56,15 @@ impl Progress {
     }
 }
 
+/// Requests of this process in progress (from their head to the end of their response), so that
+/// a draining process can stop as soon as the last one finished.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many requests this process is serving right now.
+pub fn in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Relaxed)
+}
+
 /// Per-request state.
 pub struct RequestCtx {
     /// The gateway (config, routes, pools, limits) this request started on; a reload swaps in
@@ -72,6 +82,8 @@ pub struct RequestCtx {
     pub expects_continue: bool,
     /// Bytes of request body seen.
     pub body_len: usize,
+    /// Body bytes this request holds against `limits.max_held_bytes`.
+    pub held: super::inspect::Held,
     pub instance: Option<usize>,
     /// Instances this request was sent to (connect failures are retried elsewhere).
     pub tried: Tried,
@@ -87,6 +99,7 @@ pub struct RequestCtx {
 
 impl RequestCtx {
     pub fn new(gw: Arc<Gateway>) -> Self {
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
         RequestCtx {
             gw,
             started: Instant::now(),
@@ -97,6 +110,7 @@ impl RequestCtx {
             progress: Progress::Claimed,
             expects_continue: false,
             body_len: 0,
+            held: Default::default(),
             instance: None,
             tried: Tried::default(),
             upstream_since: None,
@@ -127,5 +141,11 @@ impl RequestCtx {
         if let (Some(idx), Some(_)) = (self.instance, self.upstream_since.take()) {
             self.gw.upstream_metrics(self.pool, idx).in_flight.dec();
         }
+    }
+}
+
+impl Drop for RequestCtx {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -27,6 +27,9 @@ pub struct Live {
     current: ArcSwap<Gateway>,
     /// The file a reload reads, when the gateway was started from one.
     source: Option<PathBuf>,
+    /// One reload at a time: SIGHUP, `POST /-/reload` and a DNS refresh never interleave, so
+    /// the file read last is the one that wins.
+    reloading: std::sync::Mutex<()>,
 }
 
 impl Live {
@@ -34,7 +37,17 @@ impl Live {
         Live {
             current: ArcSwap::from_pointee(gateway),
             source,
+            reloading: std::sync::Mutex::new(()),
         }
+    }
+
+    /// Reload from the file on a blocking thread (file reads and DNS must not stall the
+    /// runtime that serves `/healthz`, `/metrics` and requests).
+    pub async fn reload_in_background(self: &Arc<Self>) -> Result<(), String> {
+        let live = self.clone();
+        tokio::task::spawn_blocking(move || live.reload_from_file())
+            .await
+            .unwrap_or_else(|e| Err(format!("reload task failed: {e}")))
     }
 
     /// The gateway new requests use.
@@ -44,6 +57,11 @@ impl Live {
 
     /// Apply a new config: build the new gateway (carrying state over), then swap it in.
     pub fn replace(&self, config: Config) -> anyhow::Result<()> {
+        let _one = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
+        self.replace_locked(config)
+    }
+
+    fn replace_locked(&self, config: Config) -> anyhow::Result<()> {
         let old = self.load();
         let (a, b) = (&old.config, &config);
         if a.listen.mcp != b.listen.mcp
@@ -65,9 +83,10 @@ impl Live {
                 "this gateway was not started from a config file; nothing to reload".into(),
             );
         };
+        let _one = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         let result = Config::load(path)
             .map_err(|e| e.to_string())
-            .and_then(|c| self.replace(c).map_err(|e| format!("{e:#}")));
+            .and_then(|c| self.replace_locked(c).map_err(|e| format!("{e:#}")));
         match &result {
             Ok(()) => tracing::info!("reloaded {}", path.display()),
             Err(e) => tracing::error!("reload refused, the previous config keeps serving: {e}"),
@@ -154,7 +173,7 @@ impl BackgroundService for ReloadOnSighup {
                     if got.is_none() {
                         return;
                     }
-                    let _ = self.live.reload_from_file();
+                    let _ = self.live.reload_in_background().await;
                 }
             }
         }
@@ -174,9 +193,45 @@ pub struct StartOptions {
 }
 
 /// The socket an old and a new gateway process hand the listeners over on: one per MCP port,
-/// so gateways on different ports of one machine never meet.
+/// so gateways on different ports of one machine never meet. It lives in a directory only this
+/// user can enter (`$XDG_RUNTIME_DIR`, else `/tmp/mcp-edge-<uid>`, created mode 0700): in a
+/// shared `/tmp`, another local user could bind the path first and be handed the listeners.
+/// `shutdown.upgrade_socket` sets the path instead.
 pub fn upgrade_socket(config: &Config) -> String {
-    format!("/tmp/mcp-edge-{}.upgrade.sock", config.listen.mcp.port())
+    if let Some(p) = &config.shutdown.upgrade_socket {
+        return p.display().to_string();
+    }
+    let dir = private_runtime_dir();
+    format!(
+        "{}/mcp-edge-{}.upgrade.sock",
+        dir.display(),
+        config.listen.mcp.port()
+    )
+}
+
+/// A directory for runtime files that only the current user can use.
+fn private_runtime_dir() -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        if d.is_dir() {
+            return d;
+        }
+    }
+    // The owner of /proc/self is this process's user (no unsafe getuid call needed).
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+    let dir = PathBuf::from(format!("/tmp/mcp-edge-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0 => dir,
+        _ => {
+            tracing::error!(
+                "{} is not a private directory of this user; set shutdown.upgrade_socket to a \
+                 path only this user can write",
+                dir.display()
+            );
+            dir
+        }
+    }
 }
 
 /// Builds the pingora server for a config: the MCP proxy, the admin listener, health checks.
@@ -239,6 +294,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         "health checks",
         HealthChecks { live: live.clone() },
     ));
+    server.add_service(pingora::services::background::background_service(
+        "dns refresh",
+        super::dns::DnsRefresh { live: live.clone() },
+    ));
     if sighup {
         server.add_service(pingora::services::background::background_service(
             "reload",
@@ -260,8 +319,45 @@ pub fn serve(config: Config, source: PathBuf, upgrade: bool) -> anyhow::Result<(
         upgrade,
     };
     let (server, _live) = build_server(config, opts)?;
-    server.run(RunArgs::default());
+    server.run(RunArgs {
+        shutdown_signal: Box::new(StopWhenDrained),
+    });
     Ok(())
+}
+
+/// pingora's signals (SIGTERM drains, SIGINT stops, SIGQUIT hands over), except that a draining
+/// process exits as soon as no request is in flight instead of sleeping out the whole
+/// `shutdown.grace_period` (which stays the upper bound).
+struct StopWhenDrained;
+
+#[async_trait]
+impl ShutdownSignalWatch for StopWhenDrained {
+    async fn recv(&self) -> ShutdownSignal {
+        let signal = pingora::server::UnixShutdownSignalWatch.recv().await;
+        if matches!(
+            signal,
+            ShutdownSignal::GracefulTerminate | ShutdownSignal::GracefulUpgrade
+        ) {
+            std::thread::spawn(exit_when_drained);
+        }
+        signal
+    }
+}
+
+/// Exit once no request has been in flight for a few consecutive looks (the listeners close
+/// as soon as the signal is returned; a connection accepted just before gets its request read).
+fn exit_when_drained() {
+    let mut idle = 0;
+    while idle < 5 {
+        std::thread::sleep(Duration::from_millis(50));
+        idle = if super::request::in_flight() == 0 {
+            idle + 1
+        } else {
+            0
+        };
+    }
+    tracing::info!("drained: no request in flight; exiting");
+    std::process::exit(0);
 }
 
 /// A shutdown trigger for an embedded gateway; `graceful` drains like SIGTERM.

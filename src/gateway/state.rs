@@ -39,6 +39,7 @@ impl Gateway {
         let mut pools = Vec::with_capacity(table.pools.len());
         for name in &table.pools {
             let cfg = &config.pools[name];
+            let mut pool = Pool::build(name, cfg, None)?;
             let kept = previous.and_then(|p| {
                 let old = p.pools.iter().find(|o| &o.name == name)?;
                 let same = p.config.pools.get(name).is_some_and(|c| {
@@ -46,9 +47,14 @@ impl Gateway {
                         && c.health == cfg.health
                         && c.ejection == cfg.ejection
                 });
-                same.then(|| old.health.clone())
+                // Health belongs to an address: a name that now resolves elsewhere starts fresh.
+                let same_addrs = old.addrs().eq(pool.addrs());
+                (same && same_addrs).then(|| old.health.clone())
             });
-            pools.push(Pool::build(name, cfg, kept)?);
+            if let Some(health) = kept {
+                pool.health = health;
+            }
+            pools.push(pool);
         }
         let upstream_header = config
             .upstream_header
