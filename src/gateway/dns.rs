@@ -56,7 +56,7 @@ impl BackgroundService for DnsRefresh {
 }
 
 /// Resolve again and rebuild the gateway if an address changed.
-fn refresh(live: &Live) {
+pub fn refresh(live: &Live) {
     let gw = live.load();
     let changed = changes(&gw);
     if changed.is_empty() {

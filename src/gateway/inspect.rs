@@ -7,6 +7,7 @@
 use bytes::{Bytes, BytesMut};
 use pingora::proxy::Session;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::mcp::envelope::{self, Envelope};
 use crate::mcp::Rejection;
@@ -134,35 +135,39 @@ pub async fn id_from_prefix(
     read_whole(session, max).await.ok().and_then(|b| id_of(&b))
 }
 
-/// Bytes of request bodies held by all requests of this process (see `limits.max_held_bytes`).
-static HELD: AtomicUsize = AtomicUsize::new(0);
-
-/// Body bytes one request holds against the process-wide budget; released when dropped.
+/// Body bytes one request holds against its gateway's budget (`limits.max_held_bytes`, counted
+/// in [`super::Gateway::held`], which a reload carries over); released when dropped.
 #[derive(Debug, Default)]
-pub struct Held(usize);
+pub struct Held {
+    counter: Option<Arc<AtomicUsize>>,
+    bytes: usize,
+}
 
 impl Held {
-    /// Count `n` more bytes, unless the process would then hold more than `budget`.
-    pub fn reserve(&mut self, n: usize, budget: usize) -> Result<(), Rejection> {
-        let before = HELD.fetch_add(n, Ordering::Relaxed);
+    /// Count `n` more bytes, unless all requests would then hold more than `budget`.
+    pub fn reserve(
+        &mut self,
+        counter: &Arc<AtomicUsize>,
+        n: usize,
+        budget: usize,
+    ) -> Result<(), Rejection> {
+        let before = counter.fetch_add(n, Ordering::Relaxed);
         if before + n > budget {
-            HELD.fetch_sub(n, Ordering::Relaxed);
+            counter.fetch_sub(n, Ordering::Relaxed);
             return Err(over_budget(budget));
         }
-        self.0 += n;
+        self.counter.get_or_insert_with(|| counter.clone());
+        self.bytes += n;
         Ok(())
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        HELD.fetch_sub(self.0, Ordering::Relaxed);
+        if let Some(c) = &self.counter {
+            c.fetch_sub(self.bytes, Ordering::Relaxed);
+        }
     }
-}
-
-/// Bytes held by all requests right now.
-pub fn held_bytes() -> usize {
-    HELD.load(Ordering::Relaxed)
 }
 
 fn over_budget(budget: usize) -> Rejection {
@@ -180,13 +185,13 @@ pub async fn read_whole_held(
     session: &mut Session,
     limit: usize,
     held: &mut Held,
-    budget: usize,
+    (counter, budget): (&Arc<AtomicUsize>, usize),
 ) -> Result<Bytes, Rejection> {
     let mut hold = BodyHold::default();
     loop {
         match session.read_request_body().await {
             Ok(Some(chunk)) => {
-                held.reserve(chunk.len(), budget)?;
+                held.reserve(counter, chunk.len(), budget)?;
                 hold.push(chunk, limit).map_err(|t| too_large(t.limit))?
             }
             Ok(None) => return Ok(hold.take()),

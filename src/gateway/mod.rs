@@ -384,9 +384,7 @@ async fn refuse(
     rej: Rejection,
     id: Option<Box<RawValue>>,
 ) -> Result<bool> {
-    if rej.status == 405 {
-        ctx.extra_headers.push(("allow", "POST".to_string()));
-    }
+    retry_hint(ctx, &rej);
     if !ctx.progress.body_read() {
         // The rest of the body is not worth draining: close the connection after answering.
         ctx.progress = Progress::Abandoned;
@@ -473,6 +471,17 @@ fn keep_alive_policy(session: &mut Session, gw: &Gateway) {
     }
 }
 
+/// Headers an answer's status calls for: `Allow` on 405, `Retry-After` on 503.
+fn retry_hint(ctx: &mut RequestCtx, rej: &Rejection) {
+    match rej.status {
+        405 => ctx.extra_headers.push(("allow", "POST".to_string())),
+        503 if !ctx.extra_headers.iter().any(|(k, _)| *k == "retry-after") => {
+            ctx.extra_headers.push(("retry-after", "1".to_string()))
+        }
+        _ => {}
+    }
+}
+
 /// Send `100 Continue` if the client waits for it (once, just before the body is read).
 async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> Result<()> {
     if std::mem::take(&mut ctx.expects_continue) {
@@ -491,7 +500,7 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
         gw.config.timeouts.request_body,
     );
     session.enable_retry_buffering();
-    let budget = gw.config.limits.max_held_bytes;
+    let budget = (&gw.held, gw.config.limits.max_held_bytes);
     let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
     let body = match tokio::time::timeout(deadline, read).await {
         Ok(Ok(body)) => body,
@@ -516,7 +525,7 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
 }
 
 /// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the
-/// process-wide budget) and, at the end of the stream, check the whole body and release it.
+/// gateway's body budget) and, at the end of the stream, check the whole body and release it.
 fn hold_chunk(
     session: &Session,
     body: &mut Option<Bytes>,
@@ -529,10 +538,8 @@ fn hold_chunk(
     if ctx.started.elapsed() > deadline {
         return Err(cut_off(ctx, answer::body_timeout(deadline), None));
     }
-    if let Err(rej) = ctx
-        .held
-        .reserve(body.as_ref().map_or(0, Bytes::len), budget)
-    {
+    let n = body.as_ref().map_or(0, Bytes::len);
+    if let Err(rej) = ctx.held.reserve(&ctx.gw.held, n, budget) {
         return Err(cut_off(ctx, rej, None));
     }
     let Progress::Holding(hold) = &mut ctx.progress else {
@@ -564,6 +571,7 @@ fn hold_chunk(
 /// Record the gateway's refusal of a request whose upstream request is under way, and the error
 /// that cuts the upstream request off before its body is complete.
 fn cut_off(ctx: &mut RequestCtx, rej: Rejection, id: Option<Box<RawValue>>) -> Box<Error> {
+    retry_hint(ctx, &rej);
     ctx.progress = match id {
         // The id was read, so was the whole body.
         Some(_) => Progress::Drained,

@@ -6,6 +6,7 @@
 //! instances and checks did not change. A request keeps the `Arc<Gateway>` it started on, so a
 //! reload never changes the rules under a request in flight.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ pub struct Gateway {
     pub limits: Vec<Arc<Limit>>,
     pub metrics: Arc<Metrics>,
     pub(crate) upstream_header: Option<http::HeaderName>,
+    /// Request body bytes held by this gateway's requests (all generations since start: a
+    /// reload carries the counter over), against `limits.max_held_bytes`.
+    pub held: Arc<AtomicUsize>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
 }
@@ -103,7 +107,9 @@ impl Gateway {
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
             .collect();
+        let held = previous.map_or_else(Default::default, |p| p.held.clone());
         Ok(Gateway {
+            held,
             config,
             table,
             pools,
