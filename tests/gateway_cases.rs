@@ -1,5 +1,5 @@
-//! The gateway conformance cases of the digest (§11.A), table-driven, against a running
-//! gateway in front of recording upstreams on loopback.
+//! The gateway conformance cases of the digest (§11.A) against a running gateway in front of
+//! recording upstreams on loopback: one test per case, named after its id (`cargo test g14`).
 
 mod common;
 mod support;
@@ -23,387 +23,225 @@ fn weather(version: &str) -> String {
     )
 }
 
-struct Case {
-    id: &'static str,
-    headers: Vec<(&'static str, &'static str)>,
-    body: String,
-    status: u16,
-    /// The JSON-RPC error code the gateway must answer with (None: forwarded).
-    code: Option<i64>,
-}
-
-fn case(
-    id: &'static str,
-    headers: &[(&'static str, &'static str)],
-    body: impl Into<String>,
-    status: u16,
-    code: Option<i64>,
-) -> Case {
-    Case {
-        id,
-        headers: headers.to_vec(),
-        body: body.into(),
+/// One case: send it through a fresh gateway and check the answer (and, for refusals, that no
+/// upstream received it: a following good request is the only one that arrives).
+fn check(id: &str, headers: &[(&str, &str)], body: String, status: u16, code: Option<i64>) {
+    let up = Upstreams::start(2);
+    let gw = simple_gateway(&up, "");
+    let r = post(gw.mcp_addr, headers, &body);
+    assert_eq!(
+        r.status,
         status,
-        code,
+        "{id}: {:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    match code {
+        Some(code) => {
+            assert_eq!(r.error_code(), code, "{id}: {}", r.json());
+            assert_eq!(r.header("content-type"), Some("application/json"), "{id}");
+            assert!(
+                r.header("x-mcp-edge-upstream").is_none(),
+                "{id}: gateway answers name no instance"
+            );
+            let sent: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if let Some(want) = sent.get("id").filter(|_| code != -32700) {
+                if !body.contains("\"name\":\"evil\"") && !body.starts_with('[') {
+                    assert_eq!(&r.json()["id"], want, "{id}: the id is echoed");
+                }
+            }
+            let message = r.json()["error"]["message"].as_str().map(str::len);
+            assert!(message.is_some_and(|n| n > 10), "{id}");
+            let next = post(
+                gw.mcp_addr,
+                &[PV, CALL, WEATHER],
+                &weather("2026-07-28").replace("w-1", "w-next"),
+            );
+            assert_eq!(next.status, 200, "{id}: the following good request");
+            let got = up.received();
+            assert_eq!(
+                got.len(),
+                1,
+                "{id}: a refused request must not reach an upstream"
+            );
+            assert!(
+                String::from_utf8_lossy(&got[0].body).contains("w-next"),
+                "{id}"
+            );
+        }
+        None => {
+            let got = up.received();
+            assert_eq!(got.len(), 1, "{id}: forwarded once");
+            let got = &got[0];
+            assert_eq!(&got.body[..], body.as_bytes(), "{id}: body byte-identical");
+            assert_eq!(
+                r.header("x-upstream-says"),
+                Some("hello"),
+                "{id}: upstream headers pass"
+            );
+            assert_eq!(
+                r.header("x-mcp-edge-upstream"),
+                Some(up.addrs[got.instance].to_string().as_str()),
+                "{id}"
+            );
+            assert!(r.header("mcp-session-id").is_none(), "{id}: never minted");
+            if id.starts_with("g33") {
+                assert_eq!(got.headers.get("mcp-param-whatever").unwrap(), "x");
+            }
+        }
     }
 }
 
-#[test]
-fn gateway_cases_g1_to_g38() {
-    let up = Upstreams::start(2);
-    let gw = simple_gateway(&up, "");
-    let w = weather("2026-07-28");
-    let read = |uri: &str| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{{"uri":"{uri}",{}}}}}"#,
-            meta("2026-07-28")
-        )
-    };
-    let prompt = format!(
+const MISMATCH: Option<i64> = Some(-32020);
+
+fn w() -> String {
+    weather("2026-07-28")
+}
+fn read(uri: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{{"uri":"{uri}",{}}}}}"#,
+        meta("2026-07-28")
+    )
+}
+fn prompt() -> String {
+    format!(
         r#"{{"jsonrpc":"2.0","id":10,"method":"prompts/get","params":{{"name":"greet",{}}}}}"#,
         meta("2026-07-28")
-    );
-    let meteo = format!(
+    )
+}
+fn meteo() -> String {
+    format!(
         r#"{{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{{"name":"météo",{}}}}}"#,
         meta("2026-07-28")
-    );
-    let list = format!(
+    )
+}
+fn list() -> String {
+    format!(
         r#"{{"jsonrpc":"2.0","id":12,"method":"tools/list","params":{{{}}}}}"#,
         meta("2026-07-28")
-    );
-    let legacy =
-        r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"get_weather"}}"#;
-    let deep = format!(
+    )
+}
+fn legacy() -> String {
+    r#"{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"get_weather"}}"#.into()
+}
+fn deep() -> String {
+    format!(
         r#"{{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{{"name":"get_weather","arguments":{{"x":{}1{}}},{}}}}}"#,
         "[".repeat(100),
         "]".repeat(100),
         meta("2026-07-28")
-    );
-    const M: Option<i64> = Some(-32020);
-    let cases = vec![
-        case(
-            "G1 good tools/call is forwarded",
-            &[PV, CALL, WEATHER],
-            w.clone(),
-            200,
-            None,
-        ),
-        case("G2 no Mcp-Method", &[PV, WEATHER], w.clone(), 400, M),
-        case(
-            "G3 Mcp-Method disagrees",
-            &[PV, ("Mcp-Method", "prompts/get"), WEATHER],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G4 values are case-sensitive",
-            &[PV, ("Mcp-Method", "TOOLS/CALL"), WEATHER],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G5 lowercase header name",
-            &[PV, ("mcp-method", "tools/call"), WEATHER],
-            w.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G5 uppercase header name",
-            &[PV, ("MCP-METHOD", "tools/call"), WEATHER],
-            w.clone(),
-            200,
-            None,
-        ),
-        case("G6 no Mcp-Name", &[PV, CALL], w.clone(), 400, M),
-        case(
-            "G7 Mcp-Name disagrees",
-            &[PV, CALL, ("Mcp-Name", "get_forecast")],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G8 whitespace is trimmed",
-            &[PV, CALL, ("Mcp-Name", "   get_weather   ")],
-            w.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G9 resources/read uri mismatch",
-            &[
+    )
+}
+
+/// One test per case, named after the digest's case id (`cargo test g14` runs G14).
+macro_rules! cases {
+    ($($(#[$doc:meta])* $name:ident: $headers:expr, $body:expr => $status:expr, $code:expr;)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            fn $name() {
+                check(stringify!($name), $headers, String::from($body), $status, $code);
+            }
+        )*
+    };
+}
+
+cases! {
+    /// G1 good tools/call is forwarded
+    g1_good_tools_call_is_forwarded: &[PV, CALL, WEATHER], w() => 200, None;
+    /// G2 no Mcp-Method
+    g2_no_mcp_method: &[PV, WEATHER], w() => 400, MISMATCH;
+    /// G3 Mcp-Method disagrees
+    g3_mcp_method_disagrees: &[PV, ("Mcp-Method", "prompts/get"), WEATHER], w() => 400, MISMATCH;
+    /// G4 values are case-sensitive
+    g4_values_are_case_sensitive: &[PV, ("Mcp-Method", "TOOLS/CALL"), WEATHER], w() => 400, MISMATCH;
+    /// G5 lowercase header name
+    g5_lowercase_header_name: &[PV, ("mcp-method", "tools/call"), WEATHER], w() => 200, None;
+    /// G5 uppercase header name
+    g5_uppercase_header_name: &[PV, ("MCP-METHOD", "tools/call"), WEATHER], w() => 200, None;
+    /// G6 no Mcp-Name
+    g6_no_mcp_name: &[PV, CALL], w() => 400, MISMATCH;
+    /// G7 Mcp-Name disagrees
+    g7_mcp_name_disagrees: &[PV, CALL, ("Mcp-Name", "get_forecast")], w() => 400, MISMATCH;
+    /// G8 whitespace is trimmed
+    g8_whitespace_is_trimmed: &[PV, CALL, ("Mcp-Name", "   get_weather   ")], w() => 200, None;
+    /// G9 resources/read uri mismatch
+    g9_resources_read_uri_mismatch: &[
                 PV,
                 ("Mcp-Method", "resources/read"),
                 ("Mcp-Name", "file:///a.txt"),
-            ],
-            read("file:///b.txt"),
-            400,
-            M,
-        ),
-        case(
-            "G9 resources/read uri match",
-            &[
+            ], read("file:///b.txt") => 400, MISMATCH;
+    /// G9 resources/read uri match
+    g9_resources_read_uri_match: &[
                 PV,
                 ("Mcp-Method", "resources/read"),
                 ("Mcp-Name", "file:///a.txt"),
-            ],
-            read("file:///a.txt"),
-            200,
-            None,
-        ),
-        case(
-            "G10 prompts/get match",
-            &[PV, ("Mcp-Method", "prompts/get"), ("Mcp-Name", "greet")],
-            prompt.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G10 prompts/get mismatch",
-            &[PV, ("Mcp-Method", "prompts/get"), ("Mcp-Name", "other")],
-            prompt,
-            400,
-            M,
-        ),
-        case(
-            "G11 base64 name",
-            &[PV, CALL, ("Mcp-Name", "=?base64?bcOpdMOpbw==?=")],
-            meteo.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G12 bad base64 padding",
-            &[PV, CALL, ("Mcp-Name", "=?base64?bcOpdMOpbw?=")],
-            meteo.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G12 bad base64 alphabet",
-            &[PV, CALL, ("Mcp-Name", "=?base64?bc!!?=")],
-            meteo,
-            400,
-            M,
-        ),
-        case(
-            "G13 uppercase sentinel is a literal",
-            &[PV, CALL, ("Mcp-Name", "=?BASE64?Z2V0X3dlYXRoZXI=?=")],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G14 no MCP-Protocol-Version",
-            &[CALL, WEATHER],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "G15 version header vs body",
-            &[PV, CALL, WEATHER],
-            weather("2025-11-25"),
-            400,
-            M,
-        ),
-        case(
-            "G16 legacy version header",
-            &[("MCP-Protocol-Version", "2025-06-18"), CALL, WEATHER],
-            legacy,
-            400,
-            Some(-32022),
-        ),
-        case(
-            "G16 no version header, no meta",
-            &[CALL, WEATHER],
-            legacy,
-            400,
-            M,
-        ),
-        case(
-            "G17 batch",
-            &[PV, CALL, WEATHER],
-            format!("[{w}]"),
-            400,
-            Some(-32600),
-        ),
-        case(
-            "G18 response object",
-            &[PV, CALL, WEATHER],
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-            400,
-            Some(-32600),
-        ),
-        case(
-            "G19 invalid JSON",
-            &[PV, CALL, WEATHER],
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call""#,
-            400,
-            Some(-32700),
-        ),
-        case(
-            "G21 session id and Last-Event-ID are ignored",
-            &[
+            ], read("file:///a.txt") => 200, None;
+    /// G10 prompts/get match
+    g10_prompts_get_match: &[PV, ("Mcp-Method", "prompts/get"), ("Mcp-Name", "greet")], prompt() => 200, None;
+    /// G10 prompts/get mismatch
+    g10_prompts_get_mismatch: &[PV, ("Mcp-Method", "prompts/get"), ("Mcp-Name", "other")], prompt() => 400, MISMATCH;
+    /// G11 base64 name
+    g11_base64_name: &[PV, CALL, ("Mcp-Name", "=?base64?bcOpdMOpbw==?=")], meteo() => 200, None;
+    /// G12 bad base64 padding
+    g12_bad_base64_padding: &[PV, CALL, ("Mcp-Name", "=?base64?bcOpdMOpbw?=")], meteo() => 400, MISMATCH;
+    /// G12 bad base64 alphabet
+    g12_bad_base64_alphabet: &[PV, CALL, ("Mcp-Name", "=?base64?bc!!?=")], meteo() => 400, MISMATCH;
+    /// G13 uppercase sentinel is a literal
+    g13_uppercase_sentinel_is_a_literal: &[PV, CALL, ("Mcp-Name", "=?BASE64?Z2V0X3dlYXRoZXI=?=")], w() => 400, MISMATCH;
+    /// G14 no MCP-Protocol-Version
+    g14_no_mcp_protocol_version: &[CALL, WEATHER], w() => 400, MISMATCH;
+    /// G15 version header vs body
+    g15_version_header_vs_body: &[PV, CALL, WEATHER], weather("2025-11-25") => 400, MISMATCH;
+    /// G16 legacy version header
+    g16_legacy_version_header: &[("MCP-Protocol-Version", "2025-06-18"), CALL, WEATHER], legacy() => 400, Some(-32022);
+    /// G16 no version header, no meta
+    g16_no_version_header_no_meta: &[CALL, WEATHER], legacy() => 400, MISMATCH;
+    /// G17 batch
+    g17_batch: &[PV, CALL, WEATHER], format!("[{}]", w()) => 400, Some(-32600);
+    /// G18 response object
+    g18_response_object: &[PV, CALL, WEATHER], r#"{"jsonrpc":"2.0","id":1,"result":{}}"# => 400, Some(-32600);
+    /// G19 invalid JSON
+    g19_invalid_json: &[PV, CALL, WEATHER], r#"{"jsonrpc":"2.0","id":1,"method":"tools/call""# => 400, Some(-32700);
+    /// G21 session id and Last-Event-ID are ignored
+    g21_session_id_and_last_event_id_are_ignored: &[
                 PV,
                 CALL,
                 WEATHER,
                 ("Mcp-Session-Id", "abc"),
                 ("Last-Event-ID", "7"),
-            ],
-            w.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G33 unknown Mcp-Param header passes",
-            &[PV, CALL, WEATHER, ("Mcp-Param-Whatever", "x")],
-            w.clone(),
-            200,
-            None,
-        ),
-        case(
-            "G38 Mcp-Name on tools/list is ignored",
-            &[PV, ("Mcp-Method", "tools/list"), ("Mcp-Name", "nonsense")],
-            list,
-            200,
-            None,
-        ),
-        case(
-            "duplicate keys",
-            &[PV, CALL, WEATHER],
-            w.replacen(
+            ], w() => 200, None;
+    /// G33 unknown Mcp-Param header passes
+    g33_unknown_mcp_param_header_passes: &[PV, CALL, WEATHER, ("Mcp-Param-Whatever", "x")], w() => 200, None;
+    /// G38 Mcp-Name on tools/list is ignored
+    g38_mcp_name_on_tools_list_is_ignored: &[PV, ("Mcp-Method", "tools/list"), ("Mcp-Name", "nonsense")], list() => 200, None;
+    /// duplicate keys
+    strict_duplicate_keys: &[PV, CALL, WEATHER], w().replacen(
                 r#""name":"get_weather""#,
                 r#""name":"get_weather","name":"evil""#,
                 1,
-            ),
-            400,
-            Some(-32600),
-        ),
-        case(
-            "escaped key reads as the upstream reads it",
-            &[PV, CALL, WEATHER],
-            w.replacen(r#""method""#, r#""\u006dethod""#, 1),
-            200,
-            None,
-        ),
-        case(
-            "escaped key cannot smuggle a second method",
-            &[PV, CALL, WEATHER],
-            w.replacen(
+            ) => 400, Some(-32600);
+    /// escaped key reads as the upstream reads it
+    strict_escaped_key_reads_as_the_upstream_reads_it: &[PV, CALL, WEATHER], w().replacen(r#""method""#, r#""\u006dethod""#, 1) => 200, None;
+    /// escaped key cannot smuggle a second method
+    strict_escaped_key_cannot_smuggle_a_second_method: &[PV, CALL, WEATHER], w().replacen(
                 r#""method":"tools/call""#,
                 r#""method":"tools/call","\u006dethod":"prompts/get""#,
                 1,
-            ),
-            400,
-            Some(-32600),
-        ),
-        case(
-            "duplicated Mcp-Method header",
-            &[PV, CALL, CALL, WEATHER],
-            w.clone(),
-            400,
-            M,
-        ),
-        case(
-            "deep nesting",
-            &[PV, CALL, WEATHER],
-            deep,
-            400,
-            Some(-32600),
-        ),
-        case(
-            "meta missing",
-            &[PV, CALL, WEATHER],
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather"}}"#,
-            400,
-            Some(-32602),
-        ),
-    ];
-    for c in cases {
-        let before = up.count();
-        let r = post(gw.mcp_addr, &c.headers, &c.body);
-        assert_eq!(
-            r.status,
-            c.status,
-            "{}: {:?}",
-            c.id,
-            String::from_utf8_lossy(&r.body)
-        );
-        match c.code {
-            Some(code) => {
-                assert_eq!(r.error_code(), code, "{}: {}", c.id, r.json());
-                assert_eq!(
-                    r.header("content-type"),
-                    Some("application/json"),
-                    "{}",
-                    c.id
-                );
-                assert!(
-                    r.header("x-mcp-edge-upstream").is_none(),
-                    "{}: gateway answers name no instance",
-                    c.id
-                );
-                let body: serde_json::Value = serde_json::from_str(&c.body).unwrap_or_default();
-                if let Some(id) = body.get("id").filter(|_| code != -32700) {
-                    if !c.body.contains("\"name\":\"evil\"") && !c.body.starts_with('[') {
-                        assert_eq!(&r.json()["id"], id, "{}: the id is echoed", c.id);
-                    }
-                }
-                assert!(
-                    r.json()["error"]["message"]
-                        .as_str()
-                        .is_some_and(|m| m.len() > 10),
-                    "{}",
-                    c.id
-                );
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                assert_eq!(
-                    up.count(),
-                    before,
-                    "{}: a refused request must not reach an upstream",
-                    c.id
-                );
-            }
-            None => {
-                assert_eq!(up.count(), before + 1, "{}: forwarded once", c.id);
-                let got = up.received().pop().unwrap();
-                assert_eq!(
-                    &got.body[..],
-                    c.body.as_bytes(),
-                    "{}: body byte-identical",
-                    c.id
-                );
-                assert_eq!(
-                    r.header("x-upstream-says"),
-                    Some("hello"),
-                    "{}: upstream headers pass",
-                    c.id
-                );
-                assert_eq!(
-                    r.header("x-mcp-edge-upstream"),
-                    Some(up.addrs[got.instance].to_string().as_str()),
-                    "{}",
-                    c.id
-                );
-                assert!(
-                    r.header("mcp-session-id").is_none(),
-                    "{}: never minted",
-                    c.id
-                );
-                if c.id.starts_with("G33") {
-                    assert_eq!(got.headers.get("mcp-param-whatever").unwrap(), "x");
-                }
-            }
-        }
-    }
-    // G19: a parse error has no id.
+            ) => 400, Some(-32600);
+    /// duplicated Mcp-Method header
+    strict_duplicated_mcp_method_header: &[PV, CALL, CALL, WEATHER], w() => 400, MISMATCH;
+    /// deep nesting
+    strict_deep_nesting: &[PV, CALL, WEATHER], deep() => 400, Some(-32600);
+    /// meta missing
+    strict_meta_missing: &[PV, CALL, WEATHER], r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather"}}"# => 400, Some(-32602);
+}
+
+#[test]
+fn g19_a_parse_error_has_no_id_and_non_utf8_is_a_parse_error() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, "");
     let r = post(gw.mcp_addr, &[PV, CALL, WEATHER], "{not json");
     assert!(r.json().get("id").is_none(), "{}", r.json());
-    // Non-UTF-8 body.
     let mut bad = weather("2026-07-28").into_bytes();
     let at = bad.iter().position(|b| *b == b'P').unwrap();
     bad[at] = 0xff;
