@@ -9,11 +9,17 @@
 //! - [`PoolOptions`] / [`Pool`]: the programmatic API used by tests and the demo. A pool binds
 //!   every listener before [`Pool::start`] returns and runs on its own thread and tokio
 //!   runtime, so it can be started from a plain `#[test]` or from inside another runtime.
-//! - [`http`]: the validation ladder and dispatch; [`tools`]: what the server offers;
-//!   [`state`]: the sealed `requestState`.
+//! - [`http`]: the validation ladder; `dispatch`: the answer per method; `mrtr`: tools/call
+//!   and prompts/get rounds; `stream`: SSE answers and listen streams.
+//! - [`tools`]: what the server offers; [`state`]: the sealed `requestState`; [`ledger`]: the
+//!   charge ledger (one-time use of a confirmed state).
 
+mod dispatch;
 pub mod http;
+pub mod ledger;
+mod mrtr;
 pub mod state;
+mod stream;
 pub mod tools;
 
 pub use state::{StateCodec, StateKey, StateKeys};

@@ -21,6 +21,8 @@ use std::fmt;
 use super::error::{codes, Rejection};
 use super::meta;
 
+mod keep;
+
 /// How deep objects and arrays may nest (the envelope itself uses 4 levels).
 pub const MAX_DEPTH: usize = 64;
 
@@ -124,7 +126,25 @@ impl PartialEq for Envelope {
 
 /// Parse a request body. See the module docs for what is refused.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let mut st = State::default();
+    parse_with(body, false).map(|(env, _)| env)
+}
+
+/// [`parse`], also handing out `params` as an object (empty when absent), built during the one
+/// walk: for a server that acts on the body (the reference backend).
+pub fn parse_keeping_params(
+    body: &[u8],
+) -> Result<(Envelope, serde_json::Map<String, serde_json::Value>), EnvelopeError> {
+    parse_with(body, true)
+}
+
+fn parse_with(
+    body: &[u8],
+    keep_params: bool,
+) -> Result<(Envelope, serde_json::Map<String, serde_json::Value>), EnvelopeError> {
+    let mut st = State {
+        keep_params,
+        ..State::default()
+    };
     let mut de = serde_json::Deserializer::from_slice(body);
     let res = Top { st: &mut st }
         .deserialize(&mut de)
@@ -170,7 +190,7 @@ pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
             id: env.id,
         });
     }
-    Ok(env)
+    Ok((env, st.params))
 }
 
 #[derive(Default)]
@@ -180,6 +200,9 @@ struct State {
     has_result_or_error: bool,
     /// Set when the document is JSON but not acceptable; the serde error is then a carrier only.
     invalid: Option<(&'static str, String)>,
+    /// Build `params` into [`State::params`] (see [`parse_keeping_params`]).
+    keep_params: bool,
+    params: serde_json::Map<String, serde_json::Value>,
 }
 
 impl State {
@@ -581,6 +604,17 @@ impl<'de, 's> Visitor<'de> for Top<'s> {
                         );
                     }
                     st.env.id = Some(raw);
+                }
+                "params" if st.keep_params => {
+                    match map.next_value_seed(keep::Build::params(&mut *st))? {
+                        serde_json::Value::Object(m) => {
+                            keep::fill(&mut st.env, &m);
+                            st.params = m;
+                        }
+                        _ => {
+                            return Err(st.fail("bad-params", "\"params\" must be an object".into()))
+                        }
+                    }
                 }
                 "params" => {
                     if !map.next_value_seed(Fields {

@@ -15,6 +15,7 @@ pub mod check;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod mrtr;
 pub mod response;
 pub mod scan;
 
@@ -58,6 +59,16 @@ pub mod methods {
     pub const ELICITATION_CREATE: &str = "elicitation/create";
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     pub const ROOTS_LIST: &str = "roots/list";
+
+    /// Notification methods a server sends (on an SSE response or a listen stream).
+    pub const NOTIFY_PROGRESS: &str = "notifications/progress";
+    pub const NOTIFY_MESSAGE: &str = "notifications/message";
+    pub const NOTIFY_TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+    pub const NOTIFY_PROMPTS_CHANGED: &str = "notifications/prompts/list_changed";
+    pub const NOTIFY_RESOURCES_CHANGED: &str = "notifications/resources/list_changed";
+    pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+    /// Sent by a client.
+    pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
 
     /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
     pub fn name_field(method: &str) -> Option<NameField> {

@@ -1,0 +1,94 @@
+//! Resources (static, templated, and each cart's charge count), resource templates, and the
+//! completion suggestions.
+
+use serde_json::{json, Value};
+
+use super::fixtures::PNG_1X1;
+use super::LIST_TTL_MS;
+use crate::backend::ledger::Ledger;
+
+/// A readable resource: its contents and cache hints.
+pub struct ReadResult {
+    pub contents: Value,
+    pub ttl_ms: u64,
+    pub scope: &'static str,
+}
+
+/// The `resources` array of resources/list.
+pub fn resources_json() -> Value {
+    json!([
+        {"uri": "test://static-text", "name": "static-text", "description": "A static text resource", "mimeType": "text/plain"},
+        {"uri": "test://static-binary", "name": "static-binary", "description": "A static binary resource (PNG)", "mimeType": "image/png"},
+    ])
+}
+
+/// The `resourceTemplates` array of resources/templates/list.
+pub fn templates_json() -> Value {
+    json!([
+        {"uriTemplate": "test://template/{id}/data", "name": "template-data", "description": "Data for an id", "mimeType": "application/json"},
+        {"uriTemplate": "charges://{cart_id}", "name": "charges", "description": "How many times a cart was charged", "mimeType": "application/json"},
+    ])
+}
+
+pub fn read_resource(uri: &str, ledger: &Ledger) -> Option<ReadResult> {
+    let public = |contents| {
+        Some(ReadResult {
+            contents,
+            ttl_ms: LIST_TTL_MS,
+            scope: "public",
+        })
+    };
+    match uri {
+        "test://static-text" => public(
+            json!([{"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}]),
+        ),
+        "test://static-binary" => {
+            public(json!([{"uri": uri, "mimeType": "image/png", "blob": PNG_1X1}]))
+        }
+        _ => {
+            if let Some(id) = uri
+                .strip_prefix("test://template/")
+                .and_then(|r| r.strip_suffix("/data"))
+                .filter(|id| !id.is_empty() && !id.contains('/'))
+            {
+                let body =
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                        .to_string();
+                return public(json!([{"uri": uri, "mimeType": "application/json", "text": body}]));
+            }
+            let cart = uri.strip_prefix("charges://").filter(|c| !c.is_empty())?;
+            let body = json!({"cart_id": cart, "charges": ledger.count(cart)}).to_string();
+            Some(ReadResult {
+                contents: json!([{"uri": uri, "mimeType": "application/json", "text": body}]),
+                ttl_ms: 0,
+                scope: "private",
+            })
+        }
+    }
+}
+
+/// completion/complete: suggestions for prompt arguments and template variables.
+pub fn complete_argument(value: &str) -> Value {
+    let candidates = ["paris", "park", "party", "test", "testValue1", "testValue2"];
+    let values: Vec<&str> = candidates
+        .iter()
+        .copied()
+        .filter(|c| c.starts_with(value))
+        .collect();
+    json!({"values": values, "total": values.len(), "hasMore": false})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources() {
+        let l = Ledger::default();
+        assert!(read_resource("test://nonexistent-resource-for-conformance-testing", &l).is_none());
+        let t = read_resource("test://template/123/data", &l).unwrap();
+        assert!(t.contents[0]["text"].as_str().unwrap().contains("123"));
+        assert!(read_resource("test://template//data", &l).is_none());
+        assert_eq!(read_resource("charges://c9", &l).unwrap().scope, "private");
+    }
+}
