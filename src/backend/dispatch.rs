@@ -10,8 +10,11 @@ use std::sync::Arc;
 
 use super::http::{in_band, reject, Body, Instance};
 use super::mrtr::{mrtr, Flow};
-use super::tools::{self, LIST_TTL_MS};
+use super::state::principal_of;
+use super::tools::{self, TaskSupport, LIST_TTL_MS};
+use crate::mcp::header;
 use crate::mcp::methods::*;
+use crate::mcp::tasks;
 use crate::mcp::{codes, meta, Envelope, Rejection, PROTOCOL_VERSION};
 use ::http::Response;
 
@@ -79,6 +82,7 @@ pub(super) async fn dispatch(
                 sealed: tool.sealed,
                 pinned: tool.pinned,
                 param_headers: tool.param_headers,
+                task: tool.task,
                 run: tool.run,
             };
             mrtr(inst, headers, &params, caps, id, flow).await
@@ -90,8 +94,12 @@ pub(super) async fn dispatch(
             let Some(p) = tools::prompt(name) else {
                 return in_band(id, codes::INVALID_PARAMS, &format!("Unknown prompt {name:?}: prompts/list shows the prompts of this server"), None);
             };
-            let flow = Flow { method: PROMPTS_GET, name, needs: p.needs, sealed: p.sealed, pinned: &[], param_headers: &[], run: p.run };
+            let flow = Flow { method: PROMPTS_GET, name, needs: p.needs, sealed: p.sealed, pinned: &[], param_headers: &[], task: TaskSupport::Forbidden, run: p.run };
             mrtr(inst, headers, &params, caps, id, flow).await
+        }
+        tasks::GET | tasks::UPDATE | tasks::CANCEL => {
+            let principal = principal_of(header::bearer_token(headers));
+            super::tasks::serve::handle(inst, method, env.task_id.as_deref(), &principal, &params, caps, id)
         }
         SUBSCRIPTIONS_LISTEN => super::stream::listen(inst, &params, id),
         _ => reject(
@@ -115,6 +123,7 @@ fn discover_result() -> Value {
             "resources": {"listChanged": true},
             "completions": {},
             "logging": {},
+            "extensions": { tasks::EXTENSION: {} },
         },
         "instructions": "mcp-edge reference backend: stateless MRTR tools (create_repo, deploy, charge, onboard, summarize, list_workspace, echo). Any instance completes any retry.",
         "ttlMs": LIST_TTL_MS,

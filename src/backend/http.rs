@@ -54,6 +54,7 @@ pub enum Change {
 
 /// What the instances of one pool share.
 use super::ledger::Ledger;
+use super::tasks::TaskStore;
 
 pub struct Shared {
     pub codec: StateCodec,
@@ -63,6 +64,8 @@ pub struct Shared {
     /// Allowed `Host` names (without port); `None` = not checked.
     pub hosts: Option<Vec<String>>,
     pub changes: broadcast::Sender<Change>,
+    /// Tasks (Tasks extension) created by the instances of this pool.
+    pub tasks: TaskStore,
     pub shutdown: watch::Receiver<bool>,
     pub body_limit: usize,
 }
@@ -72,15 +75,24 @@ pub struct Instance {
     pub id: String,
     pub shared: Arc<Shared>,
     meta: Value,
+    /// The owner hint in the ids of the tasks this instance creates
+    /// ([`crate::mcp::tasks::owner_hint`] of its advertised address).
+    pub task_hint: String,
 }
 
 impl Instance {
-    pub fn new(id: String, shared: Arc<Shared>) -> Self {
+    /// An instance reachable at `advertise` (`host:port`, as a gateway's pool lists it).
+    pub fn new(id: String, shared: Arc<Shared>, advertise: &str) -> Self {
         let meta = json!({
             meta::SERVER_INFO: {"name": "mcp-edge-backend", "version": env!("CARGO_PKG_VERSION")},
             meta::EDGE_INSTANCE: id,
         });
-        Instance { id, shared, meta }
+        Instance {
+            id,
+            shared,
+            meta,
+            task_hint: crate::mcp::tasks::owner_hint(advertise),
+        }
     }
 }
 

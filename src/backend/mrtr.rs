@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use super::http::{in_band, json_response, reject, Body, Instance};
 use super::state::{principal_of, request_digest, StateCodec, StateError};
-use super::tools::{self, Call, Outcome};
+use super::tasks::serve as tasks;
+use super::tools::{self, Call, Outcome, TaskSupport};
 use crate::mcp::header::{self, Claim};
 use crate::mcp::mrtr::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use crate::mcp::{codes, meta, result_body, result_type, Rejection};
@@ -26,10 +27,11 @@ pub(super) struct Flow<'a> {
     pub(super) sealed: bool,
     pub(super) pinned: &'static [&'static str],
     pub(super) param_headers: &'static [(&'static str, &'static str)],
+    pub(super) task: TaskSupport,
     pub(super) run: fn(&Call) -> Result<Outcome, Outcome>,
 }
 
-fn missing_caps(required: Value) -> Rejection {
+pub(super) fn missing_caps(required: Value) -> Rejection {
     let names: Vec<&str> = required
         .as_object()
         .map(|m| m.keys().map(String::as_str).collect())
@@ -71,6 +73,10 @@ pub(super) async fn mrtr(
             )
         }
     };
+    let with_tasks = tasks::client_has_tasks(caps);
+    if flow.task == TaskSupport::Required && !with_tasks {
+        return reject(&missing_caps(tasks::required()), Some(id));
+    }
     if let Some(required) = tools::missing_capabilities(flow.needs, caps) {
         return reject(&missing_caps(required), Some(id));
     }
@@ -144,6 +150,10 @@ pub(super) async fn mrtr(
         Outcome::Error(code, msg) => in_band(id, code, &msg, None),
         Outcome::NeedCapabilities(required) => reject(&missing_caps(required), Some(id)),
         Outcome::Special(s) => super::stream::special(inst, params, id, s).await,
+        Outcome::Task(job) if with_tasks && flow.task != TaskSupport::Forbidden => {
+            tasks::start(inst, &principal, flow.name, job, id)
+        }
+        Outcome::Task(job) => tasks::inline(inst, flow.name, job, id).await,
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Envelope {
     pub name: Option<String>,
     /// `params.uri` when it is a string.
     pub uri: Option<String>,
+    /// `params.taskId` when it is a string (tasks/* of the Tasks extension).
+    pub task_id: Option<String>,
     /// `params._meta` is present and an object.
     pub has_meta: bool,
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]` when it is a string.
@@ -60,6 +62,7 @@ impl Envelope {
         match name_field(self.method.as_deref()?)? {
             NameField::Name => self.name.as_deref(),
             NameField::Uri => self.uri.as_deref(),
+            NameField::TaskId => self.task_id.as_deref(),
         }
     }
 
@@ -116,6 +119,7 @@ impl PartialEq for Envelope {
             && self.method == o.method
             && self.name == o.name
             && self.uri == o.uri
+            && self.task_id == o.task_id
             && self.has_meta == o.has_meta
             && self.protocol_version == o.protocol_version
             && self.has_client_capabilities == o.has_client_capabilities
@@ -476,6 +480,12 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Params, "uri") => {
                     st.env.uri = map.next_value_seed(MaybeString {
+                        st: &mut *st,
+                        depth,
+                    })?
+                }
+                (Level::Params, "taskId") => {
+                    st.env.task_id = map.next_value_seed(MaybeString {
                         st: &mut *st,
                         depth,
                     })?

@@ -18,6 +18,7 @@ pub mod header;
 pub mod mrtr;
 pub mod response;
 pub mod scan;
+pub mod tasks;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
@@ -72,9 +73,11 @@ pub mod methods {
 
     /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
     pub fn name_field(method: &str) -> Option<NameField> {
+        use super::tasks;
         match method {
             TOOLS_CALL | PROMPTS_GET => Some(NameField::Name),
             RESOURCES_READ => Some(NameField::Uri),
+            tasks::GET | tasks::UPDATE | tasks::CANCEL => Some(NameField::TaskId),
             _ => None,
         }
     }
@@ -86,6 +89,8 @@ pub mod methods {
         Name,
         /// `params.uri` (resources/read)
         Uri,
+        /// `params.taskId` (tasks/get, tasks/update, tasks/cancel of the Tasks extension)
+        TaskId,
     }
 
     impl NameField {
@@ -93,6 +98,7 @@ pub mod methods {
             match self {
                 NameField::Name => "params.name",
                 NameField::Uri => "params.uri",
+                NameField::TaskId => "params.taskId",
             }
         }
     }
@@ -102,4 +108,6 @@ pub mod methods {
 pub mod result_type {
     pub const COMPLETE: &str = "complete";
     pub const INPUT_REQUIRED: &str = "input_required";
+    /// A `CreateTaskResult` (Tasks extension).
+    pub const TASK: &str = "task";
 }

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::answers::*;
-use super::{Call, Outcome, Run, Special, Step, Tool, NO_ARGS};
+use super::{Call, Outcome, Run, Special, Step, TaskSupport, Tool, NO_ARGS};
 use crate::backend::state::StatePayload;
 use crate::mcp::methods::{ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE};
 
@@ -158,6 +158,7 @@ const fn fixture(
         sealed: false,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run,
     }
 }

@@ -11,6 +11,7 @@
 //!   `list_workspace`, plus `echo` and `charge_count`), whose names, keys and texts are a
 //!   contract with the load tester;
 //! - [`fixtures`]: the conformance suite's tools (`test_*`); [`prompts`]: its prompts;
+//! - [`tasked`]: tools that run as tasks (Tasks extension) and the suite's `greet`;
 //! - [`resources`]: resources, templates and completion;
 //! - [`answers`]: reading the client's answers and building input requests.
 
@@ -19,6 +20,7 @@ mod fixtures;
 mod prompts;
 mod resources;
 mod seed;
+mod tasked;
 
 pub use resources::{complete_argument, read_resource, resources_json, templates_json, ReadResult};
 
@@ -27,6 +29,7 @@ use std::sync::OnceLock;
 
 use super::ledger::Ledger;
 use super::state::StatePayload;
+use super::tasks::jobs::Job;
 
 /// Cache hint of the lists and static resources.
 pub const LIST_TTL_MS: u64 = 60_000;
@@ -87,6 +90,29 @@ pub enum Outcome {
     /// 400 / -32021 with this `requiredCapabilities` object.
     NeedCapabilities(Value),
     Special(Special),
+    /// Run this job as a task (Tasks extension); see [`Tool::task`].
+    Task(Job),
+}
+
+/// Whether a tool runs as a task (the suite's `taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never a task.
+    Forbidden,
+    /// A task when the client negotiated the extension; otherwise run inline.
+    Optional,
+    /// Only as a task: -32021 for a client without the extension.
+    Required,
+}
+
+impl TaskSupport {
+    pub fn wire(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 pub(super) type Step = Result<Outcome, Outcome>;
@@ -108,6 +134,8 @@ pub struct Tool {
     pub pinned: &'static [&'static str],
     /// `(argument, header suffix)` pairs mirrored into `Mcp-Param-<suffix>`.
     pub param_headers: &'static [(&'static str, &'static str)],
+    /// Whether it runs as a task.
+    pub task: TaskSupport,
     pub run: Run,
 }
 
@@ -125,7 +153,10 @@ pub struct Prompt {
 pub(super) const NO_ARGS: &str = r#"{"type":"object","properties":{}}"#;
 /// Every tool, in tools/list order: the seed tools, then the conformance fixtures.
 pub fn all_tools() -> impl Iterator<Item = &'static Tool> {
-    seed::TOOLS.iter().chain(fixtures::TOOLS)
+    seed::TOOLS
+        .iter()
+        .chain(fixtures::TOOLS)
+        .chain(tasked::TOOLS)
 }
 
 pub fn tool(name: &str) -> Option<&'static Tool> {
@@ -143,11 +174,15 @@ pub fn tools_json() -> &'static Value {
         Value::Array(
             all_tools()
                 .map(|t| {
-                    json!({
+                    let mut j = json!({
                         "name": t.name,
                         "description": t.description,
                         "inputSchema": serde_json::from_str::<Value>(t.schema).expect("tool schema is JSON"),
-                    })
+                    });
+                    if t.task != TaskSupport::Forbidden {
+                        j["execution"] = json!({ "taskSupport": t.task.wire() });
+                    }
+                    j
                 })
                 .collect(),
         )

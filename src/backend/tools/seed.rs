@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::answers::*;
-use super::{Call, Outcome, Step, Tool, NO_ARGS};
+use super::{Call, Outcome, Step, TaskSupport, Tool, NO_ARGS};
 
 pub(super) static TOOLS: &[Tool] = &[
     Tool {
@@ -16,6 +16,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: false,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: echo,
     },
     Tool {
@@ -26,6 +27,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: create_repo,
     },
     Tool {
@@ -36,6 +38,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &["environment"],
         param_headers: &[("environment", "Environment")],
+        task: TaskSupport::Forbidden,
         run: deploy,
     },
     Tool {
@@ -46,6 +49,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: charge,
     },
     Tool {
@@ -56,6 +60,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: false,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: charge_count,
     },
     Tool {
@@ -66,6 +71,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: onboard,
     },
     Tool {
@@ -76,6 +82,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: summarize,
     },
     Tool {
@@ -86,6 +93,7 @@ pub(super) static TOOLS: &[Tool] = &[
         sealed: true,
         pinned: &[],
         param_headers: &[],
+        task: TaskSupport::Forbidden,
         run: list_workspace,
     },
 ];

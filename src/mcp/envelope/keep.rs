@@ -132,6 +132,7 @@ pub(super) fn fill(env: &mut Envelope, params: &Map<String, Value>) {
     let string = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     env.name = string(params.get("name"));
     env.uri = string(params.get("uri"));
+    env.task_id = string(params.get(crate::mcp::tasks::TASK_ID));
     let meta_obj = params.get("_meta").and_then(Value::as_object);
     env.has_meta = meta_obj.is_some();
     env.protocol_version = string(meta_obj.and_then(|m| m.get(meta::PROTOCOL_VERSION)));
@@ -158,6 +159,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"\ud800"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t-1"}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#,
         ];
         let deep = format!(
