@@ -234,3 +234,64 @@ fn task_ids_carry_the_owner_hint_of_the_advertised_address() {
     .unwrap();
     assert!(format!("{err:#}").contains("--advertise"), "{err:#}");
 }
+
+#[test]
+fn the_principal_can_come_from_a_header_set_by_the_gateway() {
+    let p = Pool::start(PoolOptions {
+        principal_header: Some("x-mcp-edge-subject".into()),
+        ..PoolOptions::local(1)
+    })
+    .unwrap();
+    let a = p.addrs()[0];
+    let with = |subject: &str, bearer: &str, method: &str, id: &str| {
+        let params = json!({"taskId": id, "_meta": meta(tasks_caps())});
+        let auth = format!("Bearer {bearer}");
+        rpc(
+            a,
+            json!(1),
+            method,
+            params,
+            &[
+                ("Mcp-Name", id),
+                ("x-mcp-edge-subject", subject),
+                ("Authorization", &auth),
+            ],
+        )
+    };
+    let params =
+        json!({"name": "slow_compute", "arguments": {"seconds": 60}, "_meta": meta(tasks_caps())});
+    let r = rpc(
+        a,
+        json!(1),
+        "tools/call",
+        params,
+        &[
+            ("x-mcp-edge-subject", "alice@example.com"),
+            ("Authorization", "Bearer t1"),
+        ],
+    )
+    .result();
+    let id = r["taskId"].as_str().unwrap().to_owned();
+    // The same subject with another token is the same caller; another subject with the same
+    // token is not: the header decides, the token does not.
+    assert_eq!(
+        with("alice@example.com", "t2", "tasks/get", &id).result()["status"],
+        "working"
+    );
+    assert_eq!(
+        with("bob@example.com", "t1", "tasks/get", &id).error_code(),
+        -32602
+    );
+    assert_eq!(
+        with("alice@example.com", "t2", "tasks/cancel", &id).result()["resultType"],
+        "complete"
+    );
+    // A bad header name is a start-up error naming the flag.
+    let err = Pool::start(PoolOptions {
+        principal_header: Some("bad header".into()),
+        ..PoolOptions::local(1)
+    })
+    .err()
+    .unwrap();
+    assert!(format!("{err:#}").contains("--principal-header"), "{err:#}");
+}

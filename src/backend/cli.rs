@@ -40,6 +40,20 @@ pub struct BackendArgs {
     /// instance's listen address.
     #[arg(long = "advertise", value_name = "HOST:PORT")]
     pub advertise: Vec<String>,
+    /// Where the charge ledger (one-time use of confirmed charges) lives: `memory` (this
+    /// process only) or `redis://host:port[/db]`, shared by every backend process pointed at
+    /// it, so a replayed confirmation is refused on all of them.
+    #[arg(
+        long,
+        default_value = "memory",
+        value_name = "memory|redis://HOST:PORT"
+    )]
+    pub store: String,
+    /// Take the caller's identity (what requestState and tasks are bound to) from this request
+    /// header, e.g. x-mcp-edge-subject, instead of the bearer token. Only for a backend that
+    /// is reachable through a gateway that verified the caller and sets (overwrites) it.
+    #[arg(long, value_name = "HEADER")]
+    pub principal_header: Option<String>,
     /// How long a task (Tasks extension) stays readable after its creation, e.g. 10m.
     #[arg(long, default_value = "10m", value_parser = crate::config::parse_duration)]
     pub task_ttl: Duration,
@@ -110,6 +124,8 @@ impl BackendArgs {
             allow_hosts: self.allow_host.clone(),
             advertise: self.advertise.clone(),
             task_ttl: self.task_ttl,
+            store: self.store.clone(),
+            principal_header: self.principal_header.clone(),
             ..PoolOptions::local(0)
         })
     }

@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use super::http::{in_band, reject, Body, Instance};
 use super::mrtr::{mrtr, Flow};
-use super::state::principal_of;
 use super::tools::{self, TaskSupport, LIST_TTL_MS};
-use crate::mcp::header;
 use crate::mcp::methods::*;
 use crate::mcp::tasks;
 use crate::mcp::{codes, meta, Envelope, Rejection, PROTOCOL_VERSION};
@@ -50,7 +48,15 @@ pub(super) async fn dispatch(
             let Some(uri) = env.uri.as_deref() else {
                 return in_band(id, codes::INVALID_PARAMS, "params.uri is required (a string)", None);
             };
-            match tools::read_resource(uri, &inst.shared.ledger) {
+            let read = match tools::read_resource(uri) {
+                Some(tools::Read::Ready(r)) => Some(r),
+                Some(tools::Read::Charges(cart)) => match inst.shared.ledger.count(&cart).await {
+                    Ok(n) => Some(tools::charges_result(uri, &cart, n)),
+                    Err(msg) => return in_band(id, codes::INTERNAL_ERROR, &msg, None),
+                },
+                None => None,
+            };
+            match read {
                 Some(r) => inst.ok(id, json!({"contents": r.contents, "ttlMs": r.ttl_ms, "cacheScope": r.scope})),
                 None => in_band(
                     id,
@@ -98,7 +104,7 @@ pub(super) async fn dispatch(
             mrtr(inst, headers, &params, caps, id, flow).await
         }
         tasks::GET | tasks::UPDATE | tasks::CANCEL => {
-            let principal = principal_of(header::bearer_token(headers));
+            let principal = inst.shared.principal(headers);
             super::tasks::serve::handle(inst, method, env.task_id.as_deref(), &principal, &params, caps, id)
         }
         SUBSCRIPTIONS_LISTEN => super::stream::listen(inst, &params, id),

@@ -66,8 +66,28 @@ pub struct Shared {
     pub changes: broadcast::Sender<Change>,
     /// Tasks (Tasks extension) created by the instances of this pool.
     pub tasks: TaskStore,
+    /// Where the caller's identity comes from: this header (set by a gateway that verified
+    /// the caller), or, when `None`, the bearer token.
+    pub principal_header: Option<http::HeaderName>,
     pub shutdown: watch::Receiver<bool>,
     pub body_limit: usize,
+}
+
+impl Shared {
+    /// The principal of a request: SHA-256 of the bearer token, or, with a principal header
+    /// configured, of that header's one value (`anonymous` when it is absent or repeated).
+    pub fn principal(&self, headers: &HeaderMap) -> String {
+        let Some(name) = &self.principal_header else {
+            return super::state::principal_of(crate::mcp::header::bearer_token(headers));
+        };
+        let mut values = headers.get_all(name).iter();
+        match (values.next().and_then(|v| v.to_str().ok()), values.next()) {
+            (Some(v), None) if !v.trim().is_empty() => {
+                super::state::principal_of(Some(&format!("subject:{}", v.trim())))
+            }
+            _ => "anonymous".into(),
+        }
+    }
 }
 
 /// One instance: its id and the `_meta` every result carries.

@@ -17,6 +17,7 @@
 mod cli;
 mod dispatch;
 pub mod http;
+pub mod jcs;
 pub mod ledger;
 mod mrtr;
 pub mod state;
@@ -66,6 +67,12 @@ pub struct PoolOptions {
     pub advertise: Vec<String>,
     /// How long a task (Tasks extension) stays readable after its creation.
     pub task_ttl: Duration,
+    /// Where the charge ledger lives: `memory` (this process) or `redis://host:port[/db]`
+    /// (shared by every process pointed at it).
+    pub store: String,
+    /// Take the caller's identity from this header (e.g. `x-mcp-edge-subject`, set by a
+    /// gateway that verified the caller) instead of the bearer token.
+    pub principal_header: Option<String>,
 }
 
 impl PoolOptions {
@@ -83,6 +90,8 @@ impl PoolOptions {
                 .min(4),
             advertise: Vec::new(),
             task_ttl: tasks::DEFAULT_TTL,
+            store: "memory".into(),
+            principal_header: None,
         }
     }
 
@@ -141,9 +150,23 @@ impl Pool {
         let hosts = host_policy(&opts.allow_hosts, &addrs);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (changes, _) = broadcast::channel(64);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.worker_threads.max(1))
+            .thread_name("mcp-edge-backend")
+            .enable_all()
+            .build()
+            .context("cannot start the backend's tokio runtime")?;
+        let ledger = rt.block_on(ledger::Ledger::connect(&opts.store))?;
+        let principal_header = match &opts.principal_header {
+            None => None,
+            Some(h) => Some(::http::HeaderName::from_bytes(h.trim().as_bytes()).map_err(|_| {
+                anyhow::anyhow!("--principal-header {h:?} is not a valid HTTP header name (e.g. x-mcp-edge-subject)")
+            })?),
+        };
         let shared = Arc::new(Shared {
             codec: StateCodec::new(opts.key.clone(), opts.state_ttl),
-            ledger: Default::default(),
+            ledger,
+            principal_header,
             origins: opts.allow_origins.clone(),
             hosts,
             changes,
@@ -151,12 +174,6 @@ impl Pool {
             shutdown: shutdown_rx.clone(),
             body_limit: opts.body_limit,
         });
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(opts.worker_threads.max(1))
-            .thread_name("mcp-edge-backend")
-            .enable_all()
-            .build()
-            .context("cannot start the backend's tokio runtime")?;
         let instances: Vec<Arc<Instance>> = ids
             .iter()
             .zip(&advertise)

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use super::http::{in_band, json_response, reject, Body, Instance};
-use super::state::{principal_of, request_digest, StateCodec, StateError};
+use super::state::{request_digest, StateCodec, StateError};
 use super::tasks::serve as tasks;
 use super::tools::{self, Call, Outcome, TaskSupport};
 use crate::mcp::header::{self, Claim};
@@ -103,7 +103,7 @@ pub(super) async fn mrtr(
             None,
         ),
     };
-    let principal = principal_of(header::bearer_token(headers));
+    let principal = inst.shared.principal(headers);
     let args_value = Value::Object(args.clone());
     let digest = request_digest(flow.method, flow.name, &args_value);
     let state = match params.get(REQUEST_STATE) {
@@ -131,7 +131,6 @@ pub(super) async fn mrtr(
         caps,
         answers: visible,
         state: state.as_ref(),
-        ledger: &shared.ledger,
     };
     let outcome = (flow.run)(&call).unwrap_or_else(|e| e);
     match outcome {
@@ -154,6 +153,10 @@ pub(super) async fn mrtr(
             tasks::start(inst, &principal, flow.name, job, id)
         }
         Outcome::Task(job) => tasks::inline(inst, flow.name, job, id).await,
+        Outcome::Ledger(op) => match tools::settle(op, &shared.ledger).await {
+            Ok(result) => inst.ok(id, result),
+            Err(msg) => in_band(id, codes::INTERNAL_ERROR, &msg, None),
+        },
     }
 }
 

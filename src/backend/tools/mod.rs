@@ -22,12 +22,15 @@ mod resources;
 mod seed;
 mod tasked;
 
-pub use resources::{complete_argument, read_resource, resources_json, templates_json, ReadResult};
+pub use resources::{
+    charges_result, complete_argument, read_resource, resources_json, templates_json, Read,
+    ReadResult,
+};
+pub use seed::settle;
 
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 
-use super::ledger::Ledger;
 use super::state::StatePayload;
 use super::tasks::jobs::Job;
 
@@ -44,7 +47,6 @@ pub struct Call<'a> {
     pub answers: &'a Map<String, Value>,
     /// The verified `requestState`, if one came back.
     pub state: Option<&'a StatePayload>,
-    pub ledger: &'a Ledger,
 }
 
 impl Call<'_> {
@@ -92,6 +94,23 @@ pub enum Outcome {
     Special(Special),
     /// Run this job as a task (Tasks extension); see [`Tool::task`].
     Task(Job),
+    /// A charge-ledger operation, carried out (async, maybe in Redis) by [`settle`].
+    Ledger(LedgerOp),
+}
+
+/// What `charge` and `charge_count` ask of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerOp {
+    /// Charge once for the confirmed state with `nonce`.
+    Charge {
+        cart: String,
+        amount: String,
+        nonce: String,
+        expires_at_ms: u64,
+    },
+    Count {
+        cart: String,
+    },
 }
 
 /// Whether a tool runs as a task (the suite's `taskSupport`).

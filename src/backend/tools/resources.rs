@@ -5,7 +5,6 @@ use serde_json::{json, Value};
 
 use super::fixtures::PNG_1X1;
 use super::LIST_TTL_MS;
-use crate::backend::ledger::Ledger;
 
 /// A readable resource: its contents and cache hints.
 pub struct ReadResult {
@@ -30,13 +29,20 @@ pub fn templates_json() -> Value {
     ])
 }
 
-pub fn read_resource(uri: &str, ledger: &Ledger) -> Option<ReadResult> {
+/// What resources/read finds for a URI.
+pub enum Read {
+    Ready(ReadResult),
+    /// `charges://<cart>`: the ledger's count, then [`charges_result`].
+    Charges(String),
+}
+
+pub fn read_resource(uri: &str) -> Option<Read> {
     let public = |contents| {
-        Some(ReadResult {
+        Some(Read::Ready(ReadResult {
             contents,
             ttl_ms: LIST_TTL_MS,
             scope: "public",
-        })
+        }))
     };
     match uri {
         "test://static-text" => public(
@@ -57,13 +63,18 @@ pub fn read_resource(uri: &str, ledger: &Ledger) -> Option<ReadResult> {
                 return public(json!([{"uri": uri, "mimeType": "application/json", "text": body}]));
             }
             let cart = uri.strip_prefix("charges://").filter(|c| !c.is_empty())?;
-            let body = json!({"cart_id": cart, "charges": ledger.count(cart)}).to_string();
-            Some(ReadResult {
-                contents: json!([{"uri": uri, "mimeType": "application/json", "text": body}]),
-                ttl_ms: 0,
-                scope: "private",
-            })
+            Some(Read::Charges(cart.to_owned()))
         }
+    }
+}
+
+/// The `charges://<cart>` resource with the count `charges`.
+pub fn charges_result(uri: &str, cart: &str, charges: u64) -> ReadResult {
+    let body = json!({"cart_id": cart, "charges": charges}).to_string();
+    ReadResult {
+        contents: json!([{"uri": uri, "mimeType": "application/json", "text": body}]),
+        ttl_ms: 0,
+        scope: "private",
     }
 }
 
@@ -84,11 +95,13 @@ mod tests {
 
     #[test]
     fn resources() {
-        let l = Ledger::default();
-        assert!(read_resource("test://nonexistent-resource-for-conformance-testing", &l).is_none());
-        let t = read_resource("test://template/123/data", &l).unwrap();
+        assert!(read_resource("test://nonexistent-resource-for-conformance-testing").is_none());
+        let Some(Read::Ready(t)) = read_resource("test://template/123/data") else {
+            panic!("template not read")
+        };
         assert!(t.contents[0]["text"].as_str().unwrap().contains("123"));
-        assert!(read_resource("test://template//data", &l).is_none());
-        assert_eq!(read_resource("charges://c9", &l).unwrap().scope, "private");
+        assert!(read_resource("test://template//data").is_none());
+        assert!(matches!(read_resource("charges://c9"), Some(Read::Charges(c)) if c == "c9"));
+        assert_eq!(charges_result("charges://c9", "c9", 2).scope, "private");
     }
 }

@@ -5,7 +5,8 @@
 use serde_json::{json, Value};
 
 use super::answers::*;
-use super::{Call, Outcome, Step, TaskSupport, Tool, NO_ARGS};
+use super::{Call, LedgerOp, Outcome, Step, TaskSupport, Tool, NO_ARGS};
+use crate::backend::ledger::Ledger;
 
 pub(super) static TOOLS: &[Tool] = &[
     Tool {
@@ -195,11 +196,12 @@ fn charge(c: &Call) -> Step {
             let Some(st) = c.state else {
                 return Ok(asking());
             };
-            let (now, charges) = c.ledger.charge(cart, &st.nonce, st.expires_at_ms);
-            Outcome::Complete(json!({
-                "content": [text(format!("Charged {amount} to cart {cart}"))],
-                "structuredContent": {"cart_id": cart, "amount": amount, "charges": charges, "alreadyCharged": !now},
-            }))
+            Outcome::Ledger(LedgerOp::Charge {
+                cart: cart.to_owned(),
+                amount,
+                nonce: st.nonce.clone(),
+                expires_at_ms: st.expires_at_ms,
+            })
         }
         Elicit::Refused(how) => error_text(format!(
             "Not charged: the charge of {amount} to cart {cart} was {how}."
@@ -208,12 +210,34 @@ fn charge(c: &Call) -> Step {
 }
 
 fn charge_count(c: &Call) -> Step {
-    let cart = arg_str(c, "cart_id")?;
-    let n = c.ledger.count(cart);
-    Ok(Outcome::Complete(json!({
-        "content": [text(format!("Cart {cart} has been charged {n} time(s)"))],
-        "structuredContent": {"cart_id": cart, "charges": n},
-    })))
+    Ok(Outcome::Ledger(LedgerOp::Count {
+        cart: arg_str(c, "cart_id")?.to_owned(),
+    }))
+}
+
+/// Carry out a ledger operation of `charge` / `charge_count` and build the tool result.
+pub async fn settle(op: LedgerOp, ledger: &Ledger) -> Result<Value, String> {
+    Ok(match op {
+        LedgerOp::Charge {
+            cart,
+            amount,
+            nonce,
+            expires_at_ms,
+        } => {
+            let (now, charges) = ledger.charge(&cart, &nonce, expires_at_ms).await?;
+            json!({
+                "content": [text(format!("Charged {amount} to cart {cart}"))],
+                "structuredContent": {"cart_id": cart, "amount": amount, "charges": charges, "alreadyCharged": !now},
+            })
+        }
+        LedgerOp::Count { cart } => {
+            let n = ledger.count(&cart).await?;
+            json!({
+                "content": [text(format!("Cart {cart} has been charged {n} time(s)"))],
+                "structuredContent": {"cart_id": cart, "charges": n},
+            })
+        }
+    })
 }
 
 fn onboard_access(team: &str, role: &str) -> Outcome {
