@@ -110,7 +110,9 @@ fn b8_removed_and_unknown_methods_are_404() {
         "resources/subscribe",
         "resources/unsubscribe",
         "unknown/method",
-        "tasks/get",
+        // Tasks v1 methods removed by SEP-2663 (tasks/get etc. exist: tests/backend_tasks.rs).
+        "tasks/list",
+        "tasks/result",
     ]
     .iter()
     .enumerate()

@@ -1,4 +1,8 @@
-//! The HTTP side of one backend instance: the validation ladder and the method dispatch.
+//! The HTTP side of one backend instance: the validation ladder, up to the method dispatch.
+//!
+//! This file owns what every request goes through and the shapes of the answers; the method
+//! dispatch is in [`super::dispatch`], tools/call and prompts/get (MRTR) in [`super::mrtr`],
+//! and the SSE answers (progress, logging, listen streams) in [`super::stream`].
 //!
 //! One endpoint, `POST /mcp`. Checks run in this order (digest §3.2), first failure wins:
 //! path (404) → `Origin` / `Host` (403) → HTTP method (405, `Allow: POST`) → `Content-Type`
@@ -14,22 +18,17 @@ use futures::SinkExt;
 use http::{header as h, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Either, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
-use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-use super::state::{principal_of, request_digest, StateCodec, StateError};
-use super::tools::{self, Call, Ledger, Outcome, Special, LIST_TTL_MS};
-use crate::mcp::header::{self, Claim};
-use crate::mcp::methods::*;
-use crate::mcp::response::SSE_KEEPALIVE;
+use super::state::StateCodec;
 use crate::mcp::{
     check_request, codes, envelope, error_body, meta, result_body, result_type, sse_event, Claims,
-    Envelope, Rejection, VersionPolicy, DEFAULT_ENDPOINT, PROTOCOL_VERSION,
+    Rejection, VersionPolicy, DEFAULT_ENDPOINT, PROTOCOL_VERSION,
 };
 
 /// The one protocol version this server implements.
@@ -38,10 +37,10 @@ pub const POLICY: VersionPolicy = VersionPolicy::Exactly(&[PROTOCOL_VERSION]);
 /// How long a client may take to send its body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Interval of SSE keep-alive comments on listen streams.
-const KEEPALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
 pub type SseRx = mpsc::Receiver<Result<Frame<Bytes>, Infallible>>;
-type SseTx = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
+pub(super) type SseTx = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
 /// Response body: a buffered JSON answer, or an SSE stream fed by a task.
 pub type Body = Either<Full<Bytes>, StreamBody<SseRx>>;
 
@@ -54,6 +53,9 @@ pub enum Change {
 }
 
 /// What the instances of one pool share.
+use super::ledger::Ledger;
+use super::tasks::TaskStore;
+
 pub struct Shared {
     pub codec: StateCodec,
     pub ledger: Ledger,
@@ -62,8 +64,30 @@ pub struct Shared {
     /// Allowed `Host` names (without port); `None` = not checked.
     pub hosts: Option<Vec<String>>,
     pub changes: broadcast::Sender<Change>,
+    /// Tasks (Tasks extension) created by the instances of this pool.
+    pub tasks: TaskStore,
+    /// Where the caller's identity comes from: this header (set by a gateway that verified
+    /// the caller), or, when `None`, the bearer token.
+    pub principal_header: Option<http::HeaderName>,
     pub shutdown: watch::Receiver<bool>,
     pub body_limit: usize,
+}
+
+impl Shared {
+    /// The principal of a request: SHA-256 of the bearer token, or, with a principal header
+    /// configured, of that header's one value (`anonymous` when it is absent or repeated).
+    pub fn principal(&self, headers: &HeaderMap) -> String {
+        let Some(name) = &self.principal_header else {
+            return super::state::principal_of(crate::mcp::header::bearer_token(headers));
+        };
+        let mut values = headers.get_all(name).iter();
+        match (values.next().and_then(|v| v.to_str().ok()), values.next()) {
+            (Some(v), None) if !v.trim().is_empty() => {
+                super::state::principal_of(Some(&format!("subject:{}", v.trim())))
+            }
+            _ => "anonymous".into(),
+        }
+    }
 }
 
 /// One instance: its id and the `_meta` every result carries.
@@ -71,15 +95,24 @@ pub struct Instance {
     pub id: String,
     pub shared: Arc<Shared>,
     meta: Value,
+    /// The owner hint in the ids of the tasks this instance creates
+    /// ([`crate::mcp::tasks::owner_hint`] of its advertised address).
+    pub task_hint: String,
 }
 
 impl Instance {
-    pub fn new(id: String, shared: Arc<Shared>) -> Self {
+    /// An instance reachable at `advertise` (`host:port`, as a gateway's pool lists it).
+    pub fn new(id: String, shared: Arc<Shared>, advertise: &str) -> Self {
         let meta = json!({
             meta::SERVER_INFO: {"name": "mcp-edge-backend", "version": env!("CARGO_PKG_VERSION")},
             meta::EDGE_INSTANCE: id,
         });
-        Instance { id, shared, meta }
+        Instance {
+            id,
+            shared,
+            meta,
+            task_hint: crate::mcp::tasks::owner_hint(advertise),
+        }
     }
 }
 
@@ -93,7 +126,11 @@ pub async fn handle(
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+pub(super) fn full(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
     let mut r = Response::new(Either::Left(Full::new(body.into())));
     *r.status_mut() = status;
     r.headers_mut()
@@ -101,11 +138,11 @@ fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) 
     r
 }
 
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+pub(super) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
     full(status, "application/json", body)
 }
 
-fn reject(rej: &Rejection, id: Option<&RawValue>) -> Response<Body> {
+pub(super) fn reject(rej: &Rejection, id: Option<&RawValue>) -> Response<Body> {
     tracing::debug!(
         reason = rej.reason,
         status = rej.status,
@@ -118,11 +155,16 @@ fn reject(rej: &Rejection, id: Option<&RawValue>) -> Response<Body> {
 }
 
 /// An in-band JSON-RPC error (HTTP 200).
-fn in_band(id: &RawValue, code: i32, message: &str, data: Option<&Value>) -> Response<Body> {
+pub(super) fn in_band(
+    id: &RawValue,
+    code: i32,
+    message: &str,
+    data: Option<&Value>,
+) -> Response<Body> {
     json_response(StatusCode::OK, error_body(Some(id), code, message, data))
 }
 
-fn sse_response(rx: SseRx) -> Response<Body> {
+pub(super) fn sse_response(rx: SseRx) -> Response<Body> {
     let mut r = Response::new(Either::Right(StreamBody::new(rx)));
     let hs = r.headers_mut();
     hs.insert(
@@ -134,7 +176,7 @@ fn sse_response(rx: SseRx) -> Response<Body> {
     r
 }
 
-async fn send_frame(tx: &mut SseTx, message: &[u8]) -> bool {
+pub(super) async fn send_frame(tx: &mut SseTx, message: &[u8]) -> bool {
     tx.send(Ok(Frame::data(Bytes::from(sse_event(message)))))
         .await
         .is_ok()
@@ -142,15 +184,18 @@ async fn send_frame(tx: &mut SseTx, message: &[u8]) -> bool {
 
 impl Instance {
     /// Add `resultType` and the instance `_meta` to a result object.
-    fn finish(&self, kind: &str, mut result: Value) -> Value {
+    pub(super) fn finish(&self, kind: &str, mut result: Value) -> Value {
         if let Value::Object(m) = &mut result {
-            m.insert("resultType".into(), Value::String(kind.into()));
+            m.insert(
+                crate::mcp::mrtr::RESULT_TYPE.into(),
+                Value::String(kind.into()),
+            );
             m.insert("_meta".into(), self.meta.clone());
         }
         result
     }
 
-    fn ok(&self, id: &RawValue, result: Value) -> Response<Body> {
+    pub(super) fn ok(&self, id: &RawValue, result: Value) -> Response<Body> {
         json_response(
             StatusCode::OK,
             result_body(id, &self.finish(result_type::COMPLETE, result)),
@@ -240,8 +285,8 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
             );
         }
     };
-    let env = match envelope::parse(&bytes) {
-        Ok(env) => env,
+    let (env, params) = match envelope::parse_keeping_params(&bytes) {
+        Ok(parsed) => parsed,
         Err(e) => return reject(&e.rejection(), e.id()),
     };
     let claims = Claims::read(&parts.headers);
@@ -254,7 +299,7 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
         *r.status_mut() = StatusCode::ACCEPTED;
         return r;
     };
-    dispatch(inst, &parts.headers, &env, &bytes, id).await
+    super::dispatch::dispatch(inst, &parts.headers, &env, params, id).await
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -320,506 +365,6 @@ fn check_origin_and_host(headers: &HeaderMap, shared: &Shared) -> Option<Respons
     None
 }
 
-#[derive(Deserialize)]
-struct Body0 {
-    #[serde(default)]
-    params: Map<String, Value>,
-}
-
-async fn dispatch(
-    inst: &Arc<Instance>,
-    headers: &HeaderMap,
-    env: &Envelope,
-    bytes: &[u8],
-    id: &RawValue,
-) -> Response<Body> {
-    let method = env.method.as_deref().unwrap_or_default();
-    let params = match serde_json::from_slice::<Body0>(bytes) {
-        Ok(b) => b.params,
-        Err(e) => {
-            return in_band(
-                id,
-                codes::INVALID_PARAMS,
-                &format!("params could not be read: {e}"),
-                None,
-            )
-        }
-    };
-    let empty = Map::new();
-    let caps = params
-        .get("_meta")
-        .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    match method {
-        DISCOVER => inst.ok(id, discover_result()),
-        TOOLS_LIST | PROMPTS_LIST | RESOURCES_LIST | RESOURCES_TEMPLATES_LIST => {
-            if params.contains_key("cursor") {
-                return in_band(id, codes::INVALID_PARAMS, "Invalid cursor: this server returns every list in one page and never issues cursors; send the request without params.cursor", None);
-            }
-            let (key, items) = match method {
-                TOOLS_LIST => ("tools", tools::tools_json().clone()),
-                PROMPTS_LIST => ("prompts", tools::prompts_json().clone()),
-                RESOURCES_LIST => ("resources", tools::resources_json()),
-                _ => ("resourceTemplates", tools::templates_json()),
-            };
-            inst.ok(id, json!({ key: items, "ttlMs": LIST_TTL_MS, "cacheScope": "public" }))
-        }
-        RESOURCES_READ => {
-            let Some(uri) = env.uri.as_deref() else {
-                return in_band(id, codes::INVALID_PARAMS, "params.uri is required (a string)", None);
-            };
-            match tools::read_resource(uri, &inst.shared.ledger) {
-                Some(r) => inst.ok(id, json!({"contents": r.contents, "ttlMs": r.ttl_ms, "cacheScope": r.scope})),
-                None => in_band(
-                    id,
-                    codes::INVALID_PARAMS,
-                    &format!("Resource not found: {uri}. resources/list and resources/templates/list show what this server has"),
-                    Some(&json!({ "uri": uri })),
-                ),
-            }
-        }
-        COMPLETION_COMPLETE => {
-            let value = params.get("argument").and_then(|a| a.get("value")).and_then(Value::as_str);
-            let ref_ok = params.get("ref").and_then(|r| r.get("type")).and_then(Value::as_str).is_some();
-            match (value, ref_ok) {
-                (Some(v), true) => inst.ok(id, json!({ "completion": tools::complete_argument(v) })),
-                _ => in_band(id, codes::INVALID_PARAMS, "completion/complete needs params.ref {type, name|uri} and params.argument {name, value}", None),
-            }
-        }
-        TOOLS_CALL => {
-            let Some(name) = env.name.as_deref() else {
-                return in_band(id, codes::INVALID_PARAMS, "params.name is required (the tool name, a string)", None);
-            };
-            let Some(tool) = tools::tool(name) else {
-                return in_band(id, codes::INVALID_PARAMS, &format!("Unknown tool {name:?}: tools/list shows the tools of this server"), None);
-            };
-            let flow = Flow {
-                method: TOOLS_CALL,
-                name,
-                needs: tool.needs,
-                sealed: tool.sealed,
-                pinned: tool.pinned,
-                param_headers: tool.param_headers,
-                run: tool.run,
-            };
-            mrtr(inst, headers, &params, caps, id, flow).await
-        }
-        PROMPTS_GET => {
-            let Some(name) = env.name.as_deref() else {
-                return in_band(id, codes::INVALID_PARAMS, "params.name is required (the prompt name, a string)", None);
-            };
-            let Some(p) = tools::prompt(name) else {
-                return in_band(id, codes::INVALID_PARAMS, &format!("Unknown prompt {name:?}: prompts/list shows the prompts of this server"), None);
-            };
-            let flow = Flow { method: PROMPTS_GET, name, needs: p.needs, sealed: p.sealed, pinned: &[], param_headers: &[], run: p.run };
-            mrtr(inst, headers, &params, caps, id, flow).await
-        }
-        SUBSCRIPTIONS_LISTEN => listen(inst, &params, id),
-        _ => reject(
-            &Rejection::new(
-                404,
-                codes::METHOD_NOT_FOUND,
-                "method-not-found",
-                format!("Method not found: {method:?}. This server speaks MCP {PROTOCOL_VERSION} only (no initialize, ping or sessions); server/discover lists what it supports"),
-            ),
-            Some(id),
-        ),
-    }
-}
-
-fn discover_result() -> Value {
-    json!({
-        "supportedVersions": [PROTOCOL_VERSION],
-        "capabilities": {
-            "tools": {"listChanged": true},
-            "prompts": {"listChanged": true},
-            "resources": {"listChanged": true},
-            "completions": {},
-            "logging": {},
-        },
-        "instructions": "mcp-edge reference backend: stateless MRTR tools (create_repo, deploy, charge, onboard, summarize, list_workspace, echo). Any instance completes any retry.",
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// tools/call and prompts/get
-
-struct Flow<'a> {
-    method: &'static str,
-    name: &'a str,
-    needs: &'static [&'static str],
-    sealed: bool,
-    pinned: &'static [&'static str],
-    param_headers: &'static [(&'static str, &'static str)],
-    run: fn(&Call) -> Result<Outcome, Outcome>,
-}
-
-fn missing_caps(required: Value) -> Rejection {
-    let names: Vec<&str> = required
-        .as_object()
-        .map(|m| m.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    Rejection::new(
-        400,
-        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        "capability-missing",
-        format!(
-            "This request needs the client capabilit{} {} in params._meta[\"{}\"]; declare {} and retry",
-            if names.len() == 1 { "y" } else { "ies" },
-            names.join(", "),
-            meta::CLIENT_CAPABILITIES,
-            required
-        ),
-    )
-    .with_data(json!({ "requiredCapabilities": required }))
-}
-
-async fn mrtr(
-    inst: &Arc<Instance>,
-    headers: &HeaderMap,
-    params: &Map<String, Value>,
-    caps: &Map<String, Value>,
-    id: &RawValue,
-    flow: Flow<'_>,
-) -> Response<Body> {
-    let shared = &inst.shared;
-    let empty = Map::new();
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(m)) => m,
-        Some(_) => {
-            return in_band(
-                id,
-                codes::INVALID_PARAMS,
-                "params.arguments must be an object",
-                None,
-            )
-        }
-    };
-    if let Some(required) = tools::missing_capabilities(flow.needs, caps) {
-        return reject(&missing_caps(required), Some(id));
-    }
-    if let Err(rej) = check_param_headers(headers, args, flow.param_headers) {
-        return reject(&rej, Some(id));
-    }
-    let answers = match params.get("inputResponses") {
-        None => &empty,
-        Some(Value::Object(m)) => {
-            if let Some((k, _)) = m.iter().find(|(_, v)| !v.is_object()) {
-                return in_band(
-                    id,
-                    codes::INVALID_PARAMS,
-                    &format!("inputResponses.{k} must be an object (the client's result for that input request)"),
-                    None,
-                );
-            }
-            m
-        }
-        Some(_) => return in_band(
-            id,
-            codes::INVALID_PARAMS,
-            "params.inputResponses must be an object mapping each inputRequests key to its answer",
-            None,
-        ),
-    };
-    let principal = principal_of(header::bearer_token(headers));
-    let args_value = Value::Object(args.clone());
-    let digest = request_digest(flow.method, flow.name, &args_value);
-    let state = match params.get("requestState") {
-        None => None,
-        Some(Value::String(s)) => match shared.codec.verify(s, &principal, flow.method, &digest) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let msg = explain_pinned(&shared.codec, s, &e, flow.pinned, args).unwrap_or_else(|| e.message());
-                tracing::debug!(tool = flow.name, "requestState refused: {msg}");
-                return in_band(id, codes::INVALID_PARAMS, &msg, None);
-            }
-        },
-        Some(_) => {
-            return in_band(id, codes::INVALID_PARAMS, "params.requestState must be the string from the previous input_required result, echoed byte for byte", None)
-        }
-    };
-    let visible = if flow.sealed && state.is_none() {
-        &empty
-    } else {
-        answers
-    };
-    let call = Call {
-        name: flow.name,
-        args,
-        caps,
-        answers: visible,
-        state: state.as_ref(),
-        ledger: &shared.ledger,
-    };
-    let outcome = (flow.run)(&call).unwrap_or_else(|e| e);
-    match outcome {
-        Outcome::Complete(result) => inst.ok(id, result),
-        Outcome::Ask { requests, data } => {
-            let round = call.round() + 1;
-            let token = shared
-                .codec
-                .mint(&principal, flow.method, &digest, round, data, &inst.id);
-            let result = json!({"inputRequests": requests, "requestState": token});
-            json_response(
-                StatusCode::OK,
-                result_body(id, &inst.finish(result_type::INPUT_REQUIRED, result)),
-            )
-        }
-        Outcome::Error(code, msg) => in_band(id, code, &msg, None),
-        Outcome::NeedCapabilities(required) => reject(&missing_caps(required), Some(id)),
-        Outcome::Special(s) => special(inst, params, id, s).await,
-    }
-}
-
-/// A clearer message when a retry changed an argument that the state pins.
-fn explain_pinned(
-    codec: &StateCodec,
-    state: &str,
-    err: &StateError,
-    pinned: &[&str],
-    args: &Map<String, Value>,
-) -> Option<String> {
-    if *err != StateError::OtherRequest || pinned.is_empty() {
-        return None;
-    }
-    let p = codec.open(state).ok()?;
-    pinned.iter().find_map(|k| {
-        let sealed = p.data.get(*k)?;
-        let now = args.get(*k).unwrap_or(&Value::Null);
-        (sealed != now).then(|| {
-            format!(
-                "Invalid requestState: it was issued for {k} {sealed} but this retry has arguments.{k} {now}; the {k} cannot change between rounds. Retry with {k} {sealed}, or start over without requestState"
-            )
-        })
-    })
-}
-
-/// `Mcp-Param-*` headers against the arguments marked `x-mcp-header`.
-fn check_param_headers(
-    headers: &HeaderMap,
-    args: &Map<String, Value>,
-    pairs: &[(&str, &str)],
-) -> Result<(), Rejection> {
-    for (arg, suffix) in pairs {
-        let name = format!("{}{}", header::PARAM_PREFIX, suffix.to_ascii_lowercase());
-        let shown = format!("Mcp-Param-{suffix}");
-        let data = json!({ "header": shown });
-        let want = args.get(*arg).filter(|v| !v.is_null());
-        match (header::claim(headers, &name, true), want) {
-            (Claim::Invalid(p), _) => {
-                return Err(Rejection::header_mismatch("mcp-param-invalid", format!("The {shown} header {}", p.describe())).with_data(data))
-            }
-            (Claim::Absent, Some(_)) => {
-                return Err(Rejection::header_mismatch(
-                    "mcp-param-missing",
-                    format!("The {shown} header is required because arguments.{arg} is present (x-mcp-header); send it with the same value"),
-                )
-                .with_data(data))
-            }
-            (Claim::Present(hv), None) => {
-                return Err(Rejection::header_mismatch(
-                    "mcp-param-mismatch",
-                    format!("The {shown} header {:?} is present but arguments.{arg} is absent; send both or neither", hv.as_ref()),
-                )
-                .with_data(data))
-            }
-            (Claim::Present(hv), Some(v)) if !param_matches(&hv, v) => {
-                return Err(Rejection::header_mismatch(
-                    "mcp-param-mismatch",
-                    format!("The {shown} header {:?} does not match arguments.{arg} {v}", hv.as_ref()),
-                )
-                .with_data(data))
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn param_matches(header_value: &str, arg: &Value) -> bool {
-    match arg {
-        Value::String(s) => s == header_value,
-        Value::Bool(b) => header_value == if *b { "true" } else { "false" },
-        Value::Number(n) => match (n.as_f64(), header_value.parse::<f64>()) {
-            (Some(a), Ok(b)) => a == b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Special tools: progress, logging, list-changed triggers
-
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
-async fn special(
-    inst: &Arc<Instance>,
-    params: &Map<String, Value>,
-    id: &RawValue,
-    s: Special,
-) -> Response<Body> {
-    let meta_obj = params.get("_meta");
-    match s {
-        Special::TriggerTools | Special::TriggerPrompts => {
-            let (change, what) = if s == Special::TriggerTools {
-                (Change::Tools, "tool")
-            } else {
-                (Change::Prompts, "prompt")
-            };
-            let listeners = inst.shared.changes.send(change).unwrap_or(0);
-            inst.ok(id, json!({"content": [{"type": "text", "text": format!("Announced a {what} list change to {listeners} listen stream(s)")}]}))
-        }
-        Special::Progress => {
-            let done = json!({"content": [{"type": "text", "text": "Progress tool completed"}]});
-            let Some(token) = meta_obj
-                .and_then(|m| m.get(meta::PROGRESS_TOKEN))
-                .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-                .cloned()
-            else {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                return inst.ok(id, done);
-            };
-            let final_body = result_body(id, &inst.finish(result_type::COMPLETE, done));
-            let (mut tx, rx) = mpsc::channel(4);
-            tokio::spawn(async move {
-                for (i, p) in [0, 50, 100].into_iter().enumerate() {
-                    let n = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": token, "progress": p, "total": 100, "message": format!("{p}% done")}});
-                    if !send_frame(&mut tx, n.to_string().as_bytes()).await {
-                        return; // the client went away: stop working for it
-                    }
-                    if i < 2 {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-                send_frame(&mut tx, &final_body).await;
-            });
-            sse_response(rx)
-        }
-        Special::Logging => {
-            let done = json!({"content": [{"type": "text", "text": "Logging tool completed"}]});
-            let Some(level) = meta_obj.and_then(|m| m.get(meta::LOG_LEVEL)) else {
-                return inst.ok(id, done);
-            };
-            let Some(rank) = level
-                .as_str()
-                .and_then(|l| LOG_LEVELS.iter().position(|x| *x == l))
-            else {
-                return in_band(
-                    id,
-                    codes::INVALID_PARAMS,
-                    &format!(
-                        "Invalid log level {level} in _meta[\"{}\"]; use one of {}",
-                        meta::LOG_LEVEL,
-                        LOG_LEVELS.join(", ")
-                    ),
-                    None,
-                );
-            };
-            let final_body = result_body(id, &inst.finish(result_type::COMPLETE, done));
-            let (mut tx, rx) = mpsc::channel(4);
-            tokio::spawn(async move {
-                // This tool logs at info level: send only when the client asked for info or lower.
-                if rank <= 1 {
-                    for msg in ["test_logging_tool started", "test_logging_tool finished"] {
-                        let n = json!({"jsonrpc": "2.0", "method": "notifications/message",
-                            "params": {"level": "info", "logger": "test_logging_tool", "data": msg}});
-                        if !send_frame(&mut tx, n.to_string().as_bytes()).await {
-                            return;
-                        }
-                    }
-                }
-                send_frame(&mut tx, &final_body).await;
-            });
-            sse_response(rx)
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// subscriptions/listen
-
-fn listen(inst: &Arc<Instance>, params: &Map<String, Value>, id: &RawValue) -> Response<Body> {
-    let filter = params.get("notifications").and_then(Value::as_object);
-    let wants = |k: &str| {
-        filter
-            .and_then(|f| f.get(k))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    let (tools_on, prompts_on, resources_on) = (
-        wants("toolsListChanged"),
-        wants("promptsListChanged"),
-        wants("resourcesListChanged"),
-    );
-    let mut honoured = Map::new();
-    for (k, on) in [
-        ("toolsListChanged", tools_on),
-        ("promptsListChanged", prompts_on),
-        ("resourcesListChanged", resources_on),
-    ] {
-        if on {
-            honoured.insert(k.into(), Value::Bool(true));
-        }
-    }
-    let sub_id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-    let sub_meta = json!({ meta::SUBSCRIPTION_ID: sub_id });
-    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-        "params": {"_meta": sub_meta, "notifications": honoured}});
-    let end = result_body(
-        id,
-        &json!({"resultType": result_type::COMPLETE, "_meta": sub_meta}),
-    );
-    let mut changes = inst.shared.changes.subscribe();
-    let mut shutdown = inst.shared.shutdown.clone();
-    let (mut tx, rx) = mpsc::channel(16);
-    tokio::spawn(async move {
-        if !send_frame(&mut tx, ack.to_string().as_bytes()).await {
-            return;
-        }
-        loop {
-            if *shutdown.borrow_and_update() {
-                send_frame(&mut tx, &end).await;
-                return;
-            }
-            tokio::select! {
-                ch = changes.recv() => {
-                    let method = match ch {
-                        Ok(Change::Tools) if tools_on => "notifications/tools/list_changed",
-                        Ok(Change::Prompts) if prompts_on => "notifications/prompts/list_changed",
-                        Ok(Change::Resources) if resources_on => "notifications/resources/list_changed",
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                        Err(broadcast::error::RecvError::Closed) => { send_frame(&mut tx, &end).await; return; }
-                    };
-                    let n = json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": sub_meta}});
-                    if !send_frame(&mut tx, n.to_string().as_bytes()).await { return; }
-                }
-                r = shutdown.changed() => {
-                    if r.is_err() { send_frame(&mut tx, &end).await; return; }
-                }
-                _ = tokio::time::sleep(KEEPALIVE) => {
-                    if tx.send(Ok(Frame::data(Bytes::from_static(SSE_KEEPALIVE)))).await.is_err() { return; }
-                }
-            }
-        }
-    });
-    sse_response(rx)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -830,14 +375,5 @@ mod tests {
         assert_eq!(host_part("[::1]:80"), "[::1]");
         assert_eq!(host_part("localhost"), "localhost");
         assert_eq!(host_part("evil.example.com"), "evil.example.com");
-    }
-
-    #[test]
-    fn params_compare_by_type() {
-        assert!(param_matches("prod", &json!("prod")));
-        assert!(!param_matches("Prod", &json!("prod")));
-        assert!(param_matches("42", &json!(42.0)));
-        assert!(param_matches("true", &json!(true)));
-        assert!(!param_matches("1", &json!(true)));
     }
 }

@@ -9,21 +9,30 @@
 //! - [`PoolOptions`] / [`Pool`]: the programmatic API used by tests and the demo. A pool binds
 //!   every listener before [`Pool::start`] returns and runs on its own thread and tokio
 //!   runtime, so it can be started from a plain `#[test]` or from inside another runtime.
-//! - [`http`]: the validation ladder and dispatch; [`tools`]: what the server offers;
-//!   [`state`]: the sealed `requestState`.
+//! - [`http`]: the validation ladder; `dispatch`: the answer per method; `mrtr`: tools/call
+//!   and prompts/get rounds; `stream`: SSE answers and listen streams.
+//! - [`tools`]: what the server offers; [`state`]: the sealed `requestState`; [`ledger`]: the
+//!   charge ledger (one-time use of a confirmed state).
 
+mod cli;
+mod dispatch;
 pub mod http;
+pub mod jcs;
+pub mod ledger;
+mod mrtr;
 pub mod state;
+mod stream;
+pub mod tasks;
 pub mod tools;
 
+pub use cli::BackendArgs;
 pub use state::{StateCodec, StateKey, StateKeys};
 
 use anyhow::Context;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::net::{IpAddr, SocketAddr, TcpListener as StdListener};
-use std::path::PathBuf;
+use std::net::{SocketAddr, TcpListener as StdListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -36,102 +45,6 @@ use self::http::{Instance, Shared};
 pub const STATE_KEY_ENV: &str = "MCP_EDGE_STATE_KEY";
 /// Default largest request body.
 pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
-
-/// CLI options of `mcp-edge backend`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BackendArgs {
-    /// How many instances to start, on consecutive ports from --base-port.
-    #[arg(long, default_value_t = 3)]
-    pub instances: u16,
-    /// Port of the first instance.
-    #[arg(long, default_value_t = 7001)]
-    pub base_port: u16,
-    /// Listen address of one instance (repeatable, e.g. 127.0.0.1:7001, port 0 = any free port);
-    /// overrides --instances and --base-port.
-    #[arg(long = "listen", value_name = "ADDR")]
-    pub listen: Vec<SocketAddr>,
-    /// IP address the --instances/--base-port listeners bind to.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: IpAddr,
-    /// File holding the 32-byte requestState key, as 64 hex digits or base64 (e.g. from
-    /// `openssl rand -hex 32`). Without it the key comes from the MCP_EDGE_STATE_KEY environment
-    /// variable (same formats), and without that a random key is made, which only this process
-    /// can verify.
-    #[arg(long, value_name = "FILE")]
-    pub state_key_file: Option<PathBuf>,
-    /// File holding the previous key (same formats): states sealed with it are still accepted
-    /// during a key rotation; new states are sealed with the current key.
-    #[arg(long, value_name = "FILE")]
-    pub previous_state_key_file: Option<PathBuf>,
-    /// How long an issued requestState stays valid, e.g. 30s, 10m, 1h.
-    #[arg(long, default_value = "10m", value_parser = crate::config::parse_duration)]
-    pub state_ttl: Duration,
-    /// An Origin allowed to call the server besides localhost ones (repeatable; `*` = any).
-    #[arg(long = "allow-origin", value_name = "ORIGIN")]
-    pub allow_origin: Vec<String>,
-    /// A Host name served besides localhost ones (repeatable; `*` = any). When listening only on
-    /// loopback, other Host names are refused (DNS rebinding protection).
-    #[arg(long = "allow-host", value_name = "HOST")]
-    pub allow_host: Vec<String>,
-}
-
-fn read_key_file(path: &PathBuf, what: &str) -> anyhow::Result<StateKey> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the {what} file {}", path.display()))?;
-    StateKey::parse(&text).with_context(|| {
-        format!(
-            "the {what} file {} does not hold a usable key",
-            path.display()
-        )
-    })
-}
-
-impl BackendArgs {
-    /// The pool these options describe (reads key files and the environment).
-    pub fn to_options(&self) -> anyhow::Result<PoolOptions> {
-        let listen = if self.listen.is_empty() {
-            (0..self.instances)
-                .map(|i| {
-                    let port = self
-                        .base_port
-                        .checked_add(i)
-                        .context("--base-port + --instances goes past port 65535")?;
-                    Ok(SocketAddr::new(self.host, port))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?
-        } else {
-            self.listen.clone()
-        };
-        let (current, source) = match (&self.state_key_file, std::env::var(STATE_KEY_ENV)) {
-            (Some(p), _) => (
-                read_key_file(p, "--state-key-file")?,
-                format!("file {}", p.display()),
-            ),
-            (None, Ok(v)) if !v.trim().is_empty() => (
-                StateKey::parse(&v)
-                    .with_context(|| format!("{STATE_KEY_ENV} does not hold a usable key"))?,
-                format!("${STATE_KEY_ENV}"),
-            ),
-            _ => {
-                tracing::warn!("no --state-key-file and no {STATE_KEY_ENV}: using a random key, so only this process can verify the requestState it issues");
-                (StateKey::random(), "random".into())
-            }
-        };
-        tracing::info!(key_id = current.id(), "requestState key from {source}");
-        let mut key = StateKeys::new(current);
-        if let Some(p) = &self.previous_state_key_file {
-            key = key.with_previous(read_key_file(p, "--previous-state-key-file")?);
-        }
-        Ok(PoolOptions {
-            listen,
-            key,
-            state_ttl: self.state_ttl,
-            allow_origins: self.allow_origin.clone(),
-            allow_hosts: self.allow_host.clone(),
-            ..PoolOptions::local(0)
-        })
-    }
-}
 
 /// Programmatic options of a pool.
 #[derive(Clone, Debug)]
@@ -149,6 +62,17 @@ pub struct PoolOptions {
     pub body_limit: usize,
     /// Tokio worker threads of the pool's runtime.
     pub worker_threads: usize,
+    /// The address of each instance as a gateway's pool lists it (`host:port`), hashed into
+    /// the owner hint of its task ids; empty = each instance's bound listen address.
+    pub advertise: Vec<String>,
+    /// How long a task (Tasks extension) stays readable after its creation.
+    pub task_ttl: Duration,
+    /// Where the charge ledger lives: `memory` (this process) or `redis://host:port[/db]`
+    /// (shared by every process pointed at it).
+    pub store: String,
+    /// Take the caller's identity from this header (e.g. `x-mcp-edge-subject`, set by a
+    /// gateway that verified the caller) instead of the bearer token.
+    pub principal_header: Option<String>,
 }
 
 impl PoolOptions {
@@ -164,6 +88,10 @@ impl PoolOptions {
             worker_threads: std::thread::available_parallelism()
                 .map_or(2, |n| n.get())
                 .min(4),
+            advertise: Vec::new(),
+            task_ttl: tasks::DEFAULT_TTL,
+            store: "memory".into(),
+            principal_header: None,
         }
     }
 
@@ -205,30 +133,51 @@ impl Pool {
             .iter()
             .map(|l| l.local_addr())
             .collect::<Result<_, _>>()?;
+        anyhow::ensure!(
+            opts.advertise.is_empty() || opts.advertise.len() == addrs.len(),
+            "--advertise was given {} time(s) for {} instance(s): give one address per instance, in listen order, or none",
+            opts.advertise.len(),
+            addrs.len()
+        );
+        let advertise: Vec<String> = if opts.advertise.is_empty() {
+            addrs.iter().map(SocketAddr::to_string).collect()
+        } else {
+            opts.advertise.clone()
+        };
         let tag = state::hex(&rand::random::<[u8; 3]>());
         let ids: Vec<String> = (1..=addrs.len()).map(|i| format!("be-{tag}-{i}")).collect();
 
         let hosts = host_policy(&opts.allow_hosts, &addrs);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (changes, _) = broadcast::channel(64);
-        let shared = Arc::new(Shared {
-            codec: StateCodec::new(opts.key.clone(), opts.state_ttl),
-            ledger: Default::default(),
-            origins: opts.allow_origins.clone(),
-            hosts,
-            changes,
-            shutdown: shutdown_rx.clone(),
-            body_limit: opts.body_limit,
-        });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(opts.worker_threads.max(1))
             .thread_name("mcp-edge-backend")
             .enable_all()
             .build()
             .context("cannot start the backend's tokio runtime")?;
+        let ledger = rt.block_on(ledger::Ledger::connect(&opts.store))?;
+        let principal_header = match &opts.principal_header {
+            None => None,
+            Some(h) => Some(::http::HeaderName::from_bytes(h.trim().as_bytes()).map_err(|_| {
+                anyhow::anyhow!("--principal-header {h:?} is not a valid HTTP header name (e.g. x-mcp-edge-subject)")
+            })?),
+        };
+        let shared = Arc::new(Shared {
+            codec: StateCodec::new(opts.key.clone(), opts.state_ttl),
+            ledger,
+            principal_header,
+            origins: opts.allow_origins.clone(),
+            hosts,
+            changes,
+            tasks: tasks::TaskStore::new(opts.task_ttl),
+            shutdown: shutdown_rx.clone(),
+            body_limit: opts.body_limit,
+        });
         let instances: Vec<Arc<Instance>> = ids
             .iter()
-            .map(|id| Arc::new(Instance::new(id.clone(), shared.clone())))
+            .zip(&advertise)
+            .map(|(id, adv)| Arc::new(Instance::new(id.clone(), shared.clone(), adv)))
             .collect();
         let thread = std::thread::Builder::new()
             .name("mcp-edge-backend-pool".into())

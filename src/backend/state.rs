@@ -1,10 +1,15 @@
 //! Sealed `requestState`: the MRTR continuation a client carries between rounds.
 //!
 //! The spec calls `requestState` attacker-controlled, so it is sealed with an AEAD
-//! (ChaCha20-Poly1305): the client can neither read nor change it. Every instance that holds
+//! (XChaCha20-Poly1305): the client can neither read nor change it. Every instance that holds
 //! the key can open it, so a retry completes on any instance of the fleet.
 //!
-//! Wire format (URL-safe text, no padding): `v1.<key id>.<base64url(nonce ‖ ciphertext)>`.
+//! Wire format (URL-safe text, no padding): `v2.<key id>.<base64url(nonce ‖ ciphertext)>`, with
+//! a random 192-bit nonce. Safe volume: with random nonces the chance that two states of one key
+//! share a nonce is about n²/2^193 after n states, so 2^72 states per key keep it below 2^-49
+//! (the 96-bit nonce of ChaCha20-Poly1305, format `v1`, allowed about 2^32 states per key for
+//! 2^-33). `v1` states are still opened, so states issued before an upgrade finish their
+//! rounds; new states are always `v2`.
 //! The key id (8 hex digits, derived from the key) says which key sealed it, so keys rotate:
 //! a codec accepts the current key and any previous ones and always seals with the current.
 //! The `v1.<key id>` prefix is bound as associated data.
@@ -19,7 +24,7 @@
 use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{ChaCha20Poly1305, Nonce};
+use chacha20poly1305::{ChaCha20Poly1305, Nonce, XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,8 +33,11 @@ use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Format version, the first dot-separated field of a sealed state.
-pub const STATE_VERSION: &str = "v1";
-const NONCE_LEN: usize = 12;
+pub const STATE_VERSION: &str = "v2";
+/// The previous format (ChaCha20-Poly1305, 96-bit nonce): opened, never sealed.
+pub const LEGACY_VERSION: &str = "v1";
+const NONCE_LEN: usize = 24;
+const LEGACY_NONCE_LEN: usize = 12;
 /// The largest sealed state we try to open (anything longer is not ours).
 const MAX_STATE_LEN: usize = 16 * 1024;
 
@@ -37,7 +45,8 @@ const MAX_STATE_LEN: usize = 16 * 1024;
 #[derive(Clone)]
 pub struct StateKey {
     id: String,
-    cipher: ChaCha20Poly1305,
+    cipher: XChaCha20Poly1305,
+    legacy: ChaCha20Poly1305,
 }
 
 impl fmt::Debug for StateKey {
@@ -54,7 +63,8 @@ impl StateKey {
         let id = hex(&h.finalize()[..4]);
         StateKey {
             id,
-            cipher: ChaCha20Poly1305::new(bytes.into()),
+            cipher: XChaCha20Poly1305::new(bytes.into()),
+            legacy: ChaCha20Poly1305::new(bytes.into()),
         }
     }
 
@@ -267,13 +277,13 @@ impl StateCodec {
         let ct = key
             .cipher
             .encrypt(
-                Nonce::from_slice(&nonce),
+                XNonce::from_slice(&nonce),
                 Payload {
                     msg: &plain,
                     aad: aad.as_bytes(),
                 },
             )
-            .expect("chacha20poly1305 encryption does not fail");
+            .expect("xchacha20poly1305 encryption does not fail");
         let mut blob = Vec::with_capacity(NONCE_LEN + ct.len());
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&ct);
@@ -290,7 +300,11 @@ impl StateCodec {
         let (Some(ver), Some(kid), Some(data)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(StateError::Malformed);
         };
-        if ver != STATE_VERSION || kid.len() != 8 || !kid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let legacy = ver == LEGACY_VERSION;
+        if !(legacy || ver == STATE_VERSION)
+            || kid.len() != 8
+            || !kid.bytes().all(|b| b.is_ascii_hexdigit())
+        {
             return Err(StateError::Malformed);
         }
         let key = self
@@ -300,20 +314,22 @@ impl StateCodec {
         let blob = URL_SAFE_NO_PAD
             .decode(data)
             .map_err(|_| StateError::Tampered)?;
-        if blob.len() < NONCE_LEN + 16 {
+        let nonce_len = if legacy { LEGACY_NONCE_LEN } else { NONCE_LEN };
+        if blob.len() < nonce_len + 16 {
             return Err(StateError::Tampered);
         }
         let aad = &text[..ver.len() + 1 + kid.len()];
-        let plain = key
-            .cipher
-            .decrypt(
-                Nonce::from_slice(&blob[..NONCE_LEN]),
-                Payload {
-                    msg: &blob[NONCE_LEN..],
-                    aad: aad.as_bytes(),
-                },
-            )
-            .map_err(|_| StateError::Tampered)?;
+        let (nonce, msg) = blob.split_at(nonce_len);
+        let payload = Payload {
+            msg,
+            aad: aad.as_bytes(),
+        };
+        let plain = if legacy {
+            key.legacy.decrypt(Nonce::from_slice(nonce), payload)
+        } else {
+            key.cipher.decrypt(XNonce::from_slice(nonce), payload)
+        }
+        .map_err(|_| StateError::Tampered)?;
         // Authentic but unreadable would be our own bug; treat it as not ours.
         serde_json::from_slice(&plain).map_err(|_| StateError::Tampered)
     }
@@ -362,46 +378,17 @@ pub fn principal_of(bearer: Option<&str>) -> String {
     }
 }
 
-/// Digest (hex SHA-256) of the salient params of a request: method, name (or uri) and the
-/// canonical JSON of the arguments (object keys sorted, so key order does not matter).
+/// Digest (hex SHA-256) of the salient params of a request: method, NUL, name (or uri), NUL and
+/// the RFC 8785 canonical JSON of the arguments ([`super::jcs`]), so key order and number
+/// spelling do not matter and an implementation in another language gets the same digest.
 pub fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
     let mut buf = Vec::with_capacity(64);
     buf.extend_from_slice(method.as_bytes());
     buf.push(0);
     buf.extend_from_slice(name.as_bytes());
     buf.push(0);
-    canonical(arguments, &mut buf);
+    super::jcs::write(arguments, &mut buf);
     hex(&Sha256::digest(&buf))
-}
-
-fn canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                serde_json::to_writer(&mut *out, k).expect("string serializes");
-                out.push(b':');
-                canonical(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical(x, out);
-            }
-            out.push(b']');
-        }
-        other => serde_json::to_writer(&mut *out, other).expect("value serializes"),
-    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -446,7 +433,7 @@ mod tests {
             json!({"env":"staging"}),
             "i-1",
         );
-        assert!(s.starts_with(&format!("v1.{}.", c.key_id())), "{s}");
+        assert!(s.starts_with(&format!("v2.{}.", c.key_id())), "{s}");
         assert!(s
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_'));
@@ -480,8 +467,45 @@ mod tests {
         b[last] = if b[last] == b'A' { b'B' } else { b'A' };
         assert_eq!(check(&String::from_utf8(b).unwrap()), StateError::Tampered);
         // Re-label the key id: the AAD no longer matches.
-        let other = format!("v1.00000000.{}", s.splitn(3, '.').nth(2).unwrap());
+        let other = format!("v2.00000000.{}", s.splitn(3, '.').nth(2).unwrap());
         assert_eq!(check(&other), StateError::UnknownKey("00000000".into()));
+    }
+
+    #[test]
+    fn legacy_v1_states_still_open_and_labels_cannot_be_swapped() {
+        let keys = StateKeys::random();
+        let c = StateCodec::new(keys.clone(), Duration::from_secs(600));
+        let payload = c
+            .open(&c.mint("anonymous", "tools/call", &digest(), 1, Value::Null, "i"))
+            .unwrap();
+        let key = &keys.current;
+        let plain = serde_json::to_vec(&payload).unwrap();
+        let nonce = [7u8; LEGACY_NONCE_LEN];
+        let aad = format!("{LEGACY_VERSION}.{}", key.id);
+        let ct = key
+            .legacy
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: aad.as_bytes(),
+                },
+            )
+            .unwrap();
+        let v1 = format!(
+            "{aad}.{}",
+            URL_SAFE_NO_PAD.encode([&nonce[..], &ct].concat())
+        );
+        assert_eq!(c.open(&v1).unwrap(), payload);
+        let v2 = c.seal(&payload);
+        assert_eq!(
+            c.open(&v2.replacen("v2.", "v1.", 1)),
+            Err(StateError::Tampered)
+        );
+        assert_eq!(
+            c.open(&v1.replacen("v1.", "v2.", 1)),
+            Err(StateError::Tampered)
+        );
     }
 
     #[test]

@@ -5,6 +5,12 @@
 //! header, so a tool's traffic stays warm on one instance and adding or removing one of N
 //! instances moves only about 1/N of the keys. A request without a key (no name, no token, no
 //! header) is spread like round robin.
+//!
+//! Tasks (G40): `tasks/get|update|cancel` whose task id (the `Mcp-Name`) carries the owner hint
+//! of an instance of the pool ([`crate::mcp::tasks`]) go to that instance, whatever the
+//! balance and the health state say: only it holds the task. When it cannot be reached the
+//! request fails instead of trying another instance, which would only answer "unknown task".
+//! Ids without a known hint are balanced as usual (servers with a shared task store).
 
 use pingora::lb::selection::{Consistent, RoundRobin};
 use pingora::lb::LoadBalancer;
@@ -16,6 +22,7 @@ use std::sync::Arc;
 use crate::config::{Balance, HashKey, PoolConfig};
 use crate::gateway::health::PoolHealth;
 use crate::mcp::header::bearer_token;
+use crate::mcp::tasks::{is_task_method, owner_hint, parse_owner_hint};
 
 /// One upstream instance.
 #[derive(Debug, Clone)]
@@ -25,6 +32,33 @@ pub struct Instance {
     pub addr: SocketAddr,
     /// `name` as a ready-made header value.
     pub header_value: http::HeaderValue,
+    /// The owner hints of task ids this instance mints: of `name`, and of the resolved
+    /// `addr` (a backend advertises its listen address by default).
+    pub task_hints: [String; 2],
+}
+
+/// How a tasks/* request was routed (the `result` label of `mcp_edge_task_routing_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskRoute {
+    /// To the instance its task id names.
+    Owner,
+    /// The owner was already tried for this request and could not be reached.
+    OwnerUnreachable,
+    /// The id carries a hint that names no instance of this pool: balanced.
+    UnknownOwner,
+    /// The id carries no owner hint: balanced.
+    NoHint,
+}
+
+impl TaskRoute {
+    pub fn label(self) -> &'static str {
+        match self {
+            TaskRoute::Owner => "owner",
+            TaskRoute::OwnerUnreachable => "owner_unreachable",
+            TaskRoute::UnknownOwner => "unknown_owner",
+            TaskRoute::NoHint => "no_hint",
+        }
+    }
 }
 
 enum Selector {
@@ -70,6 +104,7 @@ impl Pool {
                 anyhow::anyhow!("pools.{name}: instance {inst:?} is not a valid header value")
             })?;
             instances.push(Instance {
+                task_hints: [owner_hint(inst), owner_hint(&addr.to_string())],
                 name: inst.clone(),
                 addr,
                 header_value,
@@ -101,6 +136,37 @@ impl Pool {
     /// The resolved address of each instance, in order.
     pub fn addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
         self.instances.iter().map(|i| i.addr)
+    }
+
+    /// The instance for a request of `method`: the owner of a task for tasks/* (see the module
+    /// docs; `None` when the owner was already tried), else [`Pool::pick_excluding`]. The
+    /// second value says how a tasks/* request was routed.
+    pub fn pick_request(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        tried: Tried,
+    ) -> (Option<usize>, Option<TaskRoute>) {
+        let Some(task_id) = name.filter(|_| method.is_some_and(is_task_method)) else {
+            return (self.pick_excluding(name, headers, tried), None);
+        };
+        let route = match parse_owner_hint(task_id) {
+            None => TaskRoute::NoHint,
+            Some(hint) => match self.owner_of(hint) {
+                Some(i) if tried.has(i) => return (None, Some(TaskRoute::OwnerUnreachable)),
+                Some(i) => return (Some(i), Some(TaskRoute::Owner)),
+                None => TaskRoute::UnknownOwner,
+            },
+        };
+        (self.pick_excluding(name, headers, tried), Some(route))
+    }
+
+    /// The instance whose task ids carry `hint`.
+    pub fn owner_of(&self, hint: &str) -> Option<usize> {
+        self.instances
+            .iter()
+            .position(|i| i.task_hints.iter().any(|h| h == hint))
     }
 
     /// The index of the instance to send a request to; `name` is the decoded `Mcp-Name`.
@@ -240,6 +306,45 @@ mod tests {
             }
             assert_eq!(tried.count(), 3);
             assert_eq!(p.pick_excluding(Some("k"), &h, tried), None);
+        }
+    }
+
+    #[test]
+    fn task_requests_go_to_the_owner_named_by_their_id() {
+        use crate::mcp::tasks::mint_task_id;
+        let h = http::HeaderMap::new();
+        for balance in [Balance::RoundRobin, Balance::Hash] {
+            let p = pool(3, balance, None);
+            for (i, inst) in p.instances.iter().enumerate() {
+                for hint in &inst.task_hints {
+                    let id = mint_task_id(hint);
+                    for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
+                        for _ in 0..5 {
+                            let got = p.pick_request(Some(m), Some(&id), &h, Tried::default());
+                            assert_eq!(got, (Some(i), Some(TaskRoute::Owner)), "{m} {id}");
+                        }
+                    }
+                    // Once the owner was tried (it could not be reached), no other instance.
+                    let mut tried = Tried::default();
+                    tried.add(i);
+                    let got = p.pick_request(Some("tasks/get"), Some(&id), &h, tried);
+                    assert_eq!(got, (None, Some(TaskRoute::OwnerUnreachable)));
+                    // The same name on another method is balanced as usual.
+                    assert_eq!(
+                        p.pick_request(Some("tools/call"), Some(&id), &h, tried).1,
+                        None
+                    );
+                }
+            }
+            let foreign = mint_task_id(&owner_hint("10.9.9.9:1"));
+            let (idx, route) =
+                p.pick_request(Some("tasks/get"), Some(&foreign), &h, Tried::default());
+            assert!(idx.is_some());
+            assert_eq!(route, Some(TaskRoute::UnknownOwner));
+            let (idx, route) =
+                p.pick_request(Some("tasks/get"), Some("plain-id"), &h, Tried::default());
+            assert!(idx.is_some());
+            assert_eq!(route, Some(TaskRoute::NoHint));
         }
     }
 

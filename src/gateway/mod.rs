@@ -164,7 +164,16 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         let pool = &gw.pools[ctx.pool];
         let headers = &session.req_header().headers;
-        let idx = pool.pick_excluding(ctx.name.as_deref(), headers, ctx.tried);
+        let (idx, task_route) = pool.pick_request(
+            ctx.method.as_deref(),
+            ctx.name.as_deref(),
+            headers,
+            ctx.tried,
+        );
+        if let Some(r) = task_route {
+            let labels = [pool.name.as_str(), r.label()];
+            gw.metrics.task_routing.with_label_values(&labels).inc();
+        }
         let idx = idx.ok_or_else(|| {
             let msg = format!("pool {} has no usable instance left", pool.name);
             Error::explain(ErrorType::ConnectNoRoute, msg)

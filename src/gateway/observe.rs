@@ -82,6 +82,8 @@ pub struct Metrics {
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
     pub input_required: IntCounterVec,
+    /// tasks/get|update|cancel by how their instance was chosen (see `balance::TaskRoute`).
+    pub task_routing: IntCounterVec,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -160,6 +162,7 @@ impl Metrics {
             rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
+            task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             checked: Lazy::default(),
             skipped: Lazy::default(),
@@ -226,7 +229,11 @@ impl Metrics {
     pub fn record(&self, o: &Outcome) {
         let mi = method_index(o.method);
         let method = METHOD_LABELS[mi];
-        let name = self.names.label(o.name, o.checked);
+        // A task id (the `Mcp-Name` of tasks/*) is not a name label: each is new.
+        let task = o.method.is_some_and(crate::mcp::tasks::is_task_method);
+        let name = self
+            .names
+            .label(if task { None } else { o.name }, o.checked);
         let route = o.route.unwrap_or("");
         let pool = o.pool.unwrap_or("");
         self.requests

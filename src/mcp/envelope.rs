@@ -29,6 +29,8 @@ use super::strict::{
     case_variant, case_variant_of, check_new_key, scalars, Faults, Key, MaybeString, SeenKeys, Walk,
 };
 
+mod keep;
+
 /// The members of the request object, of `params` and of `params._meta` that the envelope reads
 /// or that a server acts on: a key spelled like one of them in another case is refused.
 const TOP_MEMBERS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
@@ -61,6 +63,8 @@ pub struct Envelope {
     pub name: Option<String>,
     /// `params.uri` when it is a string.
     pub uri: Option<String>,
+    /// `params.taskId` when it is a string (tasks/* of the Tasks extension).
+    pub task_id: Option<String>,
     /// `params._meta` is present and an object.
     pub has_meta: bool,
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]` when it is a string.
@@ -87,6 +91,7 @@ impl Envelope {
         match name_field(self.method.as_deref()?)? {
             NameField::Name => self.name.as_deref(),
             NameField::Uri => self.uri.as_deref(),
+            NameField::TaskId => self.task_id.as_deref(),
         }
     }
 
@@ -143,6 +148,7 @@ impl PartialEq for Envelope {
             && self.method == o.method
             && self.name == o.name
             && self.uri == o.uri
+            && self.task_id == o.task_id
             && self.has_meta == o.has_meta
             && self.protocol_version == o.protocol_version
             && self.has_client_capabilities == o.has_client_capabilities
@@ -154,7 +160,25 @@ impl PartialEq for Envelope {
 
 /// Parse a request body. See the module docs for what is refused.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let mut st = State::default();
+    parse_with(body, false).map(|(env, _)| env)
+}
+
+/// [`parse`], also handing out `params` as an object (empty when absent), built during the one
+/// walk: for a server that acts on the body (the reference backend).
+pub fn parse_keeping_params(
+    body: &[u8],
+) -> Result<(Envelope, serde_json::Map<String, serde_json::Value>), EnvelopeError> {
+    parse_with(body, true)
+}
+
+fn parse_with(
+    body: &[u8],
+    keep_params: bool,
+) -> Result<(Envelope, serde_json::Map<String, serde_json::Value>), EnvelopeError> {
+    let mut st = State {
+        keep_params,
+        ..State::default()
+    };
     let mut de = serde_json::Deserializer::from_slice(body);
     let res = Top { st: &mut st }
         .deserialize(&mut de)
@@ -211,7 +235,7 @@ pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
             id: None,
         });
     }
-    Ok(env)
+    Ok((env, st.params))
 }
 
 /// Notification methods are the only ones sent without an id.
@@ -225,6 +249,9 @@ struct State {
     jsonrpc: Option<String>,
     has_result_or_error: bool,
     faults: Faults,
+    /// Build `params` into [`State::params`] (see [`parse_keeping_params`]).
+    keep_params: bool,
+    params: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Which object a [`Fields`] visitor is reading.
@@ -288,6 +315,12 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Params, "uri") => {
                     st.env.uri = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
+                    })?
+                }
+                (Level::Params, "taskId") => {
+                    st.env.task_id = map.next_value_seed(MaybeString {
                         faults: &mut st.faults,
                         depth,
                     })?
@@ -432,6 +465,19 @@ impl<'de, 's> Visitor<'de> for Top<'s> {
                             .fail("bad-id", "\"id\" must be a string or an integer".into()));
                     }
                     st.env.id = Some(raw);
+                }
+                "params" if st.keep_params => {
+                    match map.next_value_seed(keep::Build::params(&mut *st))? {
+                        serde_json::Value::Object(m) => {
+                            keep::fill(&mut st.env, &m);
+                            st.params = m;
+                        }
+                        _ => {
+                            return Err(st
+                                .faults
+                                .fail("bad-params", "\"params\" must be an object".into()))
+                        }
+                    }
                 }
                 "params" => {
                     if !map.next_value_seed(Fields {

