@@ -3,7 +3,10 @@
 //! proves that retry legs may land on any instance and still complete.
 //!
 //! This module owns the options ([`LoadTestArgs`]) and the entry points ([`run`], [`execute`]).
-//! - [`flows`]: scenarios and the leg builder (pure);
+//! - [`scenario`]: scenarios, built-in and from files, and the weighted pick (pure);
+//! - [`template`]: a flow compiled for sending, each leg's body (pure);
+//! - [`answer`]: answers to `inputRequests` (pure);
+//! - [`reply`]: reading a reply (pure); [`flows`] re-exports these four;
 //! - [`client`]: the HTTP client with connection reuse;
 //! - [`run`](mod@run): closed and open loop, the flow itself, progress;
 //! - [`measure`]: histograms and counters;
@@ -15,11 +18,15 @@
 //! body does 58 000-62 000 and `wrk -t1 -c64` 42 600. The tester builds every body, parses
 //! every reply and records every leg; the target shares the two cores.
 
+pub mod answer;
 pub mod client;
 pub mod flows;
 pub mod measure;
+pub mod reply;
 pub mod report;
 mod run;
+pub mod scenario;
+pub mod template;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -10,6 +10,7 @@
 //!   MRTR fields), which rejects anything two JSON readers could read differently.
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
+//! - [`sse`]: reading a `text/event-stream` answer (an incremental parser).
 
 pub mod check;
 pub mod envelope;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod header;
 pub mod response;
 pub mod scan;
+pub mod sse;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub use envelope::{Envelope, EnvelopeError};
