@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::gen;
 use crate::mcp::methods;
 
 /// The answer table every flow starts from (property name → answer).
@@ -42,32 +43,45 @@ struct InputRequest {
     params: Option<Value>,
 }
 
-/// The answer to one elicitation form: `accept` with content built from the requested schema.
+/// How an elicitation is answered: `accept` with content (the default), or `decline` / `cancel`
+/// (a share of flows, `--decline-share` / `--cancel-share`, to exercise the servers' other paths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ElicitAction {
+    #[default]
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl ElicitAction {
+    pub fn name(self) -> &'static str {
+        match self {
+            ElicitAction::Accept => "accept",
+            ElicitAction::Decline => "decline",
+            ElicitAction::Cancel => "cancel",
+        }
+    }
+}
+
+/// The answer to one elicitation form: `accept` with content built from the requested schema
+/// (the answer table first, an `enum` choice kept valid, else a value made from the property's
+/// schema by [`gen`]).
 fn elicitation_answer(params: Option<&Value>, answers: &Map<String, Value>) -> Value {
     let mut content = Map::new();
-    let props = params
-        .and_then(|p| p.get("requestedSchema"))
+    let schema = params.and_then(|p| p.get("requestedSchema"));
+    let props = schema
         .and_then(|s| s.get("properties"))
         .and_then(Value::as_object);
-    for (prop, schema) in props.into_iter().flatten() {
-        let ty = schema
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("string");
-        let choices = schema.get("enum").and_then(Value::as_array);
+    for (prop, ps) in props.into_iter().flatten() {
+        let choices = ps.get("enum").and_then(Value::as_array);
         let v = match (answers.get(prop), choices) {
             (Some(a), Some(c)) if !c.contains(a) => c.first().cloned().unwrap_or(Value::Null),
             (Some(a), _) => a.clone(),
-            (None, Some(c)) if !c.is_empty() => c[0].clone(),
-            (None, _) => match ty {
-                "boolean" => json!(true),
-                "number" | "integer" => json!(1),
-                _ => json!("loadtest"),
-            },
+            (None, _) => gen::sample_all(ps),
         };
         content.insert(prop.clone(), v);
     }
-    json!({"action": "accept", "content": content})
+    json!({"action": ElicitAction::Accept.name(), "content": content})
 }
 
 /// Write the `inputResponses` object answering `input_requests` (the raw JSON of the previous
@@ -77,13 +91,26 @@ pub fn answer_input_requests(
     answers: &Map<String, Value>,
     out: &mut Vec<u8>,
 ) -> Result<(), AnswerError> {
-    // Order-preserving: a Vec of pairs via an IndexMap-free visitor is overkill; serde_json's
-    // Map keeps keys sorted, which is a stable, valid order for an object.
+    answer_input_requests_as(input_requests, answers, ElicitAction::Accept, out)
+}
+
+/// Like [`answer_input_requests`], with elicitations answered by `action` (sampling and roots
+/// requests are answered as usual).
+pub fn answer_input_requests_as(
+    input_requests: &str,
+    answers: &Map<String, Value>,
+    action: ElicitAction,
+    out: &mut Vec<u8>,
+) -> Result<(), AnswerError> {
+    // serde_json's Map keeps keys sorted, which is a stable, valid order for an object.
     let reqs: BTreeMap<String, InputRequest> =
         serde_json::from_str(input_requests).map_err(|e| AnswerError::Malformed(e.to_string()))?;
     let mut obj = Map::new();
     for (key, req) in reqs {
         let answer = match req.method.as_str() {
+            methods::ELICITATION_CREATE if action != ElicitAction::Accept => {
+                json!({"action": action.name()})
+            }
             methods::ELICITATION_CREATE => elicitation_answer(req.params.as_ref(), answers),
             methods::SAMPLING_CREATE_MESSAGE => json!({
                 "role": "assistant",
@@ -149,5 +176,20 @@ mod tests {
             answer_input_requests("[1]", &t.answers, &mut Vec::new()),
             Err(AnswerError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn decline_and_cancel_answer_elicitations_only() {
+        let reqs = json!({
+            "e": {"method": "elicitation/create", "params": {"requestedSchema": {"properties": {"ok": {"type": "boolean"}}}}},
+            "r": {"method": "roots/list"}
+        });
+        for action in [ElicitAction::Decline, ElicitAction::Cancel] {
+            let mut out = Vec::new();
+            answer_input_requests_as(&reqs.to_string(), &Map::new(), action, &mut out).unwrap();
+            let v: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(v["e"], json!({"action": action.name()}));
+            assert!(v["r"]["roots"].is_array());
+        }
     }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::tally::Tally;
+
 /// Significant figures of every latency histogram.
 pub const SIGFIG: u8 = 3;
 
@@ -55,12 +57,15 @@ pub enum FlowEnd {
 }
 
 /// An error seen on one leg.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegError {
     /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
     pub kind: &'static str,
     pub status: Option<u16>,
     pub code: Option<i64>,
+    /// What the upstream said (JSON-RPC `error.message`, the tool's text when `isError`, the
+    /// start of a non-JSON body) or what went wrong locally (the transport error).
+    pub message: Option<String>,
 }
 
 /// Latency and counts of one leg kind.
@@ -178,6 +183,8 @@ pub struct Measures {
     pub timeline: Vec<Bucket>,
     /// Live window for the progress line (reset by the ticker).
     pub window: Histogram<u64>,
+    /// Error messages, content checks, declined flows, stages.
+    pub tally: Tally,
 }
 
 impl Measures {
@@ -199,6 +206,7 @@ impl Measures {
             landing: Landing::default(),
             timeline: Vec::new(),
             window: new_hist(),
+            tally: Tally::default(),
         }
     }
 
@@ -240,6 +248,7 @@ impl Measures {
             }
         }
         if let Some(e) = error {
+            self.tally.error(&e);
             self.legs[kind.idx()].errors += 1;
             self.bucket(at_sec).errors += 1;
             if let Some(o) = self.ops.get_mut(op) {
@@ -344,6 +353,7 @@ impl Measures {
         for (k, v) in &o.errors_by_kind {
             *self.errors_by_kind.entry(k).or_default() += v;
         }
+        self.tally.merge(&o.tally);
         self.bad_sent += o.bad_sent;
         self.bad_rejected += o.bad_rejected;
         self.landing.retry_known += o.landing.retry_known;
@@ -410,6 +420,7 @@ mod tests {
             kind: "jsonrpc_error",
             status: Some(200),
             code: Some(-32602),
+            message: Some("Invalid or expired requestState".into()),
         };
         m.record_leg(
             0,
@@ -447,5 +458,6 @@ mod tests {
         assert_eq!(total.ops[0].completed, 2);
         assert_eq!(total.rounds[&2], 2);
         assert_eq!(total.leg(LegKind::Retry).errors, 2);
+        assert_eq!(total.tally.error_groups()[0].1, 2);
     }
 }

@@ -129,6 +129,37 @@ pub fn parse_reply(json: &[u8], expected_id: u64) -> Result<Reply<'_>, ReplyProb
     }
 }
 
+/// The `error.message` of a JSON-RPC error reply.
+pub fn error_message(json: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct E {
+        error: M,
+    }
+    #[derive(Deserialize)]
+    struct M {
+        #[serde(default)]
+        message: Option<String>,
+    }
+    serde_json::from_slice::<E>(json).ok()?.error.message
+}
+
+/// The `result` object of a reply, parsed (for content checks and tool error texts).
+pub fn result_value(json: &[u8]) -> Option<serde_json::Value> {
+    let mut v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    Some(v.get_mut("result")?.take())
+}
+
+/// The text of a tool result's `text` content items, joined (what a tool says when `isError`).
+pub fn result_text(result: &serde_json::Value) -> Option<String> {
+    let parts: Vec<&str> = result
+        .get("content")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.get("text").and_then(serde_json::Value::as_str))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
 /// The backend instance named in a result's raw `_meta`, if any.
 pub fn instance_from_meta(meta_json: &str) -> Option<String> {
     let m: BTreeMap<Cow<str>, &RawValue> = serde_json::from_str(meta_json).ok()?;
@@ -196,6 +227,13 @@ mod tests {
             panic!()
         };
         assert_eq!(instance_from_meta(m).as_deref(), Some("be-2"));
+        let err = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Tool create_repo not found"}}"#;
+        assert_eq!(
+            error_message(err).as_deref(),
+            Some("Tool create_repo not found")
+        );
+        let res = result_value(br#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[{"type":"text","text":"quota"},{"type":"image"},{"type":"text","text":"exceeded"}]}}"#).unwrap();
+        assert_eq!(result_text(&res).as_deref(), Some("quota exceeded"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::checks::CheckSpec;
 use crate::mcp::methods;
 
 /// How many legs a flow may take before it is abandoned, unless the scenario says otherwise.
@@ -43,6 +44,9 @@ pub struct FlowSpec {
     /// `Mcp-Param-{Header}` headers mirrored from arguments: header suffix → argument name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub param_headers: BTreeMap<String, String>,
+    /// Checks on the final result of each flow (see [`CheckSpec`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSpec>,
 }
 
 fn one() -> u32 {
@@ -62,6 +66,7 @@ impl FlowSpec {
             weight,
             answers: Map::new(),
             param_headers: BTreeMap::new(),
+            checks: Vec::new(),
         }
     }
 
@@ -182,6 +187,50 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The one-liner scenario of `--tool NAME --args JSON --answer KEY=VALUE`.
+    pub fn one_tool(
+        tool: &str,
+        args: Option<&str>,
+        answers: &[String],
+    ) -> anyhow::Result<Scenario> {
+        let arguments = match args {
+            None => Value::Object(Map::new()),
+            Some(a) => serde_json::from_str(a).with_context(|| {
+                format!("--args {a:?} is not JSON; write an object, e.g. '{{\"repo\": \"demo\"}}'")
+            })?,
+        };
+        if !arguments.is_object() {
+            bail!("--args must be a JSON object, not {arguments}");
+        }
+        let mut flow = FlowSpec::call(tool, arguments, 1);
+        for a in answers {
+            let (k, v) = a
+                .split_once('=')
+                .with_context(|| format!("--answer {a:?}: write KEY=VALUE"))?;
+            let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.into()));
+            flow = flow.answer(k.trim(), v);
+        }
+        let s = Scenario {
+            name: format!("tool {tool}"),
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            flows: vec![flow],
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The tools the scenario calls.
+    pub fn tools(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .flows
+            .iter()
+            .filter_map(|f| f.tool.as_deref())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// A built-in name, or else a path to a YAML/JSON file.
     pub fn load(name_or_file: &str) -> anyhow::Result<Scenario> {
         if let Some(s) = Scenario::builtin(name_or_file) {
@@ -273,6 +322,19 @@ mod tests {
         assert!(Scenario::parse("name: x\nflows:\n  - method: tools/call\n").is_err());
         assert!(Scenario::parse("name: x\nflows:\n  - tool: a\n    typo: 1\n").is_err());
         assert!(Scenario::load("no-such-scenario").is_err());
+        let one = Scenario::one_tool(
+            "add",
+            Some(r#"{"a": 2}"#),
+            &["ok=true".into(), "who=ann".into()],
+        )
+        .unwrap();
+        assert_eq!(one.flows[0].arguments["a"], 2);
+        assert_eq!(one.flows[0].answers["ok"], true);
+        assert_eq!(one.flows[0].answers["who"], "ann");
+        assert_eq!(one.tools(), ["add"]);
+        assert!(Scenario::one_tool("add", Some("[1]"), &[]).is_err());
+        assert!(Scenario::one_tool("add", Some("{"), &[]).is_err());
+        assert!(Scenario::one_tool("add", None, &["novalue".into()]).is_err());
     }
 
     #[test]

@@ -48,6 +48,9 @@ impl Default for TargetOptions {
     }
 }
 
+/// The tools the target serves (listed by tools/list).
+pub const TOOLS: [&str; 5] = ["create_repo", "deploy", "charge", "onboard", "echo"];
+
 /// A state the target minted, and what the retry must match.
 #[derive(Debug, Clone)]
 struct Issued {
@@ -61,6 +64,7 @@ struct Issued {
 #[derive(Default)]
 pub struct TargetStats {
     pub requests: AtomicU64,
+    pub preflight: AtomicU64,
     pub retries_accepted: AtomicU64,
     pub retries_refused: AtomicU64,
     pub completed: AtomicU64,
@@ -288,7 +292,6 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let n = s.seq.fetch_add(1, SeqCst) + 1;
-    s.stats.requests.fetch_add(1, SeqCst);
     let idx = (s.rr.fetch_add(1, SeqCst) % s.opts.instances.len() as u64) as usize;
     let instance = s.opts.instances[idx].clone();
     // A global pause: once, from request N on, every request waits until it is over.
@@ -307,6 +310,12 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    // The load tester's preflight (ids "preflight-N") is counted apart from the load.
+    if String::from_utf8_lossy(&body).contains(r#""id":"preflight-"#) {
+        s.stats.preflight.fetch_add(1, SeqCst);
+    } else {
+        s.stats.requests.fetch_add(1, SeqCst);
+    }
     let env = match mcp::envelope::parse(&body) {
         Ok(e) => e,
         Err(e) => {
@@ -368,7 +377,7 @@ async fn handle(
         methods::TOOLS_LIST => {
             return ok(result(
                 &id,
-                json!({"resultType": result_type::COMPLETE, "tools": [], "ttlMs": 0, "cacheScope": "public"}),
+                json!({"resultType": result_type::COMPLETE, "tools": TOOLS.iter().map(|t| json!({"name": t, "inputSchema": {"type": "object"}})).collect::<Vec<_>>(), "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
             ))
         }
@@ -433,7 +442,7 @@ async fn handle(
         }
     }
     let res = match question(&tool, step) {
-        None if ["create_repo", "deploy", "charge", "onboard", "echo"].contains(&tool.as_str()) => {
+        None if TOOLS.contains(&tool.as_str()) => {
             s.stats.completed.fetch_add(1, SeqCst);
             json!({"resultType": result_type::COMPLETE, "content": [{"type": "text", "text": done_text(&tool, &args)}]})
         }
