@@ -260,7 +260,7 @@ pub fn render(r: &Report) -> String {
                 c.sample.clone().unwrap_or_default(),
             ]);
         }
-        out.push_str(&table(&rows, 99));
+        out.push_str(&table(&rows, 1));
     }
     if m.tally.declined + m.tally.cancelled > 0 {
         let _ = writeln!(
