@@ -33,8 +33,6 @@ use super::LoadTestArgs;
 const SHARDS: usize = 8;
 /// How often an idle worker of a ramped run looks at the level again.
 const STAGE_POLL: Duration = Duration::from_millis(10);
-/// A ramped open loop below this many flows/s waits instead of scheduling.
-const MIN_STAGE_RATE: f64 = 0.01;
 
 /// Live counters for the progress display.
 #[derive(Default)]
@@ -454,9 +452,9 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
             let sem = Arc::new(tokio::sync::Semaphore::new(opts.max_in_flight.max(1)));
             let mut rng = StdRng::from_entropy();
             let period = Duration::from_secs_f64(1.0 / rate);
-            // With stages the schedule follows the ramped rate: each flow is due one period
-            // (at the rate of its predecessor's time) after the previous one.
+            // With stages the schedule follows the ramped rate.
             let mut due = Duration::ZERO;
+            let mut credit = 0.0f64;
             for seq in 0u64.. {
                 if ctx.flow_limit.is_some_and(|n| seq >= n) {
                     break;
@@ -464,17 +462,23 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
                 let intended = match &ctx.stages {
                     None => ctx.start + period.mul_f64(seq as f64),
                     Some(s) => {
-                        if seq > 0 {
-                            loop {
-                                let r = s.level_at(rate, due);
-                                if r >= MIN_STAGE_RATE {
-                                    due += Duration::from_secs_f64(1.0 / r);
-                                    break;
-                                }
-                                due += STAGE_POLL;
-                                if due >= s.total() {
-                                    break;
-                                }
+                        // Integrate the ramped rate: a flow is due each time one more flow's
+                        // worth of rate has accumulated (exact spacing when the rate is high).
+                        let step = STAGE_POLL.as_secs_f64();
+                        loop {
+                            let r = s.level_at(rate, due);
+                            if r * step >= 1.0 {
+                                due += Duration::from_secs_f64(1.0 / r);
+                                break;
+                            }
+                            credit += r * step;
+                            due += STAGE_POLL;
+                            if credit >= 1.0 {
+                                credit -= 1.0;
+                                break;
+                            }
+                            if due >= s.total() {
+                                break;
                             }
                         }
                         ctx.start + due

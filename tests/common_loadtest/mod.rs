@@ -7,7 +7,8 @@
 //!
 //! Knobs: `stateful` (each instance only knows the states it minted, like a pool without a
 //! shared key), `stall_once` (once, at the Nth request, every request stalls until a deadline),
-//! `sse` (answer tools/call as an SSE stream), `header` (set the instance header or not).
+//! `sse` (answer tools/call as an SSE stream), `header` (set the instance header or not), `meta`
+//! (name the instance in result `_meta` or not).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -34,6 +35,8 @@ pub struct TargetOptions {
     pub stall_once: Option<(u64, Duration)>,
     pub sse: bool,
     pub header: bool,
+    /// Name the instance in result `_meta` too.
+    pub meta: bool,
 }
 
 impl Default for TargetOptions {
@@ -44,6 +47,7 @@ impl Default for TargetOptions {
             stall_once: None,
             sse: false,
             header: true,
+            meta: true,
         }
     }
 }
@@ -195,8 +199,10 @@ fn error(id: &Value, code: i32, message: &str) -> Vec<u8> {
     .unwrap()
 }
 
-fn result(id: &Value, mut result: Value, instance: &str) -> Vec<u8> {
-    result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
+fn result(id: &Value, mut result: Value, instance: &str, opts: &TargetOptions) -> Vec<u8> {
+    if opts.meta {
+        result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
+    }
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap()
 }
 
@@ -372,6 +378,7 @@ async fn handle(
                 json!({"resultType": result_type::COMPLETE, "supportedVersions": [mcp::PROTOCOL_VERSION],
                 "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
+                &s.opts,
             ))
         }
         methods::TOOLS_LIST => {
@@ -379,6 +386,7 @@ async fn handle(
                 &id,
                 json!({"resultType": result_type::COMPLETE, "tools": TOOLS.iter().map(|t| json!({"name": t, "inputSchema": {"type": "object"}})).collect::<Vec<_>>(), "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
+                &s.opts,
             ))
         }
         methods::TOOLS_CALL => {}
@@ -462,7 +470,7 @@ async fn handle(
     };
     Ok(json_response(
         StatusCode::OK,
-        result(&id, res, &instance),
+        result(&id, res, &instance, &s.opts),
         &instance,
         &s.opts,
         s.opts.sse,
