@@ -1,6 +1,8 @@
-//! An in-test MRTR target for the load tester: a hyper 1 server on 127.0.0.1:0 that speaks the
-//! backend's tool contract for create_repo, deploy, charge, onboard and echo (plus
-//! `server/discover` and `tools/list`), pretends to be several instances in round robin (naming
+//! An in-test MRTR target for the load tester: a hyper 1 server on 127.0.0.1:0 that serves the
+//! reference backend's own create_repo, deploy, charge, onboard and echo (their listing and
+//! behaviour come from `mcp_edge::backend::tools`, called in-process; nothing of their contract
+//! is restated here) plus `server/discover` and `tools/list`, pretends to be several instances
+//! in round robin (naming
 //! the one that "served" each request in the `x-mcp-edge-upstream` header and in result `_meta`),
 //! and checks every retry leg: the `requestState` it minted echoed exactly, the same tool and
 //! arguments, the same principal and a new id. Headers are checked with the shared `mcp::check`.
@@ -23,6 +25,8 @@ use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use mcp_edge::backend::state::StatePayload;
+use mcp_edge::backend::tools;
 use mcp_edge::mcp::{self, codes, header, meta, methods, result_type};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
@@ -62,7 +66,8 @@ struct Issued {
     arguments: Value,
     id: Value,
     principal: String,
-    step: u32,
+    /// What the backend's tool carries to its next round.
+    payload: StatePayload,
 }
 
 #[derive(Default)]
@@ -85,6 +90,7 @@ struct Shared {
     stalled: AtomicBool,
     stall_until: Mutex<Option<tokio::time::Instant>>,
     stats: Arc<TargetStats>,
+    ledger: tools::Ledger,
 }
 
 pub struct Target {
@@ -116,6 +122,7 @@ impl Target {
             stalled: AtomicBool::new(false),
             stall_until: Mutex::new(None),
             stats: stats.clone(),
+            ledger: tools::Ledger::default(),
         });
         let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -204,93 +211,6 @@ fn result(id: &Value, mut result: Value, instance: &str, opts: &TargetOptions) -
         result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
     }
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap()
-}
-
-fn ask(key: &str, message: &str, properties: Value) -> Value {
-    json!({ key: {"method": methods::ELICITATION_CREATE, "params": {
-        "mode": "form", "message": message,
-        "requestedSchema": {"type": "object", "properties": properties}
-    }}})
-}
-
-/// The (key, question) a tool asks at `step`, or None when it can complete.
-fn question(tool: &str, step: u32) -> Option<(&'static str, Value)> {
-    match (tool, step) {
-        ("create_repo", 0) => Some((
-            "github_login",
-            ask(
-                "github_login",
-                "GitHub login?",
-                json!({"name": {"type": "string"}}),
-            ),
-        )),
-        ("deploy", 0) => Some((
-            "confirm",
-            ask(
-                "confirm",
-                "Type the service name",
-                json!({"confirmation": {"type": "string"}}),
-            ),
-        )),
-        ("charge", 0) => Some((
-            "confirm_charge",
-            ask(
-                "confirm_charge",
-                "Charge?",
-                json!({"confirm": {"type": "boolean"}}),
-            ),
-        )),
-        ("onboard", 0) => Some((
-            "role",
-            ask("role", "Role?", json!({"role": {"type": "string"}})),
-        )),
-        ("onboard", 1) => Some((
-            "access",
-            ask(
-                "access",
-                "Grant access?",
-                json!({"grant": {"type": "boolean"}}),
-            ),
-        )),
-        _ => None,
-    }
-}
-
-/// Whether `answer` is an acceptable answer to the question `key` of `tool`.
-fn accepts(tool: &str, key: &str, answer: &Value, args: &Value) -> bool {
-    if answer["action"] != "accept" {
-        return false;
-    }
-    let c = &answer["content"];
-    match (tool, key) {
-        ("create_repo", "github_login") => c["name"].is_string(),
-        ("deploy", "confirm") => c["confirmation"] == args["service"],
-        ("charge", "confirm_charge") => c["confirm"] == true,
-        ("onboard", "role") => c["role"] == "admin",
-        ("onboard", "access") => c["grant"] == true,
-        _ => false,
-    }
-}
-
-fn done_text(tool: &str, args: &Value) -> String {
-    match tool {
-        "create_repo" => format!(
-            "Created github.com/octocat/{}",
-            args["repo"].as_str().unwrap_or("")
-        ),
-        "deploy" => format!(
-            "Deployed {} to {}",
-            args["service"].as_str().unwrap_or(""),
-            args["environment"].as_str().unwrap_or("")
-        ),
-        "charge" => format!(
-            "Charged {} to cart {}",
-            args["amount"],
-            args["cart_id"].as_str().unwrap_or("")
-        ),
-        "onboard" => format!("Onboarded {}", args["team"].as_str().unwrap_or("")),
-        _ => args["text"].as_str().unwrap_or("").to_string(),
-    }
 }
 
 async fn handle(
@@ -384,7 +304,7 @@ async fn handle(
         methods::TOOLS_LIST => {
             return ok(result(
                 &id,
-                json!({"resultType": result_type::COMPLETE, "tools": TOOLS.iter().map(|t| json!({"name": t, "inputSchema": {"type": "object"}})).collect::<Vec<_>>(), "ttlMs": 0, "cacheScope": "public"}),
+                json!({"resultType": result_type::COMPLETE, "tools": TOOLS.iter().filter_map(|t| tools::tool(t)).map(|t| json!({"name": t.name, "inputSchema": serde_json::from_str::<Value>(t.schema).unwrap()})).collect::<Vec<_>>(), "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
                 &s.opts,
             ))
@@ -403,17 +323,25 @@ async fn handle(
     let p = &v["params"];
     let tool = p["name"].as_str().unwrap_or_default().to_string();
     let args = p["arguments"].clone();
-    if tool == "deploy" {
-        let want = args["environment"].as_str().unwrap_or_default();
+    let Some(t) = tools::tool(&tool).filter(|t| TOOLS.contains(&t.name)) else {
+        return ok(error(&id, codes::INVALID_PARAMS, "unknown tool"));
+    };
+    // Mcp-Param-* headers the tool declares must mirror their arguments.
+    for (arg, suffix) in t.param_headers {
+        let want = args[*arg].as_str();
         let got = parts
             .headers
-            .get(format!("{}environment", header::PARAM_PREFIX))
+            .get(format!(
+                "{}{}",
+                header::PARAM_PREFIX,
+                suffix.to_ascii_lowercase()
+            ))
             .and_then(|h| h.to_str().ok());
-        if got != Some(want) {
+        if want.is_some() && got != want {
             let body = error(
                 &id,
                 codes::HEADER_MISMATCH,
-                "Mcp-Param-Environment missing or wrong",
+                &format!("Mcp-Param-{suffix} missing or wrong"),
             );
             return Ok(json_response(
                 StatusCode::BAD_REQUEST,
@@ -425,7 +353,7 @@ async fn handle(
         }
     }
     let map = if s.opts.stateful { idx } else { 0 };
-    let mut step = 0;
+    let mut state = None;
     if let Some(st) = p.get("requestState") {
         let issued = st
             .as_str()
@@ -442,30 +370,60 @@ async fn handle(
             ));
         }
         s.stats.retries_accepted.fetch_add(1, SeqCst);
-        step = issued.unwrap().step;
-        if let Some((key, _)) = question(&tool, step) {
-            if accepts(&tool, key, &p["inputResponses"][key], &args) {
-                step += 1;
-            }
-        }
+        state = issued.map(|i| i.payload);
     }
-    let res = match question(&tool, step) {
-        None if TOOLS.contains(&tool.as_str()) => {
+    // The tool itself is the reference backend's: the target only plays the fleet around it.
+    let no_map = serde_json::Map::new();
+    let caps = p["_meta"][meta::CLIENT_CAPABILITIES]
+        .as_object()
+        .unwrap_or(&no_map);
+    let answers = match (&state, p["inputResponses"].as_object()) {
+        (Some(_), Some(a)) => a.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let call = tools::Call {
+        name: t.name,
+        args: args.as_object().unwrap_or(&no_map),
+        caps,
+        answers: &answers,
+        state: state.as_ref(),
+        ledger: &s.ledger,
+    };
+    let res = match (t.run)(&call).unwrap_or_else(|e| e) {
+        tools::Outcome::Complete(mut r) => {
             s.stats.completed.fetch_add(1, SeqCst);
-            json!({"resultType": result_type::COMPLETE, "content": [{"type": "text", "text": done_text(&tool, &args)}]})
+            r["resultType"] = json!(result_type::COMPLETE);
+            r
         }
-        None => return ok(error(&id, codes::INVALID_PARAMS, "unknown tool")),
-        Some((_, input_requests)) => {
+        tools::Outcome::Ask { requests, data } => {
             let k = format!("st-{}-{}/+\"=", s.state_seq.fetch_add(1, SeqCst), instance);
+            let payload = StatePayload {
+                principal: principal.clone(),
+                expires_at_ms: u64::MAX,
+                method: methods::TOOLS_CALL.into(),
+                digest: String::new(),
+                round: call.round() + 1,
+                nonce: k.clone(),
+                data,
+                issuer: instance.clone(),
+            };
             let issued = Issued {
                 tool: tool.clone(),
                 arguments: args.clone(),
                 id: id.clone(),
                 principal,
-                step,
+                payload,
             };
             s.states[map].lock().unwrap().insert(k.clone(), issued);
-            json!({"resultType": result_type::INPUT_REQUIRED, "inputRequests": input_requests, "requestState": k})
+            json!({"resultType": result_type::INPUT_REQUIRED, "inputRequests": requests, "requestState": k})
+        }
+        tools::Outcome::Error(code, msg) => return ok(error(&id, code, &msg)),
+        other => {
+            return ok(error(
+                &id,
+                codes::INTERNAL_ERROR,
+                &format!("the target does not serve {other:?}"),
+            ))
         }
     };
     Ok(json_response(
