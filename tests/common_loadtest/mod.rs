@@ -24,14 +24,14 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use mcp_edge::backend::state::StatePayload;
 use mcp_edge::backend::tools;
 use mcp_edge::mcp::{self, codes, header, meta, methods, result_type};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TargetOptions {
     pub instances: Vec<String>,
     pub stateful: bool,
@@ -41,6 +41,8 @@ pub struct TargetOptions {
     pub header: bool,
     /// Name the instance in result `_meta` too.
     pub meta: bool,
+    /// Serve https with this config (its ALPN list decides whether HTTP/2 is offered).
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 impl Default for TargetOptions {
@@ -52,6 +54,7 @@ impl Default for TargetOptions {
             sse: false,
             header: true,
             meta: true,
+            tls: None,
         }
     }
 }
@@ -73,6 +76,8 @@ struct Issued {
 #[derive(Default)]
 pub struct TargetStats {
     pub requests: AtomicU64,
+    /// Requests that came over HTTP/2 (preflight included).
+    pub h2_requests: AtomicU64,
     pub preflight: AtomicU64,
     pub retries_accepted: AtomicU64,
     pub retries_refused: AtomicU64,
@@ -135,10 +140,26 @@ impl Target {
                         let _ = stream.set_nodelay(true);
                         let shared = shared.clone();
                         conns.spawn(async move {
+                            let tls = shared.opts.tls.clone();
                             let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
+                            let Some(cfg) = tls else {
+                                let _ = hyper::server::conn::http1::Builder::new()
+                                    .serve_connection(TokioIo::new(stream), svc)
+                                    .await;
+                                return;
+                            };
+                            let Ok(tls) = tokio_rustls::TlsAcceptor::from(cfg).accept(stream).await else {
+                                return;
+                            };
+                            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                                    .serve_connection(TokioIo::new(tls), svc)
+                                    .await;
+                            } else {
+                                let _ = hyper::server::conn::http1::Builder::new()
+                                    .serve_connection(TokioIo::new(tls), svc)
+                                    .await;
+                            }
                         });
                         while conns.try_join_next().is_some() {}
                     }
@@ -218,6 +239,9 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let n = s.seq.fetch_add(1, SeqCst) + 1;
+    if req.version() == http::Version::HTTP_2 {
+        s.stats.h2_requests.fetch_add(1, SeqCst);
+    }
     let idx = (s.rr.fetch_add(1, SeqCst) % s.opts.instances.len() as u64) as usize;
     let instance = s.opts.instances[idx].clone();
     // A global pause: once, from request N on, every request waits until it is over.
