@@ -262,10 +262,13 @@ pub async fn discover(http: &Http, headers: &HeaderMap, timeout: Duration) -> Di
         .await
         {
             Ok(r) => {
+                let Some(ts) = r.get("tools").and_then(Value::as_array) else {
+                    // Not a tools/list answer (a trivial benchmark target, say): nothing to check.
+                    d.list_error = Some("the tools/list result has no tools array".into());
+                    break;
+                };
                 d.pages += 1;
-                if let Some(ts) = r.get("tools").and_then(Value::as_array) {
-                    d.tools.extend(ts.iter().cloned());
-                }
+                d.tools.extend(ts.iter().cloned());
                 cursor = r
                     .get("nextCursor")
                     .and_then(Value::as_str)
