@@ -222,3 +222,50 @@ fn python_sdk_fleet_one_liner_with_templates() {
     assert_clean(&a, &r, 60, 0.3);
     assert_eq!(r.measures.rounds.get(&2), Some(&60));
 }
+
+/// Declined and cancelled elicitations end their flows the way each SDK ends them (a tool
+/// error), which is the expected end of such a flow, not an error.
+fn declines_and_cancels(sdk: Sdk, tool: &str, args: &str) {
+    if !peers::installed(sdk) {
+        return;
+    }
+    let fleet = Peer::fleet(sdk, 2);
+    let gw = gateway_for(&fleet);
+    let (a, r) = run(
+        &gw,
+        &[
+            "--tool",
+            tool,
+            "--args",
+            args,
+            "--decline-share",
+            "0.3",
+            "--cancel-share",
+            "0.2",
+            "--flows",
+            "60",
+            "--concurrency",
+            "3",
+        ],
+    );
+    let t = &r.measures.tally;
+    assert_eq!(r.errors(), 0, "{}", r.summary_text());
+    assert_eq!(r.measures.flows_completed, 60, "{}", r.summary_text());
+    assert!(
+        t.declined > 5 && t.cancelled > 2,
+        "{} declined, {} cancelled",
+        t.declined,
+        t.cancelled
+    );
+    assert!(r.check(&a).is_empty(), "{:?}", r.check(&a));
+}
+
+#[test]
+fn ts_sdk_fleet_declines_and_cancels() {
+    declines_and_cancels(Sdk::TypeScript, "book", r#"{"room": "r-$seq"}"#);
+}
+
+#[test]
+fn python_sdk_fleet_declines_and_cancels() {
+    declines_and_cancels(Sdk::Python, "order", r#"{"item": "i-$seq"}"#);
+}

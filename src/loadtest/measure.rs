@@ -320,6 +320,12 @@ impl Measures {
             FlowEnd::Abandoned => {
                 self.flows_abandoned += 1;
                 *self.errors_by_kind.entry("flow_abandoned").or_default() += 1;
+                self.tally.error(&LegError {
+                    kind: "flow_abandoned",
+                    status: None,
+                    code: None,
+                    message: Some(format!("still input_required after {legs} legs")),
+                });
                 if let Some(o) = self.ops.get_mut(op) {
                     o.abandoned += 1;
                 }

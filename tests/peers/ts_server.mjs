@@ -5,7 +5,7 @@
 // elicitation, requestState sealed with the shared HMAC key so any instance finishes a retry),
 // wipe (destructiveHint, must be left out by --scenario auto).
 import http from 'node:http';
-import { McpServer, createMcpHandler, createRequestStateCodec, inputRequired, acceptedContent, fromJsonSchema } from '@modelcontextprotocol/server';
+import { McpServer, createMcpHandler, createRequestStateCodec, inputRequired, acceptedContent, inputResponse, fromJsonSchema } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 
@@ -33,6 +33,10 @@ function build() {
     description: 'Book a room after a confirmation (MRTR)',
     inputSchema: z.object({ room: z.string().min(2) }),
   }, async ({ room }, ctx) => {
+    const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+    if (view.kind === 'elicit' && view.action !== 'accept') {
+      return { isError: true, content: [{ type: 'text', text: `booking of ${room} ${view.action}d by the user` }] };
+    }
     const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', z.object({ confirm: z.boolean(), guest: z.string() }));
     if (answer === undefined) {
       const requestState = await codec.mint({ room, asked_by: instance });
