@@ -1,32 +1,28 @@
 //! Drives the load: the closed loop (`--concurrency N` workers, each running flows back to back),
 //! the open loop (`--rate R` flows per second started on a fixed schedule, first legs timed from
 //! their *intended* send time so a stalled target cannot hide behind coordinated omission), the
-//! MRTR flow itself (leg after leg until `complete`, then its content checks), and ramp stages.
-//! The leg on the wire is [`super::leg`], the decisions before the run [`super::plan`], the
-//! display [`super::progress`].
+//! ramp stages. One flow is [`super::flow`], the leg on the wire [`super::leg`], the decisions
+//! before the run [`super::plan`], the display [`super::progress`].
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::task::JoinSet;
 
-use super::answer::{answer_input_requests_as, ElicitAction};
+use super::answer::ElicitAction;
 use super::client::Http;
 use super::feed::Feed;
-use super::leg::{send_leg, LegMode, Outcome};
-use super::measure::{new_hist, FlowEnd, LegError, LegKind, Measures};
+use super::flow::run_one;
+use super::measure::{new_hist, Measures};
 use super::plan::{self, FlowPlan};
 use super::progress::Progress;
 use super::report::Report;
-use super::scenario::pick_weighted;
 use super::stages::Stages;
-use super::template::RetryParts;
 use super::LoadTestArgs;
 
 /// Measurement shards: workers pick one by index; each has its own lock.
@@ -43,42 +39,42 @@ pub(super) struct Live {
 }
 
 pub(super) struct Ctx {
-    pub http: Http,
-    flows: Vec<FlowPlan>,
-    feed: Option<Feed>,
-    extra_headers: http::HeaderMap,
+    pub(super) http: Http,
+    pub(super) flows: Vec<FlowPlan>,
+    pub(super) feed: Option<Feed>,
+    pub(super) extra_headers: http::HeaderMap,
     /// `-H Authorization: ...` given: no rotating principals.
-    pub user_authorization: bool,
-    decline_share: f64,
-    cancel_share: f64,
-    stages: Option<Stages>,
-    cumulative: Vec<u64>,
-    total_weight: u64,
+    pub(super) user_authorization: bool,
+    pub(super) decline_share: f64,
+    pub(super) cancel_share: f64,
+    pub(super) stages: Option<Stages>,
+    pub(super) cumulative: Vec<u64>,
+    pub(super) total_weight: u64,
     /// The template whose mismatched headers make the bad requests.
-    bad_template: usize,
-    principals: Vec<HeaderValue>,
-    pub upstream_header: HeaderName,
-    pub timeout: Duration,
-    max_rounds: u32,
-    bad_share: f64,
-    next_id: AtomicU64,
-    pub claimed: AtomicU64,
-    pub flow_limit: Option<u64>,
-    deadline: Option<Instant>,
-    pub start: Instant,
-    shards: Vec<Mutex<Measures>>,
-    pub live: Live,
+    pub(super) bad_template: usize,
+    pub(super) principals: Vec<HeaderValue>,
+    pub(super) upstream_header: HeaderName,
+    pub(super) timeout: Duration,
+    pub(super) max_rounds: u32,
+    pub(super) bad_share: f64,
+    pub(super) next_id: AtomicU64,
+    pub(super) claimed: AtomicU64,
+    pub(super) flow_limit: Option<u64>,
+    pub(super) deadline: Option<Instant>,
+    pub(super) start: Instant,
+    pub(super) shards: Vec<Mutex<Measures>>,
+    pub(super) live: Live,
 }
 
 /// What a worker needs to start one flow.
 #[derive(Clone, Copy)]
-struct Draw {
-    seq: u64,
-    bad: bool,
-    pick: u64,
-    action: ElicitAction,
+pub(super) struct Draw {
+    pub(super) seq: u64,
+    pub(super) bad: bool,
+    pub(super) pick: u64,
+    pub(super) action: ElicitAction,
     /// Seeds the flow's own templates ($uuid, $rand, a random feed row).
-    seed: u64,
+    pub(super) seed: u64,
 }
 
 impl Ctx {
@@ -118,205 +114,18 @@ impl Ctx {
     }
 
     /// The stage running at `at`, when the run has stages.
-    fn stage(&self, at: Instant) -> Option<usize> {
+    pub(super) fn stage(&self, at: Instant) -> Option<usize> {
         let s = self.stages.as_ref()?;
         Some(s.index_at(at.saturating_duration_since(self.start)))
     }
 
-    fn sec(&self, at: Instant) -> usize {
+    pub(super) fn sec(&self, at: Instant) -> usize {
         at.saturating_duration_since(self.start).as_secs() as usize
     }
 
-    fn record(&self, shard: usize, f: impl FnOnce(&mut Measures)) {
+    pub(super) fn record(&self, shard: usize, f: impl FnOnce(&mut Measures)) {
         f(&mut self.shards[shard % SHARDS].lock().expect("measures lock"));
     }
-}
-
-/// Run one flow (or one bad request) to its end and record every leg.
-async fn run_one(ctx: &Ctx, shard: usize, d: Draw, intended: Instant) {
-    let principal = &ctx.principals[(d.seq % ctx.principals.len() as u64) as usize];
-    if d.bad {
-        let tpl = &ctx.flows[ctx.bad_template].tpl;
-        let id = ctx.next_id.fetch_add(1, Relaxed);
-        let mode = LegMode {
-            bad: true,
-            ..LegMode::default()
-        };
-        let body = tpl.body(id, RetryParts::default());
-        let (_, e, inst) = send_leg(ctx, tpl, principal, id, body, mode).await;
-        let now = Instant::now();
-        ctx.live.requests.fetch_add(1, Relaxed);
-        if e.is_some() {
-            ctx.live.errors.fetch_add(1, Relaxed);
-        }
-        let op = ctx.bad_template;
-        let stage = ctx.stage(now);
-        ctx.record(shard, |m| {
-            if let Some(s) = stage {
-                m.tally.stage_leg(s, now - intended, e.is_some());
-            }
-            m.record_leg(
-                op,
-                LegKind::Bad,
-                now - intended,
-                ctx.sec(now),
-                e,
-                inst.as_deref(),
-                None,
-            )
-        });
-        return;
-    }
-    let op = pick_weighted(&ctx.cumulative, d.pick);
-    let plan = &ctx.flows[op];
-    let owned;
-    let tpl = if plan.dynamic {
-        let mut rng = StdRng::seed_from_u64(d.seed);
-        match plan.instantiate(d.seq, &mut rng, ctx.feed.as_ref(), &ctx.extra_headers) {
-            Ok(t) => {
-                owned = t;
-                &owned
-            }
-            Err(_) => &plan.tpl,
-        }
-    } else {
-        &plan.tpl
-    };
-    ctx.record(shard, |m| m.flows_started += 1);
-    let mode = LegMode {
-        bad: false,
-        want_result: !plan.checks.is_empty(),
-        tool_error_ok: false,
-    };
-    let mut asked = false;
-    let mut first_instance: Option<Bytes> = None;
-    let mut state: Option<String> = None;
-    let mut responses: Vec<u8> = Vec::new();
-    let mut has_responses = false;
-    let mut send_at = intended;
-    let mut round = 1u32;
-    let mut final_result: Option<serde_json::Value> = None;
-    let end = loop {
-        let id = ctx.next_id.fetch_add(1, Relaxed);
-        let retry = RetryParts {
-            input_responses: has_responses.then_some(responses.as_slice()),
-            request_state: state.as_deref(),
-        };
-        let body = tpl.body(id, retry);
-        let mode = LegMode {
-            // After a decline or cancel, the tool's error result is the expected end.
-            tool_error_ok: asked && d.action != ElicitAction::Accept,
-            ..mode
-        };
-        let (outcome, mut e, inst) = send_leg(ctx, tpl, principal, id, body, mode).await;
-        let now = Instant::now();
-        let kind = match (tpl.is_call(), round) {
-            (false, _) => LegKind::Plain,
-            (true, 1) => LegKind::First,
-            (true, _) => LegKind::Retry,
-        };
-        let mut next = None;
-        let end = match outcome {
-            Outcome::Complete { result } => {
-                final_result = result;
-                Some(FlowEnd::Completed)
-            }
-            Outcome::Failed { result } => {
-                final_result = result;
-                Some(FlowEnd::Failed)
-            }
-            Outcome::InputRequired { .. } if round >= ctx.max_rounds => Some(FlowEnd::Abandoned),
-            Outcome::InputRequired {
-                input_requests,
-                request_state,
-            } => {
-                responses.clear();
-                has_responses = false;
-                asked = true;
-                match input_requests
-                    .map(|ir| answer_input_requests_as(&ir, &tpl.answers, d.action, &mut responses))
-                {
-                    Some(Err(why)) => {
-                        e = Some(LegError {
-                            kind: "unanswerable_input_request",
-                            status: None,
-                            code: None,
-                            message: Some(why.to_string()),
-                        });
-                        Some(FlowEnd::Failed)
-                    }
-                    answered => {
-                        has_responses = answered.is_some();
-                        next = Some(request_state);
-                        None
-                    }
-                }
-            }
-        };
-        ctx.live.requests.fetch_add(1, Relaxed);
-        if e.is_some() {
-            ctx.live.errors.fetch_add(1, Relaxed);
-        }
-        let first = first_instance.as_deref();
-        let stage = ctx.stage(now);
-        ctx.record(shard, |m| {
-            if let Some(s) = stage {
-                m.tally.stage_leg(s, now - send_at, e.is_some());
-            }
-            m.record_leg(
-                op,
-                kind,
-                now - send_at,
-                ctx.sec(now),
-                e,
-                inst.as_deref(),
-                first,
-            )
-        });
-        if round == 1 {
-            first_instance = inst;
-        }
-        if let Some(end) = end {
-            break (end, now);
-        }
-        state = next.flatten();
-        send_at = now;
-        round += 1;
-    };
-    let (end, at) = end;
-    if end == FlowEnd::Completed {
-        ctx.live.flows.fetch_add(1, Relaxed);
-    } else if end == FlowEnd::Abandoned {
-        ctx.live.errors.fetch_add(1, Relaxed);
-    }
-    let is_call = tpl.is_call();
-    let deliberate = asked && d.action != ElicitAction::Accept;
-    // Content checks run on every final result of a flow that accepted its elicitations.
-    let checked: Vec<(&str, Result<(), String>)> = match (&final_result, deliberate) {
-        (Some(r), false) => plan
-            .checks
-            .iter()
-            .map(|c| (c.label.as_str(), c.evaluate(r)))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let stage = ctx.stage(at);
-    ctx.record(shard, |m| {
-        for (label, outcome) in checked {
-            m.tally.check(label, outcome);
-        }
-        if deliberate {
-            match d.action {
-                ElicitAction::Decline => m.tally.declined += 1,
-                ElicitAction::Cancel => m.tally.cancelled += 1,
-                ElicitAction::Accept => {}
-            }
-        }
-        if let (Some(s), FlowEnd::Completed) = (stage, end) {
-            m.tally.stage_flow_completed(s);
-        }
-        m.record_flow(op, end, round, at - intended, ctx.sec(at), is_call)
-    });
 }
 
 /// Drain the finished tasks of a set without waiting.
