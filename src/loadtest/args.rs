@@ -102,7 +102,9 @@ pub struct LoadTestArgs {
     pub answer: Vec<String>,
     /// A header sent with every request, 'Name: value' (repeatable): API keys, tenants. An
     /// Authorization header given here replaces the rotating bearer principals.
+    /// Reports name these headers but never carry their values (API keys).
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    #[serde(serialize_with = "ser_header_names")]
     pub header: Vec<String>,
     /// A content check on every tool call's final result (repeatable): no-error, schema,
     /// /pointer==VALUE, /pointer~=TEXT (contains), /pointer=~REGEX (matches).
@@ -154,6 +156,13 @@ pub struct LoadTestArgs {
     /// HTTP client implementation.
     #[arg(long, value_enum, default_value_t = HttpClientKind::Direct, hide = true)]
     pub http_client: HttpClientKind,
+}
+
+fn ser_header_names<S: serde::Serializer>(h: &[String], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(h.iter().map(|h| {
+        let name = h.split_once(':').map_or(h.as_str(), |(n, _)| n).trim();
+        format!("{name}: (value not reported)")
+    }))
 }
 
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -294,6 +303,9 @@ mod tests {
         assert_eq!(a.principal_tokens(), ["a", "b"]);
         assert!(LoadTestArgs::from_cli(["--rate", "5", "--concurrency", "3"]).is_err());
         assert_eq!(d.max_error_rate, Some(0.01));
+        let h = LoadTestArgs::from_cli(["-H", "X-Api-Key: s3cret"]).unwrap();
+        let v = serde_json::to_value(&h).unwrap();
+        assert_eq!(v["header"][0], "X-Api-Key: (value not reported)");
         let none =
             LoadTestArgs::from_cli(["--max-error-rate", "none", "--max-check-failure-rate", "5%"])
                 .unwrap();
