@@ -61,7 +61,26 @@ pub(super) async fn run_one(ctx: &Ctx, shard: usize, d: Draw, intended: Instant)
                 owned = t;
                 &owned
             }
-            Err(_) => &plan.tpl,
+            Err(e) => {
+                // The rendered arguments cannot be sent (a feed value that is no valid header
+                // value, say): the flow fails before its first leg, and says why.
+                let now = Instant::now();
+                ctx.live.errors.fetch_add(1, Relaxed);
+                let err = LegError {
+                    kind: "template_error",
+                    status: None,
+                    code: None,
+                    message: Some(format!("{e:#}")),
+                };
+                ctx.record(shard, |m| {
+                    m.flows_started += 1;
+                    m.flows_unsent += 1;
+                    m.tally.error(&err);
+                    *m.errors_by_kind.entry(err.kind).or_default() += 1;
+                    m.record_flow(op, FlowEnd::Failed, 0, now - intended, ctx.sec(now), true)
+                });
+                return;
+            }
         }
     } else {
         &plan.tpl

@@ -172,6 +172,8 @@ pub struct Measures {
     pub flows_completed: u64,
     pub flows_failed: u64,
     pub flows_abandoned: u64,
+    /// Flows that failed before their first leg (their arguments could not be rendered).
+    pub flows_unsent: u64,
     /// Completed flows by number of legs.
     pub rounds: BTreeMap<u32, u64>,
     pub errors_by_status: BTreeMap<u16, u64>,
@@ -197,6 +199,7 @@ impl Measures {
             flows_completed: 0,
             flows_failed: 0,
             flows_abandoned: 0,
+            flows_unsent: 0,
             rounds: BTreeMap::new(),
             errors_by_status: BTreeMap::new(),
             errors_by_code: BTreeMap::new(),
@@ -347,6 +350,7 @@ impl Measures {
         self.flows_completed += o.flows_completed;
         self.flows_failed += o.flows_failed;
         self.flows_abandoned += o.flows_abandoned;
+        self.flows_unsent += o.flows_unsent;
         for (k, v) in &o.rounds {
             *self.rounds.entry(*k).or_default() += v;
         }
@@ -384,9 +388,10 @@ impl Measures {
         self.legs.iter().map(|l| l.requests).sum()
     }
 
-    /// Errors: failed legs plus abandoned flows. Bad requests rejected as expected are not errors.
+    /// Errors: failed legs plus abandoned and unsent flows. Bad requests rejected as expected
+    /// are not errors.
     pub fn errors(&self) -> u64 {
-        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned
+        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned + self.flows_unsent
     }
 
     pub fn leg(&self, kind: LegKind) -> &LegStats {
