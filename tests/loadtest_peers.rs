@@ -269,3 +269,33 @@ fn ts_sdk_fleet_declines_and_cancels() {
 fn python_sdk_fleet_declines_and_cancels() {
     declines_and_cancels(Sdk::Python, "order", r#"{"item": "i-$seq"}"#);
 }
+
+#[test]
+fn ts_sdk_fleet_refuses_the_default_scenario_before_any_load() {
+    if !peers::installed(Sdk::TypeScript) {
+        return;
+    }
+    let fleet = Peer::fleet(Sdk::TypeScript, 2);
+    let gw = gateway_for(&fleet);
+    let target = format!("http://{}/mcp", gw.mcp_addr);
+    // The issue's first run: the built-in `mixed` scenario against a fleet without those tools.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["loadtest", "--target", &target, "--duration", "5s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("preflight: server ts-peer 1.0.0 · protocol 2026-07-28"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("x-mcp-header params: forecast (region→Mcp-Param-Region)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("does not offer: charge, create_repo, deploy, echo, onboard")
+            && stderr.contains("The target offers 4: add, forecast, book, wipe"),
+        "{stderr}"
+    );
+}
