@@ -13,7 +13,7 @@
 //!   first four;
 //! - the run: `run` (closed and open loop, [`stages`]), `flow` (one flow), `leg` (one leg on the
 //!   wire), `progress`, [`client`] and [`tls`] (HTTP/1.1, https, HTTP/2);
-//! - results: [`measure`] (histograms and counters), [`tally`] (error messages, checks, stages),
+//! - results: [`measure`] (histograms and counters, with [`stats`]), [`tally`] (error messages, checks, stages),
 //!   [`report`] (summary, JSON and HTML reports, exit criteria).
 //!
 //! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
@@ -41,6 +41,7 @@ pub mod report;
 mod run;
 pub mod scenario;
 pub mod stages;
+pub mod stats;
 pub mod tally;
 pub mod template;
 pub mod tls;
