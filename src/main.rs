@@ -47,7 +47,7 @@ enum Command {
     /// Run the reference stateless MRTR backend as a pool of instances.
     Backend(mcp_edge::backend::BackendArgs),
     /// Drive MRTR flows through a gateway and check that retry legs land on any instance.
-    Loadtest(mcp_edge::loadtest::LoadTestArgs),
+    Loadtest(Box<mcp_edge::loadtest::LoadTestArgs>),
     /// Start a backend pool, the gateway and a short MRTR load test in one process, and report.
     Demo(mcp_edge::demo::DemoArgs),
 }
@@ -123,10 +123,15 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
-        Command::Loadtest(args) => match mcp_edge::loadtest::run(args) {
+        Command::Loadtest(args) => match mcp_edge::loadtest::run(*args) {
             Ok(true) => Ok(()),
             // The failed checks were printed with their reasons.
             Ok(false) => return ExitCode::from(1),
+            // Refused before any load was sent (a scenario tool the target lacks).
+            Err(e) if e.is::<mcp_edge::loadtest::PreflightError>() => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
             Err(e) => Err(e),
         },
     };

@@ -15,6 +15,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
+use super::tls::{TlsOptions, TlsPool};
+
 /// Which client implementation to use.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -32,11 +34,14 @@ pub struct Answer {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The HTTP version the answer came over.
+    pub version: http::Version,
 }
 
 enum Inner {
     Direct(Mutex<Vec<SendRequest<Full<Bytes>>>>),
     Pooled(Client<HttpConnector, Full<Bytes>>),
+    Tls(TlsPool),
 }
 
 /// A client bound to one target URL.
@@ -49,24 +54,43 @@ pub struct Http {
 }
 
 impl Http {
-    /// Resolve the target once and prepare the client. Only `http://` targets are supported.
+    /// Resolve a plain `http://` target once and prepare the client.
     pub async fn new(target: &str, kind: HttpClientKind) -> anyhow::Result<Http> {
+        Http::connect(target, kind, &TlsOptions::default()).await
+    }
+
+    /// Resolve the target once and prepare the client: `http://`, or `https://` with `tls`.
+    pub async fn connect(
+        target: &str,
+        kind: HttpClientKind,
+        tls: &TlsOptions,
+    ) -> anyhow::Result<Http> {
         let uri: Uri = target
             .parse()
             .with_context(|| format!("invalid target URL {target:?}"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some(s) => bail!("target scheme {s:?} is not supported (plain http only)"),
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(s) => bail!("target scheme {s:?} is not supported (http or https)"),
             None => bail!("target {target:?} needs a scheme, e.g. http://127.0.0.1:8080/mcp"),
-        }
+        };
         let authority = uri.authority().context("target URL has no host")?.clone();
-        let port = authority.port_u16().unwrap_or(80);
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let addr = tokio::net::lookup_host((authority.host(), port))
             .await
             .with_context(|| format!("resolving {}", authority.host()))?
             .next()
             .with_context(|| format!("{} resolves to no address", authority.host()))?;
         let host = HeaderValue::from_str(authority.as_str())?;
+        if https {
+            let path = uri.path_and_query().map_or("/", |p| p.as_str()).parse()?;
+            return Ok(Http {
+                inner: Inner::Tls(TlsPool::new(&uri, addr, tls)?),
+                addr,
+                host,
+                uri: path,
+            });
+        }
         let (inner, uri) = match kind {
             HttpClientKind::Direct => {
                 let path = uri.path_and_query().map_or("/", |p| p.as_str());
@@ -102,6 +126,7 @@ impl Http {
     /// Send one request and read the whole answer.
     pub async fn send(&self, req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
         match &self.inner {
+            Inner::Tls(pool) => pool.send(req).await,
             Inner::Pooled(client) => {
                 let resp = client.request(req).await?;
                 let (parts, body) = resp.into_parts();
@@ -110,12 +135,13 @@ impl Http {
                     status: parts.status,
                     headers: parts.headers,
                     body,
+                    version: parts.version,
                 })
             }
             Inner::Direct(idle) => {
                 let mut sender = match self.take_idle(idle) {
                     Some(s) => s,
-                    None => self.connect().await?,
+                    None => self.open().await?,
                 };
                 sender.ready().await?;
                 let resp = sender.send_request(req).await?;
@@ -128,6 +154,7 @@ impl Http {
                     status: parts.status,
                     headers: parts.headers,
                     body,
+                    version: parts.version,
                 })
             }
         }
@@ -146,7 +173,7 @@ impl Http {
         None
     }
 
-    async fn connect(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+    async fn open(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
         let stream = tokio::net::TcpStream::connect(self.addr)
             .await
             .with_context(|| format!("connecting to {}", self.addr))?;

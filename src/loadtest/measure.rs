@@ -1,11 +1,14 @@
-//! What is measured while the load runs: one [`Recorder`] per shard (a few shards, each behind
-//! its own mutex, so workers rarely contend), merged into [`Measures`] at the end. HDR histograms
-//! hold latencies in microseconds.
+//! What is measured while the load runs: one [`Measures`] per shard (a few shards, each behind
+//! its own mutex, so workers rarely contend), merged at the end. HDR histograms hold latencies
+//! in microseconds. The aggregates it holds are in [`super::stats`] and [`super::tally`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+
+pub use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
+use super::tally::Tally;
 
 /// Significant figures of every latency histogram.
 pub const SIGFIG: u8 = 3;
@@ -55,105 +58,15 @@ pub enum FlowEnd {
 }
 
 /// An error seen on one leg.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegError {
     /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
     pub kind: &'static str,
     pub status: Option<u16>,
     pub code: Option<i64>,
-}
-
-/// Latency and counts of one leg kind.
-#[derive(Debug, Clone)]
-pub struct LegStats {
-    pub hist: Histogram<u64>,
-    pub requests: u64,
-    pub errors: u64,
-}
-
-impl Default for LegStats {
-    fn default() -> Self {
-        LegStats {
-            hist: new_hist(),
-            requests: 0,
-            errors: 0,
-        }
-    }
-}
-
-impl LegStats {
-    fn merge(&mut self, o: &LegStats) {
-        self.hist.add(&o.hist).expect("auto-resizing histogram");
-        self.requests += o.requests;
-        self.errors += o.errors;
-    }
-}
-
-/// Per operation (`tools/call create_repo`, `tools/list`, ...).
-#[derive(Debug, Clone)]
-pub struct OpStats {
-    pub label: String,
-    /// Every leg of this operation.
-    pub legs: LegStats,
-    /// Whole completed flows.
-    pub flows: Histogram<u64>,
-    pub completed: u64,
-    pub failed: u64,
-    pub abandoned: u64,
-}
-
-impl OpStats {
-    fn new(label: &str) -> Self {
-        OpStats {
-            label: label.into(),
-            legs: LegStats::default(),
-            flows: new_hist(),
-            completed: 0,
-            failed: 0,
-            abandoned: 0,
-        }
-    }
-    fn merge(&mut self, o: &OpStats) {
-        self.legs.merge(&o.legs);
-        self.flows.add(&o.flows).expect("auto-resizing histogram");
-        self.completed += o.completed;
-        self.failed += o.failed;
-        self.abandoned += o.abandoned;
-    }
-}
-
-/// Legs served by one instance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct InstanceCounts {
-    pub first: u64,
-    pub retry: u64,
-    pub plain: u64,
-}
-
-/// Where retry legs landed compared with leg 1 of their flow.
-#[derive(Debug, Clone, Default)]
-pub struct Landing {
-    /// Retry legs whose instance and whose flow's leg-1 instance are both known.
-    pub retry_known: u64,
-    /// ...of which served by a different instance than leg 1.
-    pub cross: u64,
-    /// Retry legs (answered) for which either instance is unknown.
-    pub retry_unknown: u64,
-    pub instances: BTreeMap<String, InstanceCounts>,
-}
-
-impl Landing {
-    pub fn cross_fraction(&self) -> Option<f64> {
-        (self.retry_known > 0).then(|| self.cross as f64 / self.retry_known as f64)
-    }
-}
-
-/// One second of the run (by completion time).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Bucket {
-    pub requests: u64,
-    pub errors: u64,
-    pub flows_completed: u64,
+    /// What the upstream said (JSON-RPC `error.message`, the tool's text when `isError`, the
+    /// start of a non-JSON body) or what went wrong locally (the transport error).
+    pub message: Option<String>,
 }
 
 /// Everything measured, per shard while running and merged at the end.
@@ -167,6 +80,8 @@ pub struct Measures {
     pub flows_completed: u64,
     pub flows_failed: u64,
     pub flows_abandoned: u64,
+    /// Flows that failed before their first leg (their arguments could not be rendered).
+    pub flows_unsent: u64,
     /// Completed flows by number of legs.
     pub rounds: BTreeMap<u32, u64>,
     pub errors_by_status: BTreeMap<u16, u64>,
@@ -178,6 +93,8 @@ pub struct Measures {
     pub timeline: Vec<Bucket>,
     /// Live window for the progress line (reset by the ticker).
     pub window: Histogram<u64>,
+    /// Error messages, content checks, declined flows, stages.
+    pub tally: Tally,
 }
 
 impl Measures {
@@ -190,6 +107,7 @@ impl Measures {
             flows_completed: 0,
             flows_failed: 0,
             flows_abandoned: 0,
+            flows_unsent: 0,
             rounds: BTreeMap::new(),
             errors_by_status: BTreeMap::new(),
             errors_by_code: BTreeMap::new(),
@@ -199,6 +117,7 @@ impl Measures {
             landing: Landing::default(),
             timeline: Vec::new(),
             window: new_hist(),
+            tally: Tally::default(),
         }
     }
 
@@ -240,6 +159,7 @@ impl Measures {
             }
         }
         if let Some(e) = error {
+            self.tally.error(&e);
             self.legs[kind.idx()].errors += 1;
             self.bucket(at_sec).errors += 1;
             if let Some(o) = self.ops.get_mut(op) {
@@ -311,6 +231,12 @@ impl Measures {
             FlowEnd::Abandoned => {
                 self.flows_abandoned += 1;
                 *self.errors_by_kind.entry("flow_abandoned").or_default() += 1;
+                self.tally.error(&LegError {
+                    kind: "flow_abandoned",
+                    status: None,
+                    code: None,
+                    message: Some(format!("still input_required after {legs} legs")),
+                });
                 if let Some(o) = self.ops.get_mut(op) {
                     o.abandoned += 1;
                 }
@@ -332,6 +258,7 @@ impl Measures {
         self.flows_completed += o.flows_completed;
         self.flows_failed += o.flows_failed;
         self.flows_abandoned += o.flows_abandoned;
+        self.flows_unsent += o.flows_unsent;
         for (k, v) in &o.rounds {
             *self.rounds.entry(*k).or_default() += v;
         }
@@ -344,6 +271,7 @@ impl Measures {
         for (k, v) in &o.errors_by_kind {
             *self.errors_by_kind.entry(k).or_default() += v;
         }
+        self.tally.merge(&o.tally);
         self.bad_sent += o.bad_sent;
         self.bad_rejected += o.bad_rejected;
         self.landing.retry_known += o.landing.retry_known;
@@ -368,9 +296,10 @@ impl Measures {
         self.legs.iter().map(|l| l.requests).sum()
     }
 
-    /// Errors: failed legs plus abandoned flows. Bad requests rejected as expected are not errors.
+    /// Errors: failed legs plus abandoned and unsent flows. Bad requests rejected as expected
+    /// are not errors.
     pub fn errors(&self) -> u64 {
-        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned
+        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned + self.flows_unsent
     }
 
     pub fn leg(&self, kind: LegKind) -> &LegStats {
@@ -410,6 +339,7 @@ mod tests {
             kind: "jsonrpc_error",
             status: Some(200),
             code: Some(-32602),
+            message: Some("Invalid or expired requestState".into()),
         };
         m.record_leg(
             0,
@@ -447,5 +377,6 @@ mod tests {
         assert_eq!(total.ops[0].completed, 2);
         assert_eq!(total.rounds[&2], 2);
         assert_eq!(total.leg(LegKind::Retry).errors, 2);
+        assert_eq!(total.tally.error_groups()[0].1, 2);
     }
 }

@@ -2,12 +2,19 @@
 //! retries with a new id, the answers and the exact `requestState`) through the gateway, and
 //! proves that retry legs may land on any instance and still complete.
 //!
-//! This module owns the options ([`LoadTestArgs`]) and the entry points ([`run`], [`execute`]).
-//! - [`flows`]: scenarios and the leg builder (pure);
-//! - [`client`]: the HTTP client with connection reuse;
-//! - [`run`](mod@run): closed and open loop, the flow itself, progress;
-//! - [`measure`]: histograms and counters;
-//! - [`report`]: the summary table, JSON and HTML reports, and the checks.
+//! This module owns the entry points ([`run`], [`execute`]); the options are `args`
+//! ([`LoadTestArgs`]).
+//! - Before the run: [`preflight`] (server/discover, tools/list, refusal), `plan` (which
+//!   scenario, compiled flows, headers, checks, feed), [`auto`] (`--scenario auto`), `gen`
+//!   (values from a JSON Schema);
+//! - flows: [`scenario`] (built-ins, files, one-liners, the weighted pick), [`template`] (each
+//!   leg's body), [`answer`] (answers to `inputRequests`), [`reply`] (reading a reply),
+//!   [`feed`] (templates and data feeds), [`checks`] (content checks); [`flows`] re-exports the
+//!   first four;
+//! - the run: `run` (closed and open loop, [`stages`]), `flow` (one flow), `leg` (one leg on the
+//!   wire), `progress`, [`client`] and [`tls`] (HTTP/1.1, https, HTTP/2);
+//! - results: [`measure`] (histograms and counters, with [`stats`]), [`tally`] (error messages, checks, stages),
+//!   [`report`] (summary, JSON and HTML reports, exit criteria).
 //!
 //! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
 //! same machine, 64 connections, 5 s, `--scenario echo`): about 46 000 requests/s with the
@@ -15,182 +22,37 @@
 //! body does 58 000-62 000 and `wrk -t1 -c64` 42 600. The tester builds every body, parses
 //! every reply and records every leg; the target shares the two cores.
 
+pub mod answer;
+mod args;
+pub mod auto;
+pub mod checks;
 pub mod client;
+pub mod feed;
+mod flow;
 pub mod flows;
+mod gen;
+mod leg;
 pub mod measure;
+mod plan;
+pub mod preflight;
+mod progress;
+pub mod reply;
 pub mod report;
 mod run;
+pub mod scenario;
+pub mod stages;
+pub mod stats;
+pub mod tally;
+pub mod template;
+pub mod tls;
 
-use std::path::PathBuf;
-use std::time::Duration;
+use anyhow::Context as _;
 
-use anyhow::{bail, Context as _};
-use clap::Parser;
-
+pub use args::{parse_rate_limit, LoadTestArgs, MaybeRate, DEFAULT_DURATION, DEFAULT_TARGET};
 pub use client::HttpClientKind;
 pub use flows::{FlowSpec, Scenario, BUILTIN_SCENARIOS};
+pub use preflight::PreflightError;
 pub use report::Report;
-
-use crate::mcp::header::DEFAULT_UPSTREAM_HEADER;
-
-/// Default target URL.
-pub const DEFAULT_TARGET: &str = "http://127.0.0.1:8080/mcp";
-/// Default run length when neither `--duration` nor `--flows` is given.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-
-const SCENARIO_HELP: &str = "Scenario: a built-in name or a YAML/JSON file with weighted flows.\n\
-Built-in: mixed (default), mrtr, multi-round, plain, create_repo, deploy, charge, onboard, echo.\n\
-File: {name, max_rounds?: 8, flows: [{tool: NAME | method: METHOD, arguments?: {..}, weight?: 1, \
-answers?: {property: value | \"$args.ARG\"}, param_headers?: {HeaderSuffix: argument}}]}";
-
-/// Options of `mcp-edge loadtest`.
-#[derive(clap::Args, Debug, Clone, serde::Serialize)]
-pub struct LoadTestArgs {
-    /// MCP endpoint to load (plain http).
-    #[arg(long, default_value = DEFAULT_TARGET)]
-    pub target: String,
-    /// Closed loop: this many workers, each running flows back to back.
-    #[arg(long, default_value_t = 16, conflicts_with = "rate")]
-    pub concurrency: usize,
-    /// Open loop: start this many flows per second (latency counted from the intended start).
-    #[arg(long)]
-    pub rate: Option<f64>,
-    /// How long to run (10s, 1m, 500ms, 1m30s). Default 10s unless --flows is given.
-    #[arg(long, value_parser = crate::config::parse_duration)]
-    #[serde(serialize_with = "ser_opt_duration")]
-    pub duration: Option<Duration>,
-    /// Stop after this many flows (bad requests included).
-    #[arg(long)]
-    pub flows: Option<u64>,
-    #[arg(long, default_value = "mixed", help = "Scenario name or file (see --help)", long_help = SCENARIO_HELP)]
-    pub scenario: String,
-    /// Generate this many principals (bearer tokens loadtest-user-1..N); they rotate per flow.
-    #[arg(long)]
-    pub principals: Option<usize>,
-    /// A bearer token to use (repeatable); tokens rotate per flow.
-    #[arg(long = "principal", value_name = "TOKEN")]
-    pub principal: Vec<String>,
-    /// Share of flows replaced by a deliberately mismatched request (wrong Mcp-Name), expected to
-    /// be rejected with 400 / -32020 (counted apart, not as errors).
-    #[arg(long, default_value_t = 0.0)]
-    pub bad_share: f64,
-    /// Response header naming the instance that served a request.
-    #[arg(long, default_value = DEFAULT_UPSTREAM_HEADER)]
-    pub upstream_header: String,
-    /// Fail unless at least this fraction of retry legs was served by another instance than leg 1.
-    #[arg(long, value_name = "FRACTION")]
-    pub expect_cross_instance: Option<f64>,
-    /// Fail when errors / requests exceeds this.
-    #[arg(long, value_name = "RATE")]
-    pub max_error_rate: Option<f64>,
-    /// Write the JSON report here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// No progress and no summary (checks failures are still printed).
-    #[arg(long)]
-    pub quiet: bool,
-    /// Timeout of each request.
-    #[arg(long, default_value = "10s", value_parser = crate::config::parse_duration)]
-    #[serde(serialize_with = "ser_duration")]
-    pub timeout: Duration,
-    /// Open loop: at most this many flows in flight (later ones wait, timed from their intended start).
-    #[arg(long, default_value_t = 10_000, hide = true)]
-    pub max_in_flight: usize,
-    /// HTTP client implementation.
-    #[arg(long, value_enum, default_value_t = HttpClientKind::Direct, hide = true)]
-    pub http_client: HttpClientKind,
-}
-
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
-}
-
-#[derive(Parser)]
-struct Standalone {
-    #[command(flatten)]
-    args: LoadTestArgs,
-}
-
-impl Default for LoadTestArgs {
-    /// The CLI defaults.
-    fn default() -> Self {
-        LoadTestArgs::from_cli::<[&str; 0], _>([]).expect("defaults parse")
-    }
-}
-
-impl LoadTestArgs {
-    /// Parse options written as on the command line (without the program name), e.g.
-    /// `LoadTestArgs::from_cli(["--target", url, "--flows", "100"])`.
-    pub fn from_cli<I, T>(args: I) -> Result<Self, clap::Error>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        let argv = std::iter::once(std::ffi::OsString::from("loadtest"))
-            .chain(args.into_iter().map(Into::into));
-        Standalone::try_parse_from(argv).map(|s| s.args)
-    }
-
-    /// The run length: `--duration`, else 10 s unless `--flows` bounds the run.
-    pub fn effective_duration(&self) -> Option<Duration> {
-        match (self.duration, self.flows) {
-            (Some(d), _) => Some(d),
-            (None, Some(_)) => None,
-            (None, None) => Some(DEFAULT_DURATION),
-        }
-    }
-
-    /// The bearer tokens, in rotation order.
-    pub fn principal_tokens(&self) -> Vec<String> {
-        if !self.principal.is_empty() {
-            return self.principal.clone();
-        }
-        (1..=self.principals.unwrap_or(4).max(1))
-            .map(|i| format!("loadtest-user-{i}"))
-            .collect()
-    }
-
-    /// Whether the run is open loop.
-    pub fn is_open_loop(&self) -> bool {
-        self.rate.is_some()
-    }
-
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if let Some(r) = self.rate {
-            if !(r.is_finite() && r > 0.0) {
-                bail!("--rate must be a positive number of flows per second");
-            }
-        }
-        if !(0.0..=1.0).contains(&self.bad_share) {
-            bail!("--bad-share must be between 0 and 1");
-        }
-        for (name, v) in [
-            ("--expect-cross-instance", self.expect_cross_instance),
-            ("--max-error-rate", self.max_error_rate),
-        ] {
-            if v.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
-                bail!("{name} must be between 0 and 1");
-            }
-        }
-        if self.duration.is_some_and(|d| d.is_zero()) || self.flows == Some(0) {
-            bail!("--duration and --flows must be positive");
-        }
-        if self.timeout.is_zero() {
-            bail!("--timeout must be positive");
-        }
-        Ok(())
-    }
-}
 
 /// Async core, for the demo and the tests: run the load and return the report. Prints nothing.
 pub async fn execute(opts: &LoadTestArgs) -> anyhow::Result<Report> {
@@ -246,40 +108,4 @@ pub fn run(args: LoadTestArgs) -> anyhow::Result<bool> {
         eprintln!("loadtest check failed: {f}");
     }
     Ok(failures.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_mirror_the_cli() {
-        let d = LoadTestArgs::default();
-        assert_eq!(d.target, DEFAULT_TARGET);
-        assert_eq!(d.concurrency, 16);
-        assert_eq!(d.scenario, "mixed");
-        assert_eq!(d.timeout, Duration::from_secs(10));
-        assert_eq!(d.upstream_header, DEFAULT_UPSTREAM_HEADER);
-        assert_eq!(d.effective_duration(), Some(DEFAULT_DURATION));
-        assert_eq!(d.principal_tokens().len(), 4);
-        let a = LoadTestArgs::from_cli([
-            "--rate",
-            "50",
-            "--flows",
-            "10",
-            "--principal",
-            "a",
-            "--principal",
-            "b",
-        ])
-        .unwrap();
-        assert!(a.is_open_loop());
-        assert_eq!(a.effective_duration(), None);
-        assert_eq!(a.principal_tokens(), ["a", "b"]);
-        assert!(LoadTestArgs::from_cli(["--rate", "5", "--concurrency", "3"]).is_err());
-        assert!(LoadTestArgs::from_cli(["--bad-share", "2"])
-            .unwrap()
-            .validate()
-            .is_err());
-    }
 }

@@ -12,6 +12,7 @@
 //!   depth), also usable on its own.
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
+//! - [`sse`]: reading a `text/event-stream` answer (an incremental parser).
 
 pub mod check;
 pub mod envelope;
@@ -20,6 +21,7 @@ pub mod header;
 pub mod mrtr;
 pub mod response;
 pub mod scan;
+pub mod sse;
 pub mod strict;
 pub mod tasks;
 

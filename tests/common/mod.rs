@@ -52,12 +52,11 @@ impl Reply {
             .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
     }
 
-    /// The JSON messages of an SSE body, in order.
+    /// The JSON messages of an SSE body, in order (read with the shared `mcp::sse` parser).
     pub fn sse_messages(&self) -> Vec<Value> {
-        self.text()
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| serde_json::from_str(d.trim()).expect("SSE data is JSON"))
+        mcp_edge::mcp::sse::events(&self.body)
+            .iter()
+            .map(|e| serde_json::from_slice(&e.data).expect("SSE data is JSON"))
             .collect()
     }
 

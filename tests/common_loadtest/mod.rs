@@ -1,13 +1,16 @@
-//! An in-test MRTR target for the load tester: a hyper 1 server on 127.0.0.1:0 that speaks the
-//! backend's tool contract for create_repo, deploy, charge, onboard and echo (plus
-//! `server/discover` and `tools/list`), pretends to be several instances in round robin (naming
+//! An in-test MRTR target for the load tester: a hyper 1 server on 127.0.0.1:0 that serves the
+//! reference backend's own create_repo, deploy, charge, onboard and echo (their listing and
+//! behaviour come from `mcp_edge::backend::tools`, called in-process; nothing of their contract
+//! is restated here) plus `server/discover` and `tools/list`, pretends to be several instances
+//! in round robin (naming
 //! the one that "served" each request in the `x-mcp-edge-upstream` header and in result `_meta`),
 //! and checks every retry leg: the `requestState` it minted echoed exactly, the same tool and
 //! arguments, the same principal and a new id. Headers are checked with the shared `mcp::check`.
 //!
 //! Knobs: `stateful` (each instance only knows the states it minted, like a pool without a
 //! shared key), `stall_once` (once, at the Nth request, every request stalls until a deadline),
-//! `sse` (answer tools/call as an SSE stream), `header` (set the instance header or not).
+//! `sse` (answer tools/call as an SSE stream), `header` (set the instance header or not), `meta`
+//! (name the instance in result `_meta` or not).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -21,12 +24,14 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use mcp_edge::backend::state::StatePayload;
+use mcp_edge::backend::tools;
 use mcp_edge::mcp::{self, codes, header, meta, methods, result_type};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TargetOptions {
     pub instances: Vec<String>,
     pub stateful: bool,
@@ -34,6 +39,10 @@ pub struct TargetOptions {
     pub stall_once: Option<(u64, Duration)>,
     pub sse: bool,
     pub header: bool,
+    /// Name the instance in result `_meta` too.
+    pub meta: bool,
+    /// Serve https with this config (its ALPN list decides whether HTTP/2 is offered).
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 impl Default for TargetOptions {
@@ -44,9 +53,14 @@ impl Default for TargetOptions {
             stall_once: None,
             sse: false,
             header: true,
+            meta: true,
+            tls: None,
         }
     }
 }
+
+/// The tools the target serves (listed by tools/list).
+pub const TOOLS: [&str; 5] = ["create_repo", "deploy", "charge", "onboard", "echo"];
 
 /// A state the target minted, and what the retry must match.
 #[derive(Debug, Clone)]
@@ -55,12 +69,16 @@ struct Issued {
     arguments: Value,
     id: Value,
     principal: String,
-    step: u32,
+    /// What the backend's tool carries to its next round.
+    payload: StatePayload,
 }
 
 #[derive(Default)]
 pub struct TargetStats {
     pub requests: AtomicU64,
+    /// Requests that came over HTTP/2 (preflight included).
+    pub h2_requests: AtomicU64,
+    pub preflight: AtomicU64,
     pub retries_accepted: AtomicU64,
     pub retries_refused: AtomicU64,
     pub completed: AtomicU64,
@@ -77,6 +95,7 @@ struct Shared {
     stalled: AtomicBool,
     stall_until: Mutex<Option<tokio::time::Instant>>,
     stats: Arc<TargetStats>,
+    ledger: mcp_edge::backend::ledger::Ledger,
 }
 
 pub struct Target {
@@ -108,6 +127,7 @@ impl Target {
             stalled: AtomicBool::new(false),
             stall_until: Mutex::new(None),
             stats: stats.clone(),
+            ledger: mcp_edge::backend::ledger::Ledger::default(),
         });
         let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -120,10 +140,26 @@ impl Target {
                         let _ = stream.set_nodelay(true);
                         let shared = shared.clone();
                         conns.spawn(async move {
+                            let tls = shared.opts.tls.clone();
                             let svc = hyper::service::service_fn(move |req| handle(shared.clone(), req));
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
+                            let Some(cfg) = tls else {
+                                let _ = hyper::server::conn::http1::Builder::new()
+                                    .serve_connection(TokioIo::new(stream), svc)
+                                    .await;
+                                return;
+                            };
+                            let Ok(tls) = tokio_rustls::TlsAcceptor::from(cfg).accept(stream).await else {
+                                return;
+                            };
+                            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                                    .serve_connection(TokioIo::new(tls), svc)
+                                    .await;
+                            } else {
+                                let _ = hyper::server::conn::http1::Builder::new()
+                                    .serve_connection(TokioIo::new(tls), svc)
+                                    .await;
+                            }
                         });
                         while conns.try_join_next().is_some() {}
                     }
@@ -191,96 +227,11 @@ fn error(id: &Value, code: i32, message: &str) -> Vec<u8> {
     .unwrap()
 }
 
-fn result(id: &Value, mut result: Value, instance: &str) -> Vec<u8> {
-    result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
+fn result(id: &Value, mut result: Value, instance: &str, opts: &TargetOptions) -> Vec<u8> {
+    if opts.meta {
+        result["_meta"] = json!({ meta::EDGE_INSTANCE: instance });
+    }
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).unwrap()
-}
-
-fn ask(key: &str, message: &str, properties: Value) -> Value {
-    json!({ key: {"method": methods::ELICITATION_CREATE, "params": {
-        "mode": "form", "message": message,
-        "requestedSchema": {"type": "object", "properties": properties}
-    }}})
-}
-
-/// The (key, question) a tool asks at `step`, or None when it can complete.
-fn question(tool: &str, step: u32) -> Option<(&'static str, Value)> {
-    match (tool, step) {
-        ("create_repo", 0) => Some((
-            "github_login",
-            ask(
-                "github_login",
-                "GitHub login?",
-                json!({"name": {"type": "string"}}),
-            ),
-        )),
-        ("deploy", 0) => Some((
-            "confirm",
-            ask(
-                "confirm",
-                "Type the service name",
-                json!({"confirmation": {"type": "string"}}),
-            ),
-        )),
-        ("charge", 0) => Some((
-            "confirm_charge",
-            ask(
-                "confirm_charge",
-                "Charge?",
-                json!({"confirm": {"type": "boolean"}}),
-            ),
-        )),
-        ("onboard", 0) => Some((
-            "role",
-            ask("role", "Role?", json!({"role": {"type": "string"}})),
-        )),
-        ("onboard", 1) => Some((
-            "access",
-            ask(
-                "access",
-                "Grant access?",
-                json!({"grant": {"type": "boolean"}}),
-            ),
-        )),
-        _ => None,
-    }
-}
-
-/// Whether `answer` is an acceptable answer to the question `key` of `tool`.
-fn accepts(tool: &str, key: &str, answer: &Value, args: &Value) -> bool {
-    if answer["action"] != "accept" {
-        return false;
-    }
-    let c = &answer["content"];
-    match (tool, key) {
-        ("create_repo", "github_login") => c["name"].is_string(),
-        ("deploy", "confirm") => c["confirmation"] == args["service"],
-        ("charge", "confirm_charge") => c["confirm"] == true,
-        ("onboard", "role") => c["role"] == "admin",
-        ("onboard", "access") => c["grant"] == true,
-        _ => false,
-    }
-}
-
-fn done_text(tool: &str, args: &Value) -> String {
-    match tool {
-        "create_repo" => format!(
-            "Created github.com/octocat/{}",
-            args["repo"].as_str().unwrap_or("")
-        ),
-        "deploy" => format!(
-            "Deployed {} to {}",
-            args["service"].as_str().unwrap_or(""),
-            args["environment"].as_str().unwrap_or("")
-        ),
-        "charge" => format!(
-            "Charged {} to cart {}",
-            args["amount"],
-            args["cart_id"].as_str().unwrap_or("")
-        ),
-        "onboard" => format!("Onboarded {}", args["team"].as_str().unwrap_or("")),
-        _ => args["text"].as_str().unwrap_or("").to_string(),
-    }
 }
 
 async fn handle(
@@ -288,7 +239,9 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let n = s.seq.fetch_add(1, SeqCst) + 1;
-    s.stats.requests.fetch_add(1, SeqCst);
+    if req.version() == http::Version::HTTP_2 {
+        s.stats.h2_requests.fetch_add(1, SeqCst);
+    }
     let idx = (s.rr.fetch_add(1, SeqCst) % s.opts.instances.len() as u64) as usize;
     let instance = s.opts.instances[idx].clone();
     // A global pause: once, from request N on, every request waits until it is over.
@@ -307,6 +260,12 @@ async fn handle(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    // The load tester's preflight (ids "preflight-N") is counted apart from the load.
+    if String::from_utf8_lossy(&body).contains(r#""id":"preflight-"#) {
+        s.stats.preflight.fetch_add(1, SeqCst);
+    } else {
+        s.stats.requests.fetch_add(1, SeqCst);
+    }
     let env = match mcp::envelope::parse(&body) {
         Ok(e) => e,
         Err(e) => {
@@ -363,13 +322,15 @@ async fn handle(
                 json!({"resultType": result_type::COMPLETE, "supportedVersions": [mcp::PROTOCOL_VERSION],
                 "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
+                &s.opts,
             ))
         }
         methods::TOOLS_LIST => {
             return ok(result(
                 &id,
-                json!({"resultType": result_type::COMPLETE, "tools": [], "ttlMs": 0, "cacheScope": "public"}),
+                json!({"resultType": result_type::COMPLETE, "tools": TOOLS.iter().filter_map(|t| tools::tool(t)).map(|t| json!({"name": t.name, "inputSchema": serde_json::from_str::<Value>(t.schema).unwrap()})).collect::<Vec<_>>(), "ttlMs": 0, "cacheScope": "public"}),
                 &instance,
+                &s.opts,
             ))
         }
         methods::TOOLS_CALL => {}
@@ -386,17 +347,25 @@ async fn handle(
     let p = &v["params"];
     let tool = p["name"].as_str().unwrap_or_default().to_string();
     let args = p["arguments"].clone();
-    if tool == "deploy" {
-        let want = args["environment"].as_str().unwrap_or_default();
+    let Some(t) = tools::tool(&tool).filter(|t| TOOLS.contains(&t.name)) else {
+        return ok(error(&id, codes::INVALID_PARAMS, "unknown tool"));
+    };
+    // Mcp-Param-* headers the tool declares must mirror their arguments.
+    for (arg, suffix) in t.param_headers {
+        let want = args[*arg].as_str();
         let got = parts
             .headers
-            .get(format!("{}environment", header::PARAM_PREFIX))
+            .get(format!(
+                "{}{}",
+                header::PARAM_PREFIX,
+                suffix.to_ascii_lowercase()
+            ))
             .and_then(|h| h.to_str().ok());
-        if got != Some(want) {
+        if want.is_some() && got != want {
             let body = error(
                 &id,
                 codes::HEADER_MISMATCH,
-                "Mcp-Param-Environment missing or wrong",
+                &format!("Mcp-Param-{suffix} missing or wrong"),
             );
             return Ok(json_response(
                 StatusCode::BAD_REQUEST,
@@ -408,7 +377,7 @@ async fn handle(
         }
     }
     let map = if s.opts.stateful { idx } else { 0 };
-    let mut step = 0;
+    let mut state = None;
     if let Some(st) = p.get("requestState") {
         let issued = st
             .as_str()
@@ -425,35 +394,72 @@ async fn handle(
             ));
         }
         s.stats.retries_accepted.fetch_add(1, SeqCst);
-        step = issued.unwrap().step;
-        if let Some((key, _)) = question(&tool, step) {
-            if accepts(&tool, key, &p["inputResponses"][key], &args) {
-                step += 1;
-            }
-        }
+        state = issued.map(|i| i.payload);
     }
-    let res = match question(&tool, step) {
-        None if ["create_repo", "deploy", "charge", "onboard", "echo"].contains(&tool.as_str()) => {
+    // The tool itself is the reference backend's: the target only plays the fleet around it.
+    let no_map = serde_json::Map::new();
+    let caps = p["_meta"][meta::CLIENT_CAPABILITIES]
+        .as_object()
+        .unwrap_or(&no_map);
+    let answers = match (&state, p["inputResponses"].as_object()) {
+        (Some(_), Some(a)) => a.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let call = tools::Call {
+        name: t.name,
+        args: args.as_object().unwrap_or(&no_map),
+        caps,
+        answers: &answers,
+        state: state.as_ref(),
+    };
+    let outcome = match (t.run)(&call).unwrap_or_else(|e| e) {
+        // charge and charge_count: the backend's own ledger, in this process's memory.
+        tools::Outcome::Ledger(op) => match tools::settle(op, &s.ledger).await {
+            Ok(r) => tools::Outcome::Complete(r),
+            Err(e) => tools::Outcome::Error(codes::INTERNAL_ERROR, e),
+        },
+        other => other,
+    };
+    let res = match outcome {
+        tools::Outcome::Complete(mut r) => {
             s.stats.completed.fetch_add(1, SeqCst);
-            json!({"resultType": result_type::COMPLETE, "content": [{"type": "text", "text": done_text(&tool, &args)}]})
+            r["resultType"] = json!(result_type::COMPLETE);
+            r
         }
-        None => return ok(error(&id, codes::INVALID_PARAMS, "unknown tool")),
-        Some((_, input_requests)) => {
+        tools::Outcome::Ask { requests, data } => {
             let k = format!("st-{}-{}/+\"=", s.state_seq.fetch_add(1, SeqCst), instance);
+            let payload = StatePayload {
+                principal: principal.clone(),
+                expires_at_ms: u64::MAX,
+                method: methods::TOOLS_CALL.into(),
+                digest: String::new(),
+                round: call.round() + 1,
+                nonce: k.clone(),
+                data,
+                issuer: instance.clone(),
+            };
             let issued = Issued {
                 tool: tool.clone(),
                 arguments: args.clone(),
                 id: id.clone(),
                 principal,
-                step,
+                payload,
             };
             s.states[map].lock().unwrap().insert(k.clone(), issued);
-            json!({"resultType": result_type::INPUT_REQUIRED, "inputRequests": input_requests, "requestState": k})
+            json!({"resultType": result_type::INPUT_REQUIRED, "inputRequests": requests, "requestState": k})
+        }
+        tools::Outcome::Error(code, msg) => return ok(error(&id, code, &msg)),
+        other => {
+            return ok(error(
+                &id,
+                codes::INTERNAL_ERROR,
+                &format!("the target does not serve {other:?}"),
+            ))
         }
     };
     Ok(json_response(
         StatusCode::OK,
-        result(&id, res, &instance),
+        result(&id, res, &instance, &s.opts),
         &instance,
         &s.opts,
         s.opts.sse,

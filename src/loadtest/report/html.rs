@@ -566,6 +566,8 @@ pub fn render(r: &Report) -> String {
         o.push_str("</ul></section>");
     }
 
+    o.push_str(&super::html_extra::sections(r));
+
     o.push_str(r#"<section><h2>Latency by percentile</h2><p class="note">Each leg of an MRTR flow is a separate request; a whole flow runs from the (intended) start of leg 1 to the complete answer. The x axis stretches the tail: each step is one more nine.</p>"#);
     o.push_str(&percentile_chart(r));
     o.push_str("</section>");

@@ -14,7 +14,13 @@
 //! `landing` {upstream_header, retry_legs_known, cross_instance, same_instance, retry_legs_unknown,
 //! cross_instance_fraction (null when unknown), instances: [{name, first, retry, plain}]},
 //! `timeline`: [{t_s, requests, errors, flows_completed, p99_ms (null when idle)}],
-//! `checks`: [{name, passed, reason}], `passed`.
+//! `checks`: [{name, passed, reason}], `passed`,
+//! `error_groups`: [{kind, status, code, message, count}] (most common first),
+//! `content_checks`: [{check, passed, failed, first_failure}],
+//! `elicitation` {declined, cancelled}, `stages`: [{stage, start_s, end_s, target, requests,
+//! errors, flows_completed, latency_ms}] (empty without --stages),
+//! `preflight` (null with --no-preflight): {server_name, server_version, protocol_versions,
+//! tool_count, pages, tools, x_mcp_header_tools, discover_error, list_error, auto_excluded}.
 
 use serde_json::{json, Map, Value};
 
@@ -100,5 +106,24 @@ pub fn render(r: &Report) -> Value {
         })).collect::<Vec<_>>(),
         "checks": checks,
         "passed": passed,
+        "error_groups": m.tally.error_groups().iter().map(|(k, n)| json!({
+            "kind": k.kind, "status": k.status, "code": k.code, "message": k.message, "count": n,
+        })).collect::<Vec<_>>(),
+        "content_checks": m.tally.checks.iter().map(|(l, c)| json!({
+            "check": l, "passed": c.passed, "failed": c.failed, "first_failure": c.sample,
+        })).collect::<Vec<_>>(),
+        "elicitation": {"declined": m.tally.declined, "cancelled": m.tally.cancelled},
+        "stages": r.args.stages.iter().flat_map(|s| s.0.iter().enumerate().map(|(i, st)| {
+            let (a, b) = s.span(i);
+            let t = m.tally.stages.get(i).cloned().unwrap_or_default();
+            json!({"stage": i + 1, "start_s": a.as_secs_f64(), "end_s": b.as_secs_f64(), "target": st.target,
+                "requests": t.requests, "errors": t.errors, "flows_completed": t.flows_completed,
+                "latency_ms": lat(&t.hist)})
+        })).collect::<Vec<_>>(),
+        "preflight": r.discovery.as_ref().map(|d| {
+            let mut v = d.to_json();
+            v["auto_excluded"] = json!(r.excluded.iter().map(|(n, w)| json!({"tool": n, "reason": w})).collect::<Vec<_>>());
+            v
+        }),
     })
 }

@@ -3,6 +3,7 @@
 //! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts).
 
 pub mod html;
+mod html_extra;
 pub mod json;
 pub mod text;
 
@@ -13,6 +14,21 @@ use hdrhistogram::Histogram;
 use super::flows::Scenario;
 use super::measure::{LegKind, Measures};
 use super::LoadTestArgs;
+
+/// One error group as text: `jsonrpc_error 200 -32602 "Tool create_repo not found"`.
+pub fn error_label(k: &crate::loadtest::tally::ErrorKey) -> String {
+    let mut s = k.kind.to_string();
+    if let Some(st) = k.status {
+        s.push_str(&format!(" HTTP {st}"));
+    }
+    if let Some(c) = k.code {
+        s.push_str(&format!(" code {c}"));
+    }
+    if !k.message.is_empty() {
+        s.push_str(&format!(" {:?}", k.message));
+    }
+    s
+}
 
 /// Percentiles reported for every latency distribution.
 pub const PERCENTILES: &[f64] = &[50.0, 90.0, 99.0, 99.9];
@@ -28,6 +44,10 @@ pub struct Report {
     pub measures: Measures,
     /// p99 latency (µs) of the legs answered in each second, from the live ticker.
     pub p99_timeline_us: Vec<Option<u64>>,
+    /// What the preflight learned (absent with `--no-preflight`).
+    pub discovery: Option<crate::loadtest::preflight::Discovery>,
+    /// `--scenario auto`: the tools left out, with the reason.
+    pub excluded: Vec<(String, &'static str)>,
 }
 
 /// A latency distribution summarized, in milliseconds.
@@ -103,6 +123,8 @@ impl Report {
             elapsed,
             measures,
             p99_timeline_us,
+            discovery: None,
+            excluded: Vec::new(),
         }
     }
 
@@ -169,8 +191,47 @@ impl Report {
         out
     }
 
-    /// The checks asked for by `args` (`--expect-cross-instance`, `--max-error-rate`), each as
-    /// (name, passed, human-readable reason).
+    /// The most common error groups as `N × kind [status] [code] "message"`, for reasons.
+    pub fn top_errors(&self, n: usize) -> String {
+        let groups = self.measures.tally.error_groups();
+        let parts: Vec<String> = groups
+            .iter()
+            .take(n)
+            .map(|(k, c)| format!("{c} × {}", error_label(k)))
+            .collect();
+        parts.join("; ")
+    }
+
+    /// Why no retry leg has a known instance on both legs: the cause, told truthfully.
+    fn no_cross_instance_reason(&self, args: &LoadTestArgs) -> String {
+        let m = &self.measures;
+        let l = &m.landing;
+        let retry = m.leg(LegKind::Retry);
+        let first = m.leg(LegKind::First);
+        if retry.requests == 0 && first.errors > 0 {
+            return format!(
+                "no retry leg was sent because {} first legs failed (of {}; most common: {})",
+                first.errors,
+                first.requests,
+                self.top_errors(2)
+            );
+        }
+        if retry.requests == 0 {
+            return format!(
+                "no retry leg was sent: no flow was answered input_required ({} first legs, {} plain requests)",
+                first.requests,
+                m.leg(LegKind::Plain).requests
+            );
+        }
+        format!(
+            "the {:?} response header is absent and no result _meta names an instance on leg 1 or \
+             the retry leg of {} retry legs, so where retry legs landed is unknown",
+            args.upstream_header, l.retry_unknown
+        )
+    }
+
+    /// The checks asked for by `args` (`--expect-cross-instance`, `--max-error-rate`,
+    /// `--max-check-failure-rate`), each as (name, passed, human-readable reason).
     pub fn check_results(&self, args: &LoadTestArgs) -> Vec<(&'static str, bool, String)> {
         let mut out = Vec::new();
         if let Some(want) = args.expect_cross_instance {
@@ -180,10 +241,8 @@ impl Report {
                     "expect_cross_instance",
                     false,
                     format!(
-                        "no retry leg with a known instance on both legs ({} retry legs answered; is the {:?} \
-                         response header set?), so the cross-instance share cannot reach {:.1}%",
-                        l.retry_known + l.retry_unknown,
-                        args.upstream_header,
+                        "{}, so the cross-instance share cannot reach {:.1}%",
+                        self.no_cross_instance_reason(args),
                         want * 100.0
                     ),
                 )),
@@ -203,17 +262,50 @@ impl Report {
         if let Some(max) = args.max_error_rate {
             let rate = self.error_rate();
             let retry = self.measures.leg(LegKind::Retry);
+            let top = if self.errors() > 0 {
+                format!("; most common: {}", self.top_errors(3))
+            } else {
+                String::new()
+            };
             out.push((
                 "max_error_rate",
                 rate <= max,
                 format!(
                     "error rate {:.3}% ({} errors in {} requests; {} failed retry legs, {} abandoned flows) \
-                     (allowed ≤ {:.3}%)",
+                     (allowed ≤ {:.3}%){top}",
                     rate * 100.0,
                     self.errors(),
                     self.requests(),
                     retry.errors,
                     self.measures.flows_abandoned,
+                    max * 100.0
+                ),
+            ));
+        }
+        let (run, failed) = self.measures.tally.check_totals();
+        if let (Some(max), true) = (args.max_check_failure_rate, run > 0) {
+            let rate = failed as f64 / run as f64;
+            let worst = self
+                .measures
+                .tally
+                .checks
+                .iter()
+                .filter(|(_, c)| c.failed > 0)
+                .max_by_key(|(_, c)| c.failed)
+                .map(|(l, c)| {
+                    format!(
+                        "; most failed: {l} ({} ×, e.g. {})",
+                        c.failed,
+                        c.sample.as_deref().unwrap_or("?")
+                    )
+                })
+                .unwrap_or_default();
+            out.push((
+                "max_check_failure_rate",
+                rate <= max,
+                format!(
+                    "{:.3}% of content checks failed ({failed} of {run}) (allowed ≤ {:.3}%){worst}",
+                    rate * 100.0,
                     max * 100.0
                 ),
             ));
@@ -259,6 +351,18 @@ impl Report {
     }
 
     pub fn mode_display(&self) -> String {
+        if let Some(st) = &self.args.stages {
+            let parts: Vec<String> =
+                st.0.iter()
+                    .map(|s| format!("{:?}:{}", s.duration, s.target))
+                    .collect();
+            let unit = if self.args.rate.is_some() {
+                "flows/s"
+            } else {
+                "workers"
+            };
+            return format!("stages {} ({unit})", parts.join(","));
+        }
         match self.args.rate {
             Some(r) => format!("open loop, {r} flows/s"),
             None => format!("closed loop, {} workers", self.args.concurrency),

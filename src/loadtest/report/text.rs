@@ -61,6 +61,9 @@ fn lat_row(name: &str, s: &LatencySummary, errors: Option<u64>) -> Vec<String> {
     r
 }
 
+/// Error groups listed in the summary.
+const MAX_GROUP_ROWS: usize = 10;
+
 const LAT_HEADER: [&str; 9] = [
     "", "count", "errors", "mean", "p50", "p90", "p99", "p99.9", "max",
 ];
@@ -92,6 +95,19 @@ pub fn render(r: &Report) -> String {
         m.flows_abandoned,
         r.flows_interrupted()
     );
+    if let Some(d) = &r.discovery {
+        for line in d.summary().lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if !r.excluded.is_empty() {
+        let ex: Vec<String> = r
+            .excluded
+            .iter()
+            .map(|(n, w)| format!("{n} ({w})"))
+            .collect();
+        let _ = writeln!(out, "  auto scenario left out: {}", ex.join(", "));
+    }
     if m.bad_sent > 0 {
         let _ = writeln!(
             out,
@@ -214,6 +230,76 @@ pub fn render(r: &Report) -> String {
                 .collect();
             let _ = writeln!(out, "  by code:   {}", s.join(" · "));
         }
+    }
+    let groups = m.tally.error_groups();
+    if !groups.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "Errors by message (most common first)");
+        for (k, n) in groups.iter().take(MAX_GROUP_ROWS) {
+            let _ = writeln!(out, "  {n:>7} × {}", super::error_label(k));
+        }
+        if groups.len() > MAX_GROUP_ROWS {
+            let _ = writeln!(
+                out,
+                "  … {} more groups (see the JSON report)",
+                groups.len() - MAX_GROUP_ROWS
+            );
+        }
+    }
+    if !m.tally.checks.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "Content checks");
+        let mut rows = vec![["check", "passed", "failed", "first failure"]
+            .map(String::from)
+            .to_vec()];
+        for (label, c) in &m.tally.checks {
+            rows.push(vec![
+                label.clone(),
+                c.passed.to_string(),
+                c.failed.to_string(),
+                c.sample.clone().unwrap_or_default(),
+            ]);
+        }
+        out.push_str(&table(&rows, 1));
+    }
+    if m.tally.declined + m.tally.cancelled > 0 {
+        let _ = writeln!(
+            out,
+            "  elicitations answered on purpose: {} declined · {} cancelled flows",
+            m.tally.declined, m.tally.cancelled
+        );
+    }
+    if let Some(stages) = &r.args.stages {
+        out.push('\n');
+        let _ = writeln!(out, "Stages");
+        let mut rows = vec![[
+            "stage", "span", "target", "requests", "errors", "flows ok", "p50", "p99",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for (i, st) in stages.0.iter().enumerate() {
+            let (a, b) = stages.span(i);
+            let t = m.tally.stages.get(i);
+            let lat = t.map(|t| LatencySummary::of(&t.hist)).unwrap_or_default();
+            let dash = |v: f64| {
+                if lat.count == 0 {
+                    "-".to_string()
+                } else {
+                    f(v)
+                }
+            };
+            rows.push(vec![
+                (i + 1).to_string(),
+                format!("{:.0}-{:.0}s", a.as_secs_f64(), b.as_secs_f64()),
+                f(st.target),
+                t.map_or(0, |t| t.requests).to_string(),
+                t.map_or(0, |t| t.errors).to_string(),
+                t.map_or(0, |t| t.flows_completed).to_string(),
+                dash(lat.p50_ms),
+                dash(lat.p99_ms),
+            ]);
+        }
+        out.push_str(&table(&rows, 2));
     }
     let checks = r.check_results(&r.args);
     if !checks.is_empty() {

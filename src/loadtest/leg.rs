@@ -1,0 +1,188 @@
+//! One leg on the wire: send a request, classify the answer (complete, input required, failed)
+//! and say why it failed in the upstream's own words (JSON-RPC `error.message`, the tool's text
+//! when `isError`, the start of a body that is not JSON, the transport error).
+
+use bytes::Bytes;
+use http::HeaderValue;
+use serde_json::Value;
+
+use super::measure::LegError;
+use super::reply::{
+    error_message, instance_from_meta, json_payload, parse_reply, result_text, result_value, Reply,
+};
+use super::run::Ctx;
+use super::tally::clip;
+use super::template::FlowTemplate;
+use crate::mcp::codes;
+
+/// The answer to one leg as the flow sees it.
+pub(super) enum Outcome {
+    /// A final result; `result` is the parsed result object when asked for.
+    Complete {
+        result: Option<Value>,
+    },
+    InputRequired {
+        input_requests: Option<String>,
+        request_state: Option<String>,
+    },
+    Failed {
+        result: Option<Value>,
+    },
+}
+
+/// How to read a leg's answer.
+#[derive(Clone, Copy, Default)]
+pub(super) struct LegMode {
+    /// A deliberately mismatched request: a 400 / -32020 refusal is the expected answer.
+    pub bad: bool,
+    /// Keep the parsed result object (the flow has content checks).
+    pub want_result: bool,
+    /// The flow declined or cancelled an elicitation: a tool result with `isError` is the
+    /// expected end, not an error.
+    pub tool_error_ok: bool,
+}
+
+fn err(
+    kind: &'static str,
+    status: Option<u16>,
+    code: Option<i64>,
+    message: Option<String>,
+) -> Option<LegError> {
+    Some(LegError {
+        kind,
+        status,
+        code,
+        message,
+    })
+}
+
+/// Send one leg and classify the answer. Returns the outcome, the error if any, and the instance.
+pub(super) async fn send_leg(
+    ctx: &Ctx,
+    tpl: &FlowTemplate,
+    principal: &HeaderValue,
+    id: u64,
+    body: Vec<u8>,
+    mode: LegMode,
+) -> (Outcome, Option<LegError>, Option<Bytes>) {
+    let mut headers = if mode.bad {
+        tpl.bad_headers.clone()
+    } else {
+        tpl.headers.clone()
+    };
+    if !ctx.user_authorization {
+        headers.insert(http::header::AUTHORIZATION, principal.clone());
+    }
+    let req = ctx.http.request(headers, body);
+    let failed = Outcome::Failed { result: None };
+    let ans = match tokio::time::timeout(ctx.timeout, ctx.http.send(req)).await {
+        Err(_) => {
+            let msg = format!("no answer within {:?}", ctx.timeout);
+            return (failed, err("timeout", None, None, Some(msg)), None);
+        }
+        Ok(Err(e)) => {
+            return (
+                failed,
+                err("transport", None, None, Some(format!("{e:#}"))),
+                None,
+            )
+        }
+        Ok(Ok(a)) => a,
+    };
+    let status = ans.status.as_u16();
+    let mut instance = ans
+        .headers
+        .get(&ctx.upstream_header)
+        .map(|v| Bytes::copy_from_slice(v.as_bytes()));
+    let payload = json_payload(
+        &ans.body,
+        ans.headers
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| v.as_bytes()),
+    );
+    let reply = parse_reply(&payload, id);
+    if instance.is_none() {
+        let meta = match &reply {
+            Ok(Reply::Complete { meta, .. }) | Ok(Reply::InputRequired { meta, .. }) => *meta,
+            _ => None,
+        };
+        instance = meta.and_then(instance_from_meta).map(Bytes::from);
+    }
+    let message = || error_message(&payload);
+    if mode.bad {
+        // Expected: 400 with -32020. The id may be absent from a gateway's rejection.
+        let code = match &reply {
+            Ok(Reply::Error { code }) => Some(*code),
+            _ => None,
+        };
+        let e = match (status, code) {
+            (400, Some(c)) if c == i64::from(codes::HEADER_MISMATCH) => None,
+            (200..=299, _) => err("bad_not_rejected", Some(status), code, message()),
+            _ => err("bad_wrong_rejection", Some(status), code, message()),
+        };
+        return (failed, e, instance);
+    }
+    if !ans.status.is_success() {
+        let code = match reply {
+            Ok(Reply::Error { code }) => Some(code),
+            _ => None,
+        };
+        let msg = message()
+            .or_else(|| (!ans.body.is_empty()).then(|| clip(&String::from_utf8_lossy(&ans.body))));
+        return (
+            failed,
+            err("http_status", Some(status), code, msg),
+            instance,
+        );
+    }
+    match reply {
+        Err(p) => {
+            let msg = format!("{:?}: {}", p, clip(&String::from_utf8_lossy(&payload)));
+            (
+                failed,
+                err(p.kind(), Some(status), None, Some(msg)),
+                instance,
+            )
+        }
+        Ok(Reply::Error { code }) => (
+            failed,
+            err("jsonrpc_error", Some(status), Some(code), message()),
+            instance,
+        ),
+        Ok(Reply::Complete { is_error: true, .. }) => {
+            let result = result_value(&payload);
+            if mode.tool_error_ok {
+                return (Outcome::Complete { result: None }, None, instance);
+            }
+            let text = result.as_ref().and_then(result_text);
+            let result = if mode.want_result { result } else { None };
+            (
+                Outcome::Failed { result },
+                err("tool_error", Some(status), None, text),
+                instance,
+            )
+        }
+        Ok(Reply::Complete {
+            is_error: false, ..
+        }) => {
+            let result = if mode.want_result {
+                result_value(&payload)
+            } else {
+                None
+            };
+            (Outcome::Complete { result }, None, instance)
+        }
+        Ok(Reply::InputRequired {
+            input_requests,
+            request_state,
+            ..
+        }) => (
+            Outcome::InputRequired {
+                input_requests: input_requests.map(str::to_owned),
+                request_state: request_state.map(str::to_owned),
+            },
+            None,
+            instance,
+        ),
+    }
+}
