@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use crate::gateway::route::Pattern;
 
+pub mod redis;
+pub use redis::{OnStoreError, RedisConfig, Scope};
+
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +71,9 @@ pub struct Config {
     /// Which browser origins may call the gateway (DNS-rebinding protection, spec §Security).
     #[serde(default)]
     pub origins: OriginsConfig,
+    /// The shared tier: where `scope: global` rate limits keep their buckets.
+    #[serde(default)]
+    pub redis: Option<RedisConfig>,
 }
 
 /// A request that carries `Origin` must name an allowed one, or it gets 403. Requests without
@@ -156,6 +162,12 @@ pub struct RateLimitConfig {
     /// Most keys tracked at once; new keys beyond it share an overflow bucket.
     #[serde(default = "default_max_keys")]
     pub max_keys: usize,
+    /// `replica` (this process's buckets) or `global` (shared in Redis).
+    #[serde(default)]
+    pub scope: Scope,
+    /// `scope: global` only: what to do when Redis does not answer (default `local`).
+    #[serde(default)]
+    pub on_store_error: Option<OnStoreError>,
 }
 
 impl RateLimitConfig {
@@ -871,6 +883,9 @@ impl Config {
                 ));
             }
         }
+        if let Err((key, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
+            return Err(err(line_of(text, key, ""), message));
+        }
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),
@@ -1004,10 +1019,15 @@ impl Config {
                 let dry = if l.dry_run { " (dry run)" } else { "" };
                 let _ = writeln!(
                     out,
-                    "  {:<16} {}{burst} per {key}; {scope}{dry}",
-                    l.name, l.rate
+                    "  {:<16} {}{burst} per {key}; {scope}{dry}; {}",
+                    l.name,
+                    l.rate,
+                    redis::describe_scope(l, self.redis.as_ref())
                 );
             }
+        }
+        if let Some(r) = &self.redis {
+            let _ = writeln!(out, "{}", redis::describe(r));
         }
         let t = &self.timeouts;
         let _ = writeln!(

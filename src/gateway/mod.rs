@@ -61,6 +61,8 @@ pub struct Gateway {
     /// Indexed like [`RouteTable::pools`].
     pub pools: Vec<Pool>,
     pub limits: Vec<Arc<Limit>>,
+    /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
+    pub limit_shared: limit::Shared,
     pub metrics: Arc<Metrics>,
     upstream_header: Option<http::HeaderName>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
@@ -92,6 +94,15 @@ impl Gateway {
             .as_deref()
             .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
             .transpose()?;
+        let metrics = match previous {
+            Some(p) => p.metrics.clone(),
+            None => Arc::new(Metrics::new(&config)?),
+        };
+        let limit_shared = limit::Shared::new(
+            &config,
+            previous.map(|p| &p.limit_shared),
+            &metrics.registry,
+        )?;
         let limits = config
             .rate_limits
             .iter()
@@ -100,15 +111,11 @@ impl Gateway {
                     p.limits
                         .iter()
                         .zip(&p.config.rate_limits)
-                        .find(|(_, oc)| *oc == c)
+                        .find(|(_, oc)| *oc == c && p.config.redis == config.redis)
                 });
-                same.map_or_else(|| Arc::new(Limit::new(c)), |(l, _)| l.clone())
+                same.map_or_else(|| Arc::new(limit_shared.limit(c)), |(l, _)| l.clone())
             })
             .collect();
-        let metrics = match previous {
-            Some(p) => p.metrics.clone(),
-            None => Arc::new(Metrics::new(&config)?),
-        };
         for pool in &pools {
             for (i, inst) in pool.instances.iter().enumerate() {
                 metrics
@@ -126,6 +133,7 @@ impl Gateway {
             table,
             pools,
             limits,
+            limit_shared,
             metrics,
             upstream_header,
             upstream_metrics,
@@ -171,9 +179,9 @@ impl Gateway {
     }
 
     /// The first limit that refuses this request, counting every decision.
-    fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
+    async fn limited(&self, input: &LimitInput<'_>) -> Option<(&Limit, Duration)> {
         for l in &self.limits {
-            let decision = match l.check(input) {
+            let decision = match l.check(input).await {
                 Verdict::NotApplicable => continue,
                 Verdict::Allowed => "allowed",
                 Verdict::DryRunLimited => "dry_run_limited",
@@ -434,6 +442,9 @@ impl ProxyHttp for Proxy {
                 return refuse(session, ctx, rej, None).await;
             }
         }
+        if let Some(rej) = limit::ambiguous_credentials(&req.headers) {
+            return refuse(session, ctx, rej, None).await;
+        }
         let header_bytes: usize = req
             .headers
             .iter()
@@ -530,7 +541,7 @@ impl ProxyHttp for Proxy {
                     .and_then(|a| a.as_inet())
                     .map(|a| a.ip()),
             };
-            if let Some((limit, wait)) = gw.limited(&input) {
+            if let Some((limit, wait)) = gw.limited(&input).await {
                 let secs = limit::retry_after_secs(wait);
                 let rej = Rejection::new(
                     429,
