@@ -168,8 +168,10 @@ impl Limit {
         let digest = h.finalize();
         let mut key = String::with_capacity(prefix.len() + 32);
         key.push_str(prefix);
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         for b in &digest[..16] {
-            key.push_str(&format!("{b:02x}"));
+            key.push(HEX[usize::from(b >> 4)] as char);
+            key.push(HEX[usize::from(b & 15)] as char);
         }
         key
     }
