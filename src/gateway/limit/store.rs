@@ -207,7 +207,8 @@ impl GlobalStore {
         let mcfg = ConnectionManagerConfig::new()
             .set_connection_timeout(config.connect_timeout)
             .set_number_of_retries(1)
-            .set_max_delay(1000);
+            .set_max_delay(1000)
+            .set_tcp_settings(tcp_settings(config.connect_timeout));
         redis_runtime().spawn(connect(client, mcfg, Arc::downgrade(&conn)));
         Ok(GlobalStore {
             config: config.clone(),
@@ -287,6 +288,25 @@ impl GlobalStore {
             .with_label_values(&[limit, policy.as_str()])
             .inc();
     }
+}
+
+/// No Nagle delay (concurrent decisions are pipelined on one connection; the redis crate leaves
+/// it on without its `tcp_nodelay` feature), and a connection whose peer vanished without a
+/// reset (a partition, a host gone) fails within seconds, so the manager reconnects, instead of
+/// waiting out TCP's retransmissions (minutes) with every call timing out.
+fn tcp_settings(connect_timeout: Duration) -> redis::io::tcp::TcpSettings {
+    let dead_after = (connect_timeout * 2).max(Duration::from_secs(2));
+    let keepalive = redis::io::tcp::socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(10))
+        .with_interval(Duration::from_secs(2));
+    let s = redis::io::tcp::TcpSettings::default()
+        .set_nodelay(true)
+        .set_keepalive(keepalive);
+    #[cfg(target_os = "linux")]
+    let s = s.set_user_timeout(dead_after);
+    #[cfg(not(target_os = "linux"))]
+    let _ = dead_after;
+    s
 }
 
 /// Connect in the background until it works (or the store is dropped); the manager then
