@@ -12,7 +12,9 @@
 # round. CPU per request: utime+stime from /proc/PID/stat over the requests wrk completed, for
 # the gateway and for redis-server. Every process started here is stopped on exit.
 #
-# Usage: bench/limits.sh [--edge-bin PATH] [--rounds N] [--duration SECS] [--smoke]
+# Usage: bench/limits.sh [--edge-bin PATH] [--rounds N] [--duration SECS] [--timeout 5ms] [--smoke]
+#   --timeout   redis.timeout of the global gateway (raise it on a loaded machine, or decisions
+#               time out, the circuit opens and the figures measure the local fallback)
 #   (default binary target/release/mcp-edge; a debug binary gives figures that mean nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +22,15 @@ EDGE_BIN=target/release/mcp-edge
 ROUNDS=2
 DURATION=5
 WARMUP=1
+TIMEOUT=5ms
 while [ $# -gt 0 ]; do
   case "$1" in
     --edge-bin) EDGE_BIN=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
     --duration) DURATION=$2; shift ;;
+    --timeout) TIMEOUT=$2; shift ;;
     --smoke) ROUNDS=1; DURATION=1; WARMUP=0 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -72,7 +76,7 @@ threads: 1
 pools:
   default: { instances: [127.0.0.1:$BACKEND] }
 default_route: { pool: default }
-redis: { url: "redis://127.0.0.1:$REDIS", timeout: 5ms, replicas: 1 }
+redis: { url: "redis://127.0.0.1:$REDIS", timeout: $TIMEOUT, replicas: 1 }
 $3
 YAML
 }

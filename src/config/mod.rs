@@ -159,7 +159,8 @@ pub struct RateLimitConfig {
     /// Count what would be limited without refusing it.
     #[serde(default)]
     pub dry_run: bool,
-    /// Most keys tracked at once; new keys beyond it share an overflow bucket.
+    /// Most keys tracked at once in this replica; a new key past it evicts the least recently
+    /// used one (for a global limit: the keys of its `on_store_error: local` fallback).
     #[serde(default = "default_max_keys")]
     pub max_keys: usize,
     /// `replica` (this process's buckets) or `global` (shared in Redis).

@@ -1,8 +1,9 @@
 //! The shared tier's client: GCRA decisions of `scope: global` limits, made atomically in Redis.
 //!
 //! One decision is one `EVALSHA` of [`GCRA_LUA`] (the script is loaded on first use and again
-//! after a Redis restart), sent over one multiplexed connection ([`ConnectionManager`]), so
-//! concurrent requests are pipelined on the wire, and the connection reconnects on its own. The
+//! after a Redis restart), sent over one multiplexed connection ([`ConnectionManager`]) per
+//! proxy thread, made on that thread's runtime: concurrent requests are pipelined on the wire,
+//! no other thread is woken for a decision, and the connection reconnects on its own. The
 //! script reads the time from Redis (`TIME`), so the replicas' clocks need not agree, and sets a
 //! TTL on each bucket that ends when the bucket is full again: idle keys vanish by themselves.
 //!
@@ -14,8 +15,10 @@
 use arc_swap::ArcSwapOption;
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use crate::config::{OnStoreError, RedisConfig};
@@ -172,47 +175,42 @@ impl Circuit {
     }
 }
 
-/// The runtime that owns the Redis connections: one thread for the process, so a connection
-/// (and its reconnections) never depends on which proxy thread asked first.
-fn redis_runtime() -> &'static tokio::runtime::Handle {
-    static RT: OnceLock<tokio::runtime::Handle> = OnceLock::new();
-    RT.get_or_init(|| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a tokio runtime for the Redis client");
-        let handle = rt.handle().clone();
-        std::thread::Builder::new()
-            .name("mcp-edge-redis".into())
-            .spawn(move || rt.block_on(std::future::pending::<()>()))
-            .expect("a thread for the Redis client");
-        handle
-    })
+/// One proxy thread's connection: made on that thread's runtime, so a decision never wakes
+/// another thread (the connection's driver runs where the request runs).
+#[derive(Default)]
+struct Slot {
+    conn: ArcSwapOption<ConnectionManager>,
+    connecting: std::sync::atomic::AtomicBool,
+    ready: tokio::sync::Notify,
 }
 
 /// The Redis client of the global limits.
 pub struct GlobalStore {
     pub config: RedisConfig,
-    conn: Arc<ArcSwapOption<ConnectionManager>>,
+    client: redis::Client,
+    manager_config: ConnectionManagerConfig,
+    /// A connection per proxy thread (`threads:`), made on first use.
+    slots: RwLock<HashMap<ThreadId, Arc<Slot>>>,
     script: redis::Script,
     circuit: Circuit,
     metrics: Arc<StoreMetrics>,
 }
 
 impl GlobalStore {
-    /// A store for `config`; it connects in the background (requests meanwhile fall back).
+    /// A store for `config`. Each proxy thread connects on its first decision (which waits at
+    /// most `timeout` for it) and keeps the connection, reconnecting on its own.
     pub fn new(config: &RedisConfig, metrics: Arc<StoreMetrics>) -> anyhow::Result<GlobalStore> {
         let client = redis::Client::open(config.url.as_str())?;
-        let conn = Arc::new(ArcSwapOption::empty());
-        let mcfg = ConnectionManagerConfig::new()
+        let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(config.connect_timeout)
             .set_number_of_retries(1)
             .set_max_delay(1000)
             .set_tcp_settings(tcp_settings(config.connect_timeout));
-        redis_runtime().spawn(connect(client, mcfg, Arc::downgrade(&conn)));
         Ok(GlobalStore {
             config: config.clone(),
-            conn,
+            client,
+            manager_config,
+            slots: RwLock::new(HashMap::new()),
             script: redis::Script::new(GCRA_LUA),
             circuit: Circuit::new(config.circuit.failures, config.circuit.open_for),
             metrics,
@@ -255,18 +253,25 @@ impl GlobalStore {
         if !self.circuit.allow(now_ms()) {
             return Err(StoreError::CircuitOpen);
         }
-        let Some(conn) = self.conn.load_full() else {
-            return Err(StoreError::NotConnected);
-        };
-        let mut conn = (*conn).clone();
         let started = Instant::now();
+        let mut conn = self.connection(started).await?;
         let mut call = self.script.key(key);
         call.arg(t_us).arg(tau_us);
-        let answer = tokio::time::timeout(
-            self.config.timeout,
-            call.invoke_async::<(i64, i64)>(&mut conn),
-        )
-        .await;
+        // A connection that broke since its last use (Redis restarted) fails at once and starts
+        // reconnecting: one more try within the same deadline waits for the new connection.
+        // (Should the broken attempt have run in Redis after all, the bucket is charged twice:
+        // stricter, never looser.)
+        let mut attempts = 0;
+        let answer = loop {
+            attempts += 1;
+            let left = self.config.timeout.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, call.invoke_async::<(i64, i64)>(&mut conn)).await {
+                Ok(Err(e)) if attempts < 2 && (e.is_io_error() || e.is_unrecoverable_error()) => {
+                    tracing::debug!("redis rate-limit call failed ({e}); trying again");
+                }
+                other => break other,
+            }
+        };
         self.metrics
             .latency
             .observe(started.elapsed().as_secs_f64());
@@ -279,6 +284,43 @@ impl GlobalStore {
             }
             Err(_) => Err(StoreError::Timeout),
         }
+    }
+
+    /// This thread's connection; the first caller on a thread starts connecting and every
+    /// caller waits for it until `timeout` after `started`.
+    async fn connection(&self, started: Instant) -> Result<ConnectionManager, StoreError> {
+        let slot = self.slot();
+        loop {
+            let ready = slot.ready.notified();
+            if let Some(conn) = slot.conn.load_full() {
+                return Ok((*conn).clone());
+            }
+            if !slot.connecting.swap(true, Ordering::AcqRel) {
+                tokio::spawn(connect(
+                    self.client.clone(),
+                    self.manager_config.clone(),
+                    Arc::downgrade(&slot),
+                ));
+            }
+            let left = self.config.timeout.saturating_sub(started.elapsed());
+            if left.is_zero() || tokio::time::timeout(left, ready).await.is_err() {
+                return Err(StoreError::NotConnected);
+            }
+        }
+    }
+
+    fn slot(&self) -> Arc<Slot> {
+        let me = std::thread::current().id();
+        if let Some(s) = self
+            .slots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&me)
+        {
+            return s.clone();
+        }
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        slots.entry(me).or_default().clone()
     }
 
     /// Count a request decided by `policy` instead of Redis.
@@ -309,13 +351,9 @@ fn tcp_settings(connect_timeout: Duration) -> redis::io::tcp::TcpSettings {
     s
 }
 
-/// Connect in the background until it works (or the store is dropped); the manager then
-/// reconnects by itself.
-async fn connect(
-    client: redis::Client,
-    cfg: ConnectionManagerConfig,
-    slot: Weak<ArcSwapOption<ConnectionManager>>,
-) {
+/// Connect in the background until it works (or the store is dropped), then wake the waiting
+/// callers; the manager reconnects by itself after that.
+async fn connect(client: redis::Client, cfg: ConnectionManagerConfig, slot: Weak<Slot>) {
     let mut backoff = Duration::from_millis(50);
     loop {
         if slot.strong_count() == 0 {
@@ -324,7 +362,8 @@ async fn connect(
         match ConnectionManager::new_with_config(client.clone(), cfg.clone()).await {
             Ok(m) => {
                 if let Some(slot) = slot.upgrade() {
-                    slot.store(Some(Arc::new(m)));
+                    slot.conn.store(Some(Arc::new(m)));
+                    slot.ready.notify_waiters();
                 }
                 return;
             }
