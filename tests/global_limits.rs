@@ -289,3 +289,54 @@ fn under_load_through_two_gateways_a_global_limit_stays_accurate_within_the_erro
         );
     }
 }
+
+#[test]
+fn check_prints_each_limits_scope_and_policy_and_refuses_a_global_limit_without_redis() {
+    let dir = std::env::temp_dir().join(format!("mcp-edge-check-scope-{}", free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.yaml");
+    std::fs::write(
+        &good,
+        "pools:\n  d: {instances: [127.0.0.1:1]}\nredis: {url: 'redis://:pw@127.0.0.1:6379', replicas: 4}\nrate_limits:\n  - {name: mine, rate: 5/s}\n  - {name: ours, rate: 5/s, scope: global, on_store_error: deny}\n",
+    )
+    .unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "pools:\n  d: {instances: [127.0.0.1:1]}\nrate_limits:\n  - name: ours\n    rate: 5/s\n    scope: global\n",
+    )
+    .unwrap();
+    let run = |f: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+            .args(["check", "--config"])
+            .arg(f)
+            .output()
+            .unwrap()
+    };
+    let out = run(&good);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("mine").contains("scope replica"), "{text}");
+    assert!(
+        line("ours").contains("scope global") && line("ours").contains("on store error: deny"),
+        "{text}"
+    );
+    assert!(
+        text.contains("4 replica(s)") && !text.contains("pw@"),
+        "{text}"
+    );
+    let out = run(&bad);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("bad.yaml:6: rate_limits[0].scope: global needs a `redis:` section"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
