@@ -203,7 +203,7 @@ impl GlobalStore {
         let client = redis::Client::open(config.url.as_str())?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(config.connect_timeout)
-            .set_number_of_retries(1)
+            .set_number_of_retries(0)
             .set_max_delay(1000)
             .set_tcp_settings(tcp_settings(config.connect_timeout));
         Ok(GlobalStore {
@@ -286,27 +286,28 @@ impl GlobalStore {
         }
     }
 
-    /// This thread's connection; the first caller on a thread starts connecting and every
-    /// caller waits for it until `timeout` after `started`.
+    /// This thread's connection; the first caller on a thread starts connecting, and callers
+    /// wait for the attempt (until `timeout` after `started`): a refused attempt fails them at
+    /// once, the background task keeps trying.
     async fn connection(&self, started: Instant) -> Result<ConnectionManager, StoreError> {
         let slot = self.slot();
-        loop {
-            let ready = slot.ready.notified();
-            if let Some(conn) = slot.conn.load_full() {
-                return Ok((*conn).clone());
-            }
-            if !slot.connecting.swap(true, Ordering::AcqRel) {
-                tokio::spawn(connect(
-                    self.client.clone(),
-                    self.manager_config.clone(),
-                    Arc::downgrade(&slot),
-                ));
-            }
-            let left = self.config.timeout.saturating_sub(started.elapsed());
-            if left.is_zero() || tokio::time::timeout(left, ready).await.is_err() {
-                return Err(StoreError::NotConnected);
-            }
+        let ready = slot.ready.notified();
+        if let Some(conn) = slot.conn.load_full() {
+            return Ok((*conn).clone());
         }
+        if !slot.connecting.swap(true, Ordering::AcqRel) {
+            tokio::spawn(connect(
+                self.client.clone(),
+                self.manager_config.clone(),
+                Arc::downgrade(&slot),
+            ));
+        }
+        let left = self.config.timeout.saturating_sub(started.elapsed());
+        if left.is_zero() || tokio::time::timeout(left, ready).await.is_err() {
+            return Err(StoreError::NotConnected);
+        }
+        let conn = slot.conn.load_full().ok_or(StoreError::NotConnected)?;
+        Ok((*conn).clone())
     }
 
     fn slot(&self) -> Arc<Slot> {
@@ -367,7 +368,12 @@ async fn connect(client: redis::Client, cfg: ConnectionManagerConfig, slot: Weak
                 }
                 return;
             }
-            Err(e) => tracing::warn!("redis: cannot connect yet ({e}); retrying in {backoff:?}"),
+            Err(e) => {
+                tracing::warn!("redis: cannot connect yet ({e}); retrying in {backoff:?}");
+                if let Some(slot) = slot.upgrade() {
+                    slot.ready.notify_waiters();
+                }
+            }
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(1));
