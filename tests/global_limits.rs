@@ -339,3 +339,69 @@ fn check_prints_each_limits_scope_and_policy_and_refuses_a_global_limit_without_
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_redis_script_decides_like_the_local_governor_limiter() {
+    use mcp_edge::config::Config;
+    use mcp_edge::gateway::limit::local::LocalLimiter;
+    use mcp_edge::gateway::limit::store::{GlobalStore, StoreMetrics};
+    let redis = Redis::start();
+    let cfg = Config::parse(
+        &format!(
+            "pools:\n  d: {{instances: [127.0.0.1:1]}}\nredis: {{url: '{}', timeout: 1s}}\nrate_limits:\n  - {{name: l, rate: 20/s, burst: 3, scope: global}}\n",
+            redis.url()
+        ),
+        "t.yaml",
+    )
+    .unwrap();
+    let quota = cfg.rate_limits[0].quota();
+    let t_us = quota.replenish_interval().as_micros() as u64;
+    let tau_us = t_us * u64::from(quota.burst_size().get() - 1);
+    let metrics = Arc::new(StoreMetrics::register(&prometheus::Registry::new()).unwrap());
+    let store = GlobalStore::new(cfg.redis.as_ref().unwrap(), metrics).unwrap();
+    let local = LocalLimiter::new(quota, 10);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut seq = Vec::new();
+        // A burst, a refusal with its wait, a pause of two emission intervals, and more.
+        for pause_ms in [0, 0, 0, 0, 0, 110, 0, 0, 60, 0] {
+            tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+            let global = store
+                .gcra("mcp-edge:test:k", t_us, tau_us)
+                .await
+                .expect("redis answers");
+            let here = local.check(7);
+            seq.push((pause_ms, global.is_ok(), here.is_ok()));
+            if let (Err(g), Err(l)) = (global, here) {
+                let diff = g.as_millis() as i64 - l.as_millis() as i64;
+                assert!(
+                    diff.abs() <= 15,
+                    "waits differ: redis {g:?}, governor {l:?}"
+                );
+            }
+        }
+        eprintln!("(pause ms, redis admitted, governor admitted): {seq:?}");
+        let same = seq.iter().filter(|(_, g, l)| g == l).count();
+        // Both clocks run between the two calls: allow one disagreement at a boundary.
+        assert!(
+            same >= seq.len() - 1,
+            "redis vs governor (pause, redis, governor): {seq:?}"
+        );
+        assert_eq!(
+            seq.iter().take(3).filter(|(_, g, _)| *g).count(),
+            3,
+            "{seq:?}"
+        );
+        assert!(
+            !seq[3].1 && !seq[4].1,
+            "the 4th and 5th are over the burst: {seq:?}"
+        );
+        assert!(
+            seq[5].1 && seq[6].1 && !seq[7].1,
+            "after 110 ms (two intervals of 50 ms) two more are admitted: {seq:?}"
+        );
+    });
+}
