@@ -3,6 +3,7 @@
 //! that every check is allowed (the steady state of a healthy gateway).
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use futures::executor::block_on;
 use std::hint::black_box;
 
 use mcp_edge::config::Config;
@@ -34,9 +35,9 @@ fn bench(c: &mut Criterion) {
     };
     for key in ["route, name", "principal"] {
         let l = limit(key);
-        assert_eq!(l.check(&input), Verdict::Allowed);
+        assert_eq!(block_on(l.check(&input)), Verdict::Allowed);
         c.bench_function(&format!("limit/check [{key}]"), |b| {
-            b.iter(|| black_box(l.check(black_box(&input))))
+            b.iter(|| black_box(block_on(l.check(black_box(&input)))))
         });
     }
 }

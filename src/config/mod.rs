@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use crate::gateway::route::Pattern;
 
+pub mod redis;
+pub use redis::{OnStoreError, RedisConfig, Scope};
+
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,6 +75,9 @@ pub struct Config {
     /// then needs no restart); `0s` resolves only at start and on reload.
     #[serde(default = "d_dns_refresh", with = "humantime_serde_compat")]
     pub dns_refresh: Duration,
+    /// The shared tier: where `scope: global` rate limits keep their buckets.
+    #[serde(default)]
+    pub redis: Option<RedisConfig>,
 }
 
 fn d_dns_refresh() -> Duration {
@@ -166,9 +172,16 @@ pub struct RateLimitConfig {
     /// Count what would be limited without refusing it.
     #[serde(default)]
     pub dry_run: bool,
-    /// Most keys tracked at once; new keys beyond it share an overflow bucket.
+    /// Most keys tracked at once in this replica; a new key past it evicts the least recently
+    /// used one (for a global limit: the keys of its `on_store_error: local` fallback).
     #[serde(default = "default_max_keys")]
     pub max_keys: usize,
+    /// `replica` (this process's buckets) or `global` (shared in Redis).
+    #[serde(default)]
+    pub scope: Scope,
+    /// `scope: global` only: what to do when Redis does not answer (default `local`).
+    #[serde(default)]
+    pub on_store_error: Option<OnStoreError>,
 }
 
 impl RateLimitConfig {
@@ -940,6 +953,9 @@ impl Config {
                 ));
             }
         }
+        if let Err((key, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
+            return Err(err(line_of(text, key, ""), message));
+        }
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),
@@ -1073,10 +1089,15 @@ impl Config {
                 let dry = if l.dry_run { " (dry run)" } else { "" };
                 let _ = writeln!(
                     out,
-                    "  {:<16} {}{burst} per {key}; {scope}{dry}",
-                    l.name, l.rate
+                    "  {:<16} {}{burst} per {key}; {scope}{dry}; {}",
+                    l.name,
+                    l.rate,
+                    redis::describe_scope(l, self.redis.as_ref())
                 );
             }
+        }
+        if let Some(r) = &self.redis {
+            let _ = writeln!(out, "{}", redis::describe(r));
         }
         let t = &self.timeouts;
         let _ = writeln!(

@@ -128,7 +128,7 @@ impl ProxyHttp for Proxy {
                     .and_then(|a| a.as_inet())
                     .map(|a| a.ip()),
             };
-            if let Some((limit, wait)) = gw.limited(&input) {
+            if let Some((limit, wait)) = gw.limited(&input).await {
                 let (rej, retry_after) = limit::refusal(&limit.name, wait);
                 ctx.extra_headers.push(("retry-after", retry_after));
                 return refuse_with_id(session, ctx, rej).await;

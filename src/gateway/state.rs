@@ -14,7 +14,7 @@ use crate::config::Config;
 
 use super::balance::Pool;
 use super::health;
-use super::limit::{Limit, LimitInput, Verdict};
+use super::limit::{self, Limit, LimitInput, Verdict};
 use super::observe::{Metrics, UpstreamMetrics};
 use super::route::RouteTable;
 
@@ -25,6 +25,8 @@ pub struct Gateway {
     /// Indexed like [`RouteTable::pools`].
     pub pools: Vec<Pool>,
     pub limits: Vec<Arc<Limit>>,
+    /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
+    pub limit_shared: limit::Shared,
     pub metrics: Arc<Metrics>,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
@@ -65,19 +67,6 @@ impl Gateway {
             .as_deref()
             .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
             .transpose()?;
-        let limits = config
-            .rate_limits
-            .iter()
-            .map(|c| {
-                let same = previous.and_then(|p| {
-                    p.limits
-                        .iter()
-                        .zip(&p.config.rate_limits)
-                        .find(|(_, oc)| *oc == c)
-                });
-                same.map_or_else(|| Arc::new(Limit::new(c)), |(l, _)| l.clone())
-            })
-            .collect();
         let metrics = match previous {
             Some(p) => {
                 p.metrics
@@ -95,6 +84,24 @@ impl Gateway {
             }
             None => Arc::new(Metrics::new(&config)?),
         };
+        let limit_shared = limit::Shared::new(
+            &config,
+            previous.map(|p| &p.limit_shared),
+            &metrics.registry,
+        )?;
+        let limits = config
+            .rate_limits
+            .iter()
+            .map(|c| {
+                let same = previous.and_then(|p| {
+                    p.limits
+                        .iter()
+                        .zip(&p.config.rate_limits)
+                        .find(|(_, oc)| *oc == c && p.config.redis == config.redis)
+                });
+                same.map_or_else(|| Arc::new(limit_shared.limit(c)), |(l, _)| l.clone())
+            })
+            .collect();
         for pool in &pools {
             for (i, inst) in pool.instances.iter().enumerate() {
                 metrics
@@ -114,6 +121,7 @@ impl Gateway {
             table,
             pools,
             limits,
+            limit_shared,
             metrics,
             upstream_header,
             upstream_metrics,
@@ -159,9 +167,9 @@ impl Gateway {
     }
 
     /// The first limit that refuses this request, counting every decision.
-    pub(crate) fn limited(&self, input: &LimitInput) -> Option<(&Limit, Duration)> {
+    pub(crate) async fn limited(&self, input: &LimitInput<'_>) -> Option<(&Limit, Duration)> {
         for l in &self.limits {
-            let decision = match l.check(input) {
+            let decision = match l.check(input).await {
                 Verdict::NotApplicable => continue,
                 Verdict::Allowed => "allowed",
                 Verdict::DryRunLimited => "dry_run_limited",

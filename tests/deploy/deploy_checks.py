@@ -362,6 +362,17 @@ def cmd_k8s_xref(args):
         if not set(instances) & want:
             errors.append(f"the gateway pools {instances} do not list the backend Service ({sorted(want)})")
 
+    redis_url = (gw_cfg.get("redis") or {}).get("url")
+    if redis_url:
+        host_port = redis_url.split("://", 1)[1].rsplit("@", 1)[-1].split("/", 1)[0]
+        host, _, port = host_port.partition(":")
+        rsvc = get("Service", host)
+        rdep = get("Deployment", host)
+        if rsvc and int(port or 6379) not in [p["port"] for p in rsvc["spec"]["ports"]]:
+            errors.append(f"redis.url {redis_url}: Service {host} has no port {port or 6379}")
+        if rsvc and rdep and not selects(rsvc["spec"]["selector"], rdep["spec"]["template"]["metadata"]["labels"]):
+            errors.append(f"Service {host} does not select the pods of Deployment {host}")
+
     hpa = get("HorizontalPodAutoscaler", "mcp-edge")
     if hpa and hpa["spec"]["scaleTargetRef"]["name"] != "mcp-edge":
         errors.append("HPA does not target Deployment mcp-edge")
@@ -552,6 +563,13 @@ def cmd_compose(args):
         if want not in instances:
             errors.append(f"{b} listens on {listen} but the gateway pools list {sorted(instances)}")
     gw = s.get("gateway", {})
+    redis_url = (gw_cfg.get("redis") or {}).get("url")
+    if redis_url:
+        host = redis_url.split("://", 1)[1].rsplit("@", 1)[-1].split("/", 1)[0].partition(":")[0]
+        if host not in s:
+            errors.append(f"redis.url {redis_url} names {host}, which is not a compose service")
+        elif host not in gw.get("depends_on", []):
+            errors.append(f"the gateway does not depend on the {host} service")
     for v in gw.get("volumes", []) + s.get("prometheus", {}).get("volumes", []) + s.get("grafana", {}).get("volumes", []):
         host = v.split(":")[0]
         if not (DEPLOY / host).exists():
