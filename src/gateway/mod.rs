@@ -23,12 +23,15 @@
 
 pub mod admin;
 pub mod balance;
+pub mod client_hello;
 pub mod health;
 pub mod inspect;
 pub mod limit;
+pub mod listeners;
 pub mod observe;
 pub mod route;
 pub mod server;
+pub mod tls;
 pub mod validate;
 
 use async_trait::async_trait;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::health::{self, Change};
+use super::listeners::Listeners;
 use super::{admin, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
 
@@ -27,6 +28,8 @@ pub struct Live {
     current: ArcSwap<Gateway>,
     /// The file a reload reads, when the gateway was started from one.
     source: Option<PathBuf>,
+    /// The listeners, whose certificates a reload re-reads ([`listeners`]).
+    listeners: Option<Arc<Listeners>>,
 }
 
 impl Live {
@@ -34,7 +37,14 @@ impl Live {
         Live {
             current: ArcSwap::from_pointee(gateway),
             source,
+            listeners: None,
         }
+    }
+
+    /// Re-read these listeners' certificates on every reload.
+    pub fn with_listeners(mut self, listeners: Arc<Listeners>) -> Live {
+        self.listeners = Some(listeners);
+        self
     }
 
     /// The gateway new requests use.
@@ -53,8 +63,16 @@ impl Live {
         {
             tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
         }
+        // Certificates are read and checked first; they are swapped in only with the config.
+        let staged = match &self.listeners {
+            Some(l) => Some(l.stage(&config).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
         let new = Gateway::new(config, Some(&old))?;
         self.current.store(Arc::new(new));
+        if let Some(staged) = staged {
+            staged.commit();
+        }
         Ok(())
     }
 
@@ -186,21 +204,19 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         sighup,
         upgrade,
     } = opts;
+    // TLS files are read and checked before anything starts (the error names the file).
+    let listeners = Arc::new(Listeners::new(&config)?);
     // Fail with a clear message before pingora tries (it would exit the process). An upgrade
     // inherits the sockets instead, so they are busy by design.
-    let to_bind = [
-        ("listen.mcp", Some(config.listen.mcp)),
-        ("listen.admin", config.listen.admin),
-    ];
-    for (what, addr) in to_bind.into_iter().filter(|_| !upgrade) {
-        if let Some(addr) = addr {
-            std::net::TcpListener::bind(addr).map_err(|e| {
-                anyhow::anyhow!(
-                    "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
-                    addr.port()
-                )
-            })?;
-        }
+    let to_bind = listeners.mcp.iter().chain(&listeners.admin);
+    for l in to_bind.filter(|_| !upgrade) {
+        let (what, addr) = (&l.key, l.address);
+        std::net::TcpListener::bind(addr).map_err(|e| {
+            anyhow::anyhow!(
+                "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
+                addr.port()
+            )
+        })?;
     }
     let round_up = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
     let conf = ServerConf {
@@ -217,22 +233,26 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         ..Default::default()
     };
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
-    let mcp_addr = config.listen.mcp;
-    let admin_addr = config.listen.admin;
-    let live = Arc::new(Live::new(Gateway::new(config, None)?, source));
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        Proxy::new(live.clone()),
-        "mcp-edge",
-    );
-    proxy.add_tcp(&mcp_addr.to_string());
-    server.add_service(proxy);
-    if let Some(addr) = admin_addr {
+    let gateway = Gateway::new(config, None)?;
+    listeners.register(&gateway.metrics.registry)?;
+    let live = Arc::new(Live::new(gateway, source).with_listeners(listeners.clone()));
+    // One proxy service per h2c setting (pingora sets h2c per service), each with its listeners.
+    let proxies = listeners.attach_mcp(|| {
+        pingora::proxy::http_proxy_service_with_name(
+            &server.configuration,
+            Proxy::new(live.clone()),
+            "mcp-edge",
+        )
+    })?;
+    for proxy in proxies {
+        server.add_service(proxy);
+    }
+    if listeners.admin.is_some() {
         let mut admin = pingora::services::listening::Service::new(
             "mcp-edge admin".into(),
             admin::AdminApp { live: live.clone() },
         );
-        admin.add_tcp(&addr.to_string());
+        listeners.attach_admin(&mut admin)?;
         server.add_service(admin);
     }
     server.add_service(pingora::services::background::background_service(

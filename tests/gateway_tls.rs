@@ -1,0 +1,449 @@
+//! Downstream TLS over real handshakes (certificates made at run time with rcgen): HTTP/1.1 and
+//! h2 by ALPN with curl, certificates chosen by SNI, mTLS, the minimum version, reload of
+//! certificates without dropping connections, bad files refused naming the file, the
+//! plain-listener policy, `mcp-edge check` and the expiry metric.
+
+mod common;
+mod support;
+mod tls_support;
+
+use std::io::{BufReader, Write};
+use std::net::SocketAddr;
+
+use mcp_edge::config::Config;
+use mcp_edge::gateway::RunningGateway;
+use support::{call, call_headers, free_port, post_bytes, refs, Upstreams};
+use tls_support::{client_config, curl, der_of, h1, presented_cert, tls_listener, Ca, TempDir};
+
+/// A gateway whose `listen.mcp` is `mcp` (YAML), in front of `up`, plus extra YAML.
+fn gateway_yaml(up: &Upstreams, mcp: &str, extra: &str) -> String {
+    let list: Vec<String> = up.addrs.iter().map(|a| a.to_string()).collect();
+    format!(
+        "work_stealing: true\nlisten:\n  mcp: {mcp}\n  admin: 127.0.0.1:{}\npools:\n  default:\n    instances: [{}]\n    health: {{ check: off }}\ndefault_route: {{ pool: default }}\n{extra}",
+        free_port(),
+        list.join(", ")
+    )
+}
+
+fn parse(y: &str) -> Config {
+    Config::parse(y, "test.yaml").unwrap_or_else(|e| panic!("{e}\n{y}"))
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn call_request(id: u64) -> Vec<u8> {
+    let h = call_headers("echo");
+    post_bytes(&refs(&h), call(id, "echo").as_bytes())
+}
+
+#[test]
+fn curl_speaks_http1_and_h2_over_tls_with_the_test_ca() {
+    if !tls_support::have("curl") {
+        return;
+    }
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-curl");
+    let ca = Ca::new("mcp-edge test CA");
+    let (cert, key) = ca
+        .server("gateway", &["localhost", "127.0.0.1"], 30)
+        .write(&dir, "gw");
+    let ca_file = dir.write("ca.pem", &ca.pem);
+    let addr = loopback(free_port());
+    let gw = RunningGateway::start(parse(&gateway_yaml(
+        &up,
+        &tls_listener(addr, &cert, &key, ""),
+        "",
+    )))
+    .unwrap();
+    let url = format!("https://localhost:{}/mcp", addr.port());
+    let resolve = format!("localhost:{}:127.0.0.1", addr.port());
+    for (flag, version) in [("--http1.1", "1.1"), ("--http2", "2")] {
+        let (rc, out, err) = curl(&[
+            flag,
+            "--cacert",
+            ca_file.to_str().unwrap(),
+            "--resolve",
+            &resolve,
+            "-w",
+            "\n%{http_version} %{http_code}",
+            "-H",
+            "Content-Type: application/json",
+            "-H",
+            "MCP-Protocol-Version: 2026-07-28",
+            "-H",
+            "Mcp-Method: tools/call",
+            "-H",
+            "Mcp-Name: echo",
+            "--data-binary",
+            &call(7, "echo"),
+            &url,
+        ]);
+        assert_eq!(rc, 0, "curl {flag}: {err}");
+        let (body, tail) = out.rsplit_once('\n').unwrap();
+        assert_eq!(tail, format!("{version} 200"), "curl {flag}: {out}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["id"], 7, "the upstream got the request: {body}");
+    }
+    // The same listener refuses a client that does not trust the CA (curl's own store).
+    let (rc, _, err) = curl(&["--resolve", &resolve, &url]);
+    assert_ne!(rc, 0, "an untrusted certificate must fail: {err}");
+    assert_eq!(up.count(), 2);
+    gw.shutdown();
+}
+
+#[test]
+fn sni_chooses_the_certificate_and_unknown_names_get_the_first() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-sni");
+    let ca = Ca::new("test CA");
+    let first = ca.server("first", &["localhost", "127.0.0.1"], 30);
+    let second = ca.server("second", &["api.test", "*.tools.test"], 30);
+    let (c1, k1) = first.write(&dir, "first");
+    let (c2, k2) = second.write(&dir, "second");
+    let addr = loopback(free_port());
+    let mcp = format!(
+        "{{ address: {addr}, tls: {{ certificates: [{{ cert: {}, key: {} }}, {{ cert: {}, key: {} }}] }} }}",
+        c1.display(), k1.display(), c2.display(), k2.display()
+    );
+    let gw = RunningGateway::start(parse(&gateway_yaml(&up, &mcp, ""))).unwrap();
+    let cfg = || client_config(&ca.pem, None, &[b"http/1.1"]);
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&first.cert_pem)
+    );
+    assert_eq!(
+        presented_cert(addr, "api.test", cfg()),
+        der_of(&second.cert_pem)
+    );
+    assert_eq!(
+        presented_cert(addr, "x.tools.test", cfg()),
+        der_of(&second.cert_pem)
+    );
+    // A client that names no host (rustls sends no SNI for an IP) gets the first one.
+    assert_eq!(
+        presented_cert(addr, "127.0.0.1", cfg()),
+        der_of(&first.cert_pem)
+    );
+    let r = h1(addr, "api.test", cfg(), &call_request(3)).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    gw.shutdown();
+}
+
+#[test]
+fn mtls_refuses_missing_and_foreign_client_certificates_at_the_handshake() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-mtls");
+    let ca = Ca::new("server CA");
+    let clients = Ca::new("client CA");
+    let stranger = Ca::new("another CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let client_ca = dir.write("clients.pem", &clients.pem);
+    let addr = loopback(free_port());
+    let extra = format!(", client_ca: {}", client_ca.display());
+    let gw = RunningGateway::start(parse(&gateway_yaml(
+        &up,
+        &tls_listener(addr, &cert, &key, &extra),
+        "",
+    )))
+    .unwrap();
+
+    let good = clients.client("alice");
+    let r = h1(
+        addr,
+        "localhost",
+        client_config(&ca.pem, Some(&good), &[]),
+        &call_request(1),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // TLS 1.3: the server's verdict on the client certificate arrives after the client's
+    // Finished, so the refusal shows as an alert on the first read.
+    for (what, client) in [
+        ("no certificate", None),
+        ("another CA", Some(stranger.client("mallory"))),
+    ] {
+        let got = h1(
+            addr,
+            "localhost",
+            client_config(&ca.pem, client.as_ref(), &[]),
+            &call_request(2),
+        );
+        let err = got.expect_err(&format!("{what}: must be refused"));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("CertificateRequired")
+                || msg.contains("UnknownCA")
+                || msg.contains("alert")
+                || msg.contains("BadCertificate"),
+            "{what}: refused by a TLS alert, got {msg}"
+        );
+    }
+    assert_eq!(
+        up.count(),
+        1,
+        "only the authenticated request reached the upstream"
+    );
+    gw.shutdown();
+}
+
+#[test]
+fn min_version_13_refuses_a_tls12_only_client() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-min");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let addr = loopback(free_port());
+    let gw = RunningGateway::start(parse(&gateway_yaml(
+        &up,
+        &tls_listener(addr, &cert, &key, ", min_version: \"1.3\""),
+        "",
+    )))
+    .unwrap();
+    let tls12 = |pem: &str| {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der_of(pem)))
+            .unwrap();
+        std::sync::Arc::new(
+            rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+        )
+    };
+    assert!(
+        tls_support::connect(addr, "localhost", tls12(&ca.pem)).is_err(),
+        "TLS 1.2 must be refused"
+    );
+    let s = tls_support::connect(addr, "localhost", client_config(&ca.pem, None, &[])).unwrap();
+    assert_eq!(
+        s.conn.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+    gw.shutdown();
+}
+
+#[test]
+fn reload_serves_a_new_certificate_to_new_handshakes_and_keeps_open_connections() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-reload");
+    let ca = Ca::new("CA");
+    let old = ca.server("old", &["localhost"], 30);
+    let new = ca.server("new", &["localhost"], 60);
+    let (c1, k1) = old.write(&dir, "old");
+    let (c2, k2) = new.write(&dir, "new");
+    let addr = loopback(free_port());
+    let y1 = gateway_yaml(&up, &tls_listener(addr, &c1, &k1, ""), "");
+    let gw = RunningGateway::start(parse(&y1)).unwrap();
+    let cfg = || client_config(&ca.pem, None, &[b"http/1.1"]);
+
+    // A keep-alive connection and an SSE stream, both open across the reload.
+    let mut kept = tls_support::connect(addr, "localhost", cfg()).unwrap();
+    let ask = |s: &mut rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>, id| {
+        s.write_all(&call_request(id)).unwrap();
+        let r = common::read_reply(&mut BufReader::new(&mut *s)).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    };
+    ask(&mut kept, 1);
+    let mut sse = tls_support::connect(addr, "localhost", cfg()).unwrap();
+    let mut h = call_headers("slow");
+    h.push(("x-test-sse", "6".into()));
+    sse.write_all(&post_bytes(&refs(&h), call(2, "slow").as_bytes()))
+        .unwrap();
+    let mut sse = BufReader::new(sse);
+    let mut seen = String::new();
+    read_until(&mut sse, &mut seen, "\"progress\":0");
+
+    // Same yaml shape with the new files: the same listener, new material.
+    let mut y2 = y1.replace(&c1.display().to_string(), &c2.display().to_string());
+    y2 = y2.replace(&k1.display().to_string(), &k2.display().to_string());
+    gw.reload(parse(&y2)).unwrap();
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&new.cert_pem)
+    );
+    ask(&mut kept, 3);
+    read_until(&mut sse, &mut seen, "\"progress\":5");
+    assert_eq!(
+        kept.conn.peer_certificates().unwrap()[0].to_vec(),
+        der_of(&old.cert_pem)
+    );
+
+    // A reload whose key does not match its certificate is refused naming the files; the
+    // certificate in use stays.
+    let y3 = y1.replace(&k1.display().to_string(), &k2.display().to_string());
+    let err = format!("{:#}", gw.reload(parse(&y3)).unwrap_err());
+    assert!(
+        err.contains(&c1.display().to_string()) && err.contains("does not belong"),
+        "{err}"
+    );
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&new.cert_pem)
+    );
+    gw.shutdown();
+}
+
+fn read_until(r: &mut impl std::io::BufRead, seen: &mut String, what: &str) {
+    let mut line = String::new();
+    while !seen.contains(what) {
+        line.clear();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "stream ended before {what}: {seen}"
+        );
+        seen.push_str(&line);
+    }
+}
+
+#[test]
+fn bad_files_are_refused_at_start_naming_the_file() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-bad");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let (_, other_key) = ca.server("other", &["localhost"], 30).write(&dir, "other");
+    let garbage = dir.write("garbage.pem", "not a certificate\n");
+    let missing = dir.0.join("missing.pem");
+    let addr = loopback(free_port());
+    let cases = [
+        (
+            &garbage,
+            &key,
+            garbage.display().to_string(),
+            "no PEM certificate",
+        ),
+        (&missing, &key, missing.display().to_string(), "cannot read"),
+        (
+            &cert,
+            &garbage,
+            garbage.display().to_string(),
+            "private key",
+        ),
+        (
+            &cert,
+            &other_key,
+            cert.display().to_string(),
+            "does not belong",
+        ),
+    ];
+    for (c, k, named, why) in cases {
+        let cfg = parse(&gateway_yaml(&up, &tls_listener(addr, c, k, ""), ""));
+        let err = format!(
+            "{:#}",
+            RunningGateway::start(cfg).err().expect("must be refused")
+        );
+        assert!(
+            err.contains(&named) && err.contains(why) && err.contains("listen.mcp.tls"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_plain_listener_next_to_tls_must_be_on_loopback() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-plain");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let tls = tls_listener(loopback(free_port()), &cert, &key, "");
+    let open = format!("listen:\n  extra: [ 0.0.0.0:{} ]\n", free_port());
+    let y = gateway_yaml(&up, &tls, "").replacen("listen:\n", &open, 1);
+    let err = Config::parse(&y, "gw.yaml").unwrap_err().to_string();
+    assert!(
+        err.contains("listen.extra[0]") && err.contains("127.0.0.1"),
+        "{err}"
+    );
+    // Loopback is fine, and a TLS listener plus a loopback h2c one serve the same gateway.
+    let plain = loopback(free_port());
+    let y = gateway_yaml(&up, &tls, "").replacen(
+        "  admin:",
+        &format!("  extra: [ {{ address: {plain}, h2c: true }} ]\n  admin:"),
+        1,
+    );
+    let gw = RunningGateway::start(parse(&y)).unwrap();
+    let r = support::raw(plain, &call_request(4));
+    assert_eq!(r.status, 200, "{}", r.text());
+    gw.shutdown();
+}
+
+#[test]
+fn check_prints_listeners_and_warns_about_a_certificate_near_expiry() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-check");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca
+        .server("soon.example", &["localhost"], 5)
+        .write(&dir, "soon");
+    let addr = loopback(free_port());
+    let y = gateway_yaml(&up, &tls_listener(addr, &cert, &key, ""), "");
+    let file = dir.write("gateway.yaml", &y);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("listen.mcp") && stdout.contains("TLS (>= TLS 1.2, ALPN h2 http/1.1)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("CN=soon.example"), "{stdout}");
+    assert!(
+        stdout.contains("warning: listen.mcp: certificate")
+            && (stdout.contains("expires in 4 days") || stdout.contains("expires in 5 days")),
+        "{stdout}"
+    );
+
+    // A broken key: exit 2, the file named.
+    std::fs::write(&key, "junk").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&key.display().to_string()), "{stderr}");
+}
+
+#[test]
+fn the_expiry_metric_names_each_listener() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-metric");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 20).write(&dir, "gw");
+    let addr = loopback(free_port());
+    let gw = RunningGateway::start(parse(&gateway_yaml(
+        &up,
+        &tls_listener(addr, &cert, &key, ""),
+        "",
+    )))
+    .unwrap();
+    let m = common::request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("mcp_edge_tls_certificate_expiry_timestamp_seconds{"))
+        .unwrap_or_else(|| panic!("no expiry metric in\n{m}"));
+    assert!(line.contains("listener=\"listen.mcp\""), "{line}");
+    let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let days = (value - now) / 86_400.0;
+    assert!(
+        (19.9..20.1).contains(&days),
+        "expires in {days} days: {line}"
+    );
+    gw.shutdown();
+}
