@@ -32,6 +32,7 @@ pub mod observe;
 pub mod route;
 pub mod server;
 pub mod tls;
+pub mod upstream_tls;
 pub mod validate;
 
 use async_trait::async_trait;
@@ -68,6 +69,8 @@ pub struct Gateway {
     upstream_header: Option<http::HeaderName>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
+    /// How each pool's instances are reached (TLS, HTTP version), indexed like `pools`.
+    peers: Vec<upstream_tls::PoolPeers>,
 }
 
 impl Gateway {
@@ -77,8 +80,10 @@ impl Gateway {
     pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
         let table = RouteTable::from_config(&config);
         let mut pools = Vec::with_capacity(table.pools.len());
+        let mut peers = Vec::with_capacity(table.pools.len());
         for name in &table.pools {
             let cfg = &config.pools[name];
+            peers.push(upstream_tls::PoolPeers::build(name, cfg)?);
             let kept = previous.and_then(|p| {
                 let old = p.pools.iter().find(|o| &o.name == name)?;
                 let same = p.config.pools.get(name).is_some_and(|c| {
@@ -132,6 +137,7 @@ impl Gateway {
             metrics,
             upstream_header,
             upstream_metrics,
+            peers,
         })
     }
 
@@ -577,7 +583,7 @@ impl ProxyHttp for Proxy {
         let inst = &pool.instances[idx];
         gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
         let t = &gw.config.timeouts;
-        let mut peer = HttpPeer::new(inst.addr, false, String::new());
+        let mut peer = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
         peer.options.connection_timeout = Some(t.connect);
         peer.options.total_connection_timeout = Some(t.connect);
         peer.options.read_timeout = Some(t.upstream_read);
@@ -739,6 +745,10 @@ impl ProxyHttp for Proxy {
         let tried = ctx.tried.count() as usize;
         let pool = &ctx.gw.pools[ctx.pool];
         if let Some(idx) = ctx.instance {
+            if let Some(why) = upstream_tls::handshake_failure(&e) {
+                let inst = &pool.instances[idx].name;
+                tracing::warn!("pool {}: instance {inst}: {why}", pool.name);
+            }
             ctx.gw
                 .metrics
                 .upstream_errors
@@ -880,6 +890,14 @@ fn upstream_failure(e: &Error, ctx: &RequestCtx, gw: &Gateway) -> Rejection {
         .instance
         .map(|i| gw.pools[ctx.pool].instances[i].name.clone())
         .unwrap_or_else(|| format!("pool {}", gw.pools[ctx.pool].name));
+    if let Some(why) = upstream_tls::handshake_failure(e) {
+        return Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+            "upstream-tls",
+            format!("The upstream instance {instance} could not be reached: {why}; the request was not delivered"),
+        );
+    }
     use ErrorType::*;
     match e.etype() {
         ConnectTimedout | ConnectRefused | ConnectNoRoute | ConnectError | SocketError | BindError => Rejection::new(

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::health::{self, Change};
+use super::health::Change;
 use super::listeners::Listeners;
 use super::{admin, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
@@ -138,7 +138,10 @@ async fn check_all(gw: &Gateway) {
             .enumerate()
             .filter(move |_| check.check != HealthCheckKind::Off)
             .map(move |(i, inst)| async move {
-                let ok = health::probe(inst.addr, check.check, endpoint, check.timeout).await;
+                let peers = &gw.peers[p];
+                let ok = peers
+                    .probe(inst.addr, &inst.name, check.check, endpoint, check.timeout)
+                    .await;
                 (p, i, ok)
             })
     });
