@@ -447,3 +447,59 @@ fn the_expiry_metric_names_each_listener() {
     );
     gw.shutdown();
 }
+
+#[test]
+fn the_admin_listener_serves_metrics_over_mtls_as_prometheus_scrapes_it() {
+    if !tls_support::have("curl") {
+        return;
+    }
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-admin");
+    let ca = Ca::new("admin CA");
+    let scrapers = Ca::new("scraper CA");
+    let (cert, key) = ca
+        .server("gateway.internal", &["gateway.internal"], 30)
+        .write(&dir, "admin");
+    let (sc, sk) = scrapers.client("prometheus").write(&dir, "scraper");
+    let ca_file = dir.write("ca.pem", &ca.pem);
+    let scraper_ca = dir.write("scrapers.pem", &scrapers.pem);
+    let admin = loopback(free_port());
+    let admin_yaml = tls_listener(
+        admin,
+        &cert,
+        &key,
+        &format!(", client_ca: {}", scraper_ca.display()),
+    );
+    // The helper's plain admin line becomes a comment below the TLS one.
+    let y = gateway_yaml(&up, &format!("127.0.0.1:{}", free_port()), "").replacen(
+        "  admin: 127.0.0.1:",
+        &format!("  admin: {admin_yaml}\n  # plain admin was 127.0.0.1:"),
+        1,
+    );
+    let gw = RunningGateway::start(parse(&y)).unwrap();
+    let url = format!("https://gateway.internal:{}/metrics", admin.port());
+    let resolve = format!("gateway.internal:{}:127.0.0.1", admin.port());
+    let ca_arg = ca_file.to_str().unwrap();
+    let (rc, out, err) = curl(&[
+        "--cacert",
+        ca_arg,
+        "--cert",
+        sc.to_str().unwrap(),
+        "--key",
+        sk.to_str().unwrap(),
+        "--resolve",
+        &resolve,
+        "-f",
+        &url,
+    ]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains("mcp_edge_tls_certificate_expiry_timestamp_seconds{certificate="),
+        "{out}"
+    );
+    assert!(out.contains("listener=\"listen.admin\""), "{out}");
+    // Without a client certificate the handshake is refused.
+    let (rc, _, err) = curl(&["--cacert", ca_arg, "--resolve", &resolve, "-f", &url]);
+    assert_ne!(rc, 0, "no client certificate must be refused: {err}");
+    gw.shutdown();
+}
