@@ -503,3 +503,77 @@ fn the_admin_listener_serves_metrics_over_mtls_as_prometheus_scrapes_it() {
     assert_ne!(rc, 0, "no client certificate must be refused: {err}");
     gw.shutdown();
 }
+
+/// A `mcp-edge serve` process, killed on drop.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn certificates_renewed_in_place_are_picked_up_by_post_reload_and_bad_ones_refused() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-renew");
+    let ca = Ca::new("CA");
+    let first = ca.server("first", &["localhost"], 30);
+    let (cert, key) = first.write(&dir, "gw");
+    let addr = loopback(free_port());
+    let y = gateway_yaml(&up, &tls_listener(addr, &cert, &key, ""), "");
+    let admin = parse(&y).listen.admin.unwrap();
+    let file = dir.write("gateway.yaml", &y);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["serve", "--config", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _serve = Serve(child);
+    assert!(
+        support::eventually(std::time::Duration::from_secs(20), || {
+            std::net::TcpStream::connect(admin).is_ok()
+                && std::net::TcpStream::connect(addr).is_ok()
+        }),
+        "the gateway did not start"
+    );
+    let cfg = || client_config(&ca.pem, None, &[b"http/1.1"]);
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&first.cert_pem)
+    );
+    let mut kept = tls_support::connect(addr, "localhost", cfg()).unwrap();
+
+    // Renewed at the same paths, then POST /-/reload.
+    let renewed = ca.server("renewed", &["localhost"], 90);
+    renewed.write(&dir, "gw");
+    let r = common::request(admin, "POST", "/-/reload", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&renewed.cert_pem)
+    );
+    kept.write_all(&call_request(1)).unwrap();
+    let r = common::read_reply(&mut BufReader::new(&mut kept)).unwrap();
+    assert_eq!(
+        r.status, 200,
+        "a connection from before the reload still serves"
+    );
+
+    // A half-written renewal (a key from another certificate): refused, named, old one kept.
+    let (_, other_key) = ca.server("other", &["localhost"], 30).write(&dir, "other");
+    std::fs::copy(&other_key, &key).unwrap();
+    let r = common::request(admin, "POST", "/-/reload", &[], b"");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.text().contains(&cert.display().to_string()) && r.text().contains("does not belong"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        presented_cert(addr, "localhost", cfg()),
+        der_of(&renewed.cert_pem)
+    );
+}

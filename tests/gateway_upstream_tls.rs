@@ -273,6 +273,33 @@ fn bad_upstream_tls_files_refuse_the_config_naming_the_pool_and_file() {
         err.contains("pools.secure.tls") && err.contains(&missing.display().to_string()),
         "{err}"
     );
+    // `mcp-edge check` reads the same files: exit 2 naming them, or a line per TLS pool.
+    let file = dir.write("bad.yaml", &yaml(&pool, ""));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+    let ca = Ca::new("CA");
+    let ca_file = dir.write("ca.pem", &ca.pem);
+    let pool = format!(
+        "    instances: [127.0.0.1:1]\n    tls: {{ ca_file: {} }}\n    http: auto",
+        ca_file.display()
+    );
+    let file = dir.write("good.yaml", &yaml(&pool, ""));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["check", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("pool secure      TLS to instances, verified against")
+            && stdout.contains("h2 or HTTP/1.1 by ALPN"),
+        "{stdout}"
+    );
     let pool = "    instances: [127.0.0.1:1]\n    tls: { client_cert: a.pem }";
     let err = Config::parse(&yaml(pool, ""), "gw.yaml")
         .unwrap_err()

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use super::client_hello;
 use super::tls::{self, Loaded, Shared};
-use crate::config::tls::ListenerOptions;
+use super::upstream_tls::PoolPeers;
+use crate::config::tls::{ListenerOptions, UpstreamHttp};
 use crate::config::Config;
 
 /// One listener.
@@ -315,6 +316,39 @@ pub fn describe(cfg: &Config, now: i64, warn_days: i64) -> Result<(String, Vec<S
                 ));
             }
         }
+    }
+    // Upstream TLS: the files are read and checked as `serve` would.
+    for (name, p) in &cfg.pools {
+        let http = match p.http {
+            UpstreamHttp::H1 => "HTTP/1.1",
+            UpstreamHttp::H2 if p.tls.is_some() => "h2 (ALPN)",
+            UpstreamHttp::H2 => "h2c (prior knowledge)",
+            UpstreamHttp::Auto => "h2 or HTTP/1.1 by ALPN",
+        };
+        let Some(t) = &p.tls else {
+            if p.http != UpstreamHttp::H1 {
+                let _ = writeln!(out, "  pool {name:<11} plain, {http}");
+            }
+            continue;
+        };
+        PoolPeers::build(name, p).map_err(|e| format!("{e:#}"))?;
+        let ca = t
+            .ca_file
+            .as_ref()
+            .map_or("the system's CAs".to_string(), |f| f.display().to_string());
+        let verify = if t.verify {
+            "verified"
+        } else {
+            "NOT verified (verify: false)"
+        };
+        let client = t.client_cert.as_ref().map_or(String::new(), |c| {
+            format!(", client certificate {}", c.display())
+        });
+        let sni = t.sni.as_deref().unwrap_or("each instance's host");
+        let _ = writeln!(
+            out,
+            "  pool {name:<11} TLS to instances, {verify} against {ca}, SNI {sni}{client}; {http}"
+        );
     }
     Ok((out, warnings))
 }
