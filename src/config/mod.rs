@@ -901,7 +901,7 @@ impl Config {
                     .try_for_each(|(n, p)| tls::check_pool(n, p.tls.as_ref(), p.http))
             })
             .map_err(|(key, msg)| {
-                let leaf = key.rsplit(['.', '[']).next().unwrap_or("");
+                let leaf = tls::leaf_key(&key);
                 err(line_of(text, leaf, ""), format!("{key}: {msg}"))
             })?;
         if self.limits.max_body_bytes == 0 {

@@ -208,6 +208,13 @@ pub enum UpstreamHttp {
     Auto,
 }
 
+/// The last name in a dotted key, without an index: `listen.extra[0]` -> `extra` (for the line
+/// number of an error).
+pub fn leaf_key(key: &str) -> &str {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    last.split('[').next().unwrap_or(last)
+}
+
 /// The file-free rules: what a listener or pool says must make sense on its own. Returns the
 /// key and the message.
 pub fn check_listeners(
@@ -286,4 +293,105 @@ pub fn check_pool(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    const POOL: &str = "pools:\n  p:\n    instances: [127.0.0.1:7001]\n";
+
+    fn parse(listen: &str) -> Result<Config, String> {
+        Config::parse(&format!("{listen}{POOL}"), "gw.yaml").map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_listener_is_an_address_or_an_object() {
+        let c = parse("listen:\n  mcp: 127.0.0.1:8080\n").unwrap();
+        assert_eq!(c.listen.mcp.port(), 8080);
+        assert!(c.listen.tls.mcp.tls.is_none());
+        let c = parse(
+            "listen:\n  mcp:\n    address: 0.0.0.0:8443\n    tls:\n      certificates: [{ cert: a.crt, key: a.key, sni: [api.example.com] }]\n      client_ca: ca.pem\n      min_version: \"1.3\"\n  extra: [ { address: 127.0.0.1:8080, h2c: true } ]\n  admin: null\n",
+        )
+        .unwrap();
+        assert_eq!(c.listen.mcp.port(), 8443);
+        let t = c.listen.tls.mcp.tls.as_ref().unwrap();
+        assert_eq!(t.certificates[0].sni, ["api.example.com"]);
+        assert_eq!(t.min_version, super::TlsVersion::Tls13);
+        assert_eq!(t.alpn, [super::Alpn::H2, super::Alpn::Http11]);
+        assert!(c.listen.tls.extra[0].options.h2c);
+        assert_eq!(c.listen.admin, None);
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_line() {
+        let e = parse("listen:\n  mcp: localhost:80\n").unwrap_err();
+        assert!(
+            e.contains("gw.yaml:2") && e.contains("not an IP:port"),
+            "{e}"
+        );
+        let e = parse("listen:\n  mcp:\n    address: 127.0.0.1:1\n    tsl: {}\n").unwrap_err();
+        assert!(e.contains("unknown field `tsl`"), "{e}");
+        let e = parse(
+            "listen:\n  mcp:\n    address: 127.0.0.1:1\n    tls: { certificates: [{ cert: a }] }\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("missing field `key`"), "{e}");
+        let e = parse("listen:\n  mcp:\n    address: 127.0.0.1:1\n    tls: { certificates: [], min_version: \"1.1\" }\n")
+            .unwrap_err();
+        assert!(e.contains("1.1"), "{e}");
+    }
+
+    #[test]
+    fn listener_rules() {
+        let tls = "tls: { certificates: [{ cert: a, key: b }] }";
+        let e = parse(&format!(
+            "listen:\n  mcp: {{ address: 127.0.0.1:1, h2c: true, {tls} }}\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("listen.mcp.h2c") && e.contains("ALPN"), "{e}");
+        let e = parse("listen:\n  mcp: { address: 127.0.0.1:1, tls: { certificates: [] } }\n")
+            .unwrap_err();
+        assert!(e.contains("listen.mcp.tls.certificates"), "{e}");
+        let e = parse("listen:\n  mcp: 127.0.0.1:1\n  extra: [127.0.0.1:1]\n").unwrap_err();
+        assert!(
+            e.contains("gw.yaml:3") && e.contains("already used by listen.mcp"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "listen:\n  mcp: {{ address: 0.0.0.0:443, {tls} }}\n  extra: [0.0.0.0:80]\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("listen.extra[0]") && e.contains("allow_plain"),
+            "{e}"
+        );
+        parse(&format!("listen:\n  mcp: {{ address: 0.0.0.0:443, {tls} }}\n  extra: [{{ address: 0.0.0.0:80, allow_plain: true }}]\n")).unwrap();
+        parse(&format!(
+            "listen:\n  mcp: {{ address: 0.0.0.0:443, {tls} }}\n  extra: [\"[::1]:80\"]\n"
+        ))
+        .unwrap();
+        // Without any TLS listener, plain listeners anywhere are the operator's choice.
+        parse("listen:\n  mcp: 0.0.0.0:80\n").unwrap();
+    }
+
+    #[test]
+    fn pool_rules() {
+        let y = |pool: &str| {
+            Config::parse(
+                &format!("pools:\n  p:\n    instances: [127.0.0.1:7001]\n{pool}"),
+                "gw.yaml",
+            )
+        };
+        assert!(y("    http: h2\n").is_ok());
+        assert!(y("    tls: { ca_file: ca.pem }\n    http: auto\n").is_ok());
+        let e = y("    tls: { sni: \"\" }\n").unwrap_err().to_string();
+        assert!(e.contains("pools.p.tls.sni"), "{e}");
+        let e = y("    tls: { client_key: k.pem }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("go together"), "{e}");
+        assert_eq!(super::leaf_key("listen.extra[0]"), "extra");
+        assert_eq!(super::leaf_key("pools.p.tls.sni"), "sni");
+    }
 }

@@ -103,6 +103,11 @@ impl Listeners {
         self.mcp.iter().chain(self.admin.as_ref())
     }
 
+    /// Every listening address (MCP ones, then admin).
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        self.all().map(|l| l.address).collect()
+    }
+
     /// Set the expiry metric from the current certificates.
     fn publish(&self) {
         self.expiry.reset();

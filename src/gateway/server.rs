@@ -337,9 +337,10 @@ impl RunningGateway {
                     shutdown_signal: Box::new(trigger),
                 });
             })?;
-        // Both listeners start on their own runtimes: wait for each.
+        // The listeners start on their own runtimes: wait for each (TLS and h2c ones too).
         let deadline = Instant::now() + Duration::from_secs(10);
-        for addr in std::iter::once(mcp_addr).chain(admin_addr) {
+        let addrs = live.listeners.as_ref().map(|l| l.addresses());
+        for addr in addrs.unwrap_or_else(|| std::iter::once(mcp_addr).chain(admin_addr).collect()) {
             while std::net::TcpStream::connect(addr).is_err() {
                 if Instant::now() > deadline {
                     anyhow::bail!("the gateway did not start listening on {addr} within 10 s");
