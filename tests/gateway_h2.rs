@@ -295,3 +295,39 @@ fn bodies_up_to_the_limit_and_rate_limits_work_on_h2() {
         .unwrap_or_else(|| panic!("no rate-limited request counted:\n{m}"));
     assert!(limited.ends_with(" 1"), "{limited}");
 }
+
+#[test]
+fn a_stream_reset_mid_body_never_reaches_the_upstream_and_pseudo_headers_route_as_on_h1() {
+    let up = Upstreams::start(1);
+    let e = edge(&up, "");
+    rt().block_on(async {
+        let send = connect_tls(e.tls, "localhost", client_config(&e.ca.pem, None, &[b"h2"])).await;
+        let mut send = send.ready().await.unwrap();
+        let h = call_headers("echo");
+        let (_resp, mut body) = send
+            .send_request(request("localhost", "https", &refs(&h)), false)
+            .unwrap();
+        let full = call(1, "echo");
+        body.send_data(Bytes::from(full[..full.len() / 2].to_string()), false)
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        body.send_reset(h2::Reason::CANCEL);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        // :path and :method are what h1's request line is: other paths 404, GET 405.
+        let mut other = request("localhost", "https", &refs(&h));
+        *other.uri_mut() = "https://localhost/other".parse().unwrap();
+        let (status, _, body) = exchange(&mut send, other, full.as_bytes()).await;
+        assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+        let mut get = request("localhost", "https", &refs(&h));
+        *get.method_mut() = http::Method::GET;
+        let (status, headers, _) = exchange(&mut send, get, b"").await;
+        assert_eq!(status, 405);
+        assert_eq!(headers["allow"], "POST");
+    });
+    assert_eq!(
+        up.count(),
+        0,
+        "a request reset before its body ended never reached the upstream"
+    );
+}

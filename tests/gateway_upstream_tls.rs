@@ -173,6 +173,26 @@ fn h2_to_the_upstream_over_tls_and_h2c_multiplexes_one_connection() {
     );
 }
 
+#[test]
+fn verify_false_accepts_an_untrusted_certificate_and_verify_true_does_not() {
+    let backends = Pool::start(PoolOptions::local(1)).unwrap();
+    let ca = Ca::new("a CA the gateway does not know");
+    let cert = ca.server("backend", &["localhost"], 30);
+    let term = Terminator::start(backends.addrs(), server_config(&cert, &[b"http/1.1"]));
+    for (verify, status) in [(false, 200), (true, 502)] {
+        // No ca_file: the system's CAs, which do not include the test CA.
+        let pool = format!(
+            "    instances: {}\n    tls: {{ sni: localhost, verify: {verify} }}\n    health: {{ check: off }}",
+            instances(&term.addrs)
+        );
+        let gw = RunningGateway::start(parse(&yaml(&pool, ""))).unwrap();
+        let r = echo(gw.mcp_addr, 1, "unverified");
+        assert_eq!(r.status, status, "verify {verify}: {}", r.text());
+        gw.shutdown();
+    }
+    backends.shutdown();
+}
+
 /// A `mcp-edge serve` process, killed on drop, its stderr collected.
 struct Serve {
     child: std::process::Child,
