@@ -1,6 +1,7 @@
 //! Certificates on reload: a new certificate for new handshakes while open connections and an
 //! SSE stream keep going, renewal in place picked up by `POST /-/reload` on a serve process, and
-//! bad or mismatched files refused (at start and on reload) naming the file.
+//! bad or mismatched files refused (at start and on reload) naming the file, and the zero-downtime
+//! upgrade (SIGQUIT) handing TLS and h2c listeners to a new process.
 
 mod common;
 mod support;
@@ -202,4 +203,100 @@ fn certificates_renewed_in_place_are_picked_up_by_post_reload_and_bad_ones_refus
         presented_cert(addr, "localhost", cfg()),
         der_of(&renewed.cert_pem)
     );
+}
+
+#[test]
+fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
+    let up = Upstreams::start(1);
+    let dir = TempDir::new("tls-upgrade");
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let (tls, plain) = (loopback(free_port()), loopback(free_port()));
+    let y = gateway_yaml(
+        &up,
+        &tls_listener(tls, &cert, &key, ""),
+        "shutdown: { grace_period: 1s, wind_down: 1s }\n",
+    )
+    .replacen(
+        "  admin:",
+        &format!("  extra: [ {{ address: {plain}, h2c: true }} ]\n  admin:"),
+        1,
+    );
+    let admin = parse(&y).listen.admin.unwrap();
+    let file = dir.write("gateway.yaml", &y);
+    let serve = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+            .args(["serve", "--config", file.to_str().unwrap()])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut old = Serve(serve(&[]));
+    let listening = || {
+        [tls, plain, admin]
+            .iter()
+            .all(|a| std::net::TcpStream::connect(a).is_ok())
+    };
+    assert!(support::eventually(
+        std::time::Duration::from_secs(20),
+        listening
+    ));
+
+    // Clients call through the hand-over over TLS, a new connection (and handshake) each time.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (stop2, ca_pem) = (stop.clone(), ca.pem.clone());
+    let clients = std::thread::spawn(move || {
+        let (mut ok, mut failed) = (0, Vec::new());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed)
+            && std::time::Instant::now() < deadline
+        {
+            let cfg = client_config(&ca_pem, None, &[b"http/1.1"]);
+            match tls_support::h1(tls, "localhost", cfg, &call_request(1)) {
+                Ok(r) if r.status == 200 => ok += 1,
+                Ok(r) => failed.push(format!("status {}", r.status)),
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+        (ok, failed)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut new = Serve(serve(&["--upgrade"]));
+    std::thread::sleep(std::time::Duration::from_millis(700)); // the new process waits on the socket
+    let kill = |sig: &str, pid: u32| {
+        assert!(std::process::Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+    kill("-QUIT", old.0.id());
+    assert!(
+        old.0.wait().unwrap().success(),
+        "the old process drains and exits 0"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = clients.join().unwrap();
+    assert!(ok > 10, "{ok} requests");
+    assert!(
+        failed.is_empty(),
+        "{} of {} TLS requests failed during the upgrade: {failed:?}",
+        failed.len(),
+        ok + failed.len()
+    );
+    // The new process serves TLS and the h2c listener.
+    let r = tls_support::h1(
+        tls,
+        "localhost",
+        client_config(&ca.pem, None, &[]),
+        &call_request(2),
+    )
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(support::raw(plain, &call_request(3)).status, 200);
+    kill("-TERM", new.0.id());
+    assert!(new.0.wait().unwrap().success());
 }
