@@ -15,6 +15,8 @@
 # Then the MRTR load tester (`mcp-edge loadtest --scenario echo`) and wrk both drive mcp-edge
 # (sample 1.0) in front of the reference backend, to put the two drivers' figures side by side.
 #
+# TLS 1.3 and HTTP/2 (h2 by ALPN, h2c) rows against nginx: bench/compare-tls.sh.
+#
 # Usage: bench/compare.sh [--smoke] [--rounds N] [--duration SECS] [--no-docs]
 #                         [--edge-bin PATH] [--extra NAME=PATH]...
 #   --smoke     1 s runs, one round, no warm-up, no docs: checks that everything starts and answers
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
     --edge-bin) EDGE_BIN=$2; shift ;;
     --extra) EXTRA+=("$2"); shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift

@@ -110,8 +110,25 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            // Listeners with their protocols and certificates (files read and checked).
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let (listeners, warnings) = match mcp_edge::gateway::listeners::describe(&cfg, now, 14)
+            {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {}: {e}", config.display());
+                    return ExitCode::from(2);
+                }
+            };
             println!("{}: OK\n", config.display());
             print!("{}", cfg.describe());
+            print!("\n{listeners}");
+            for w in warnings {
+                println!("warning: {w}");
+                eprintln!("warning: {w}");
+            }
             Ok(())
         }
         Command::Backend(args) => mcp_edge::backend::run(args),

@@ -88,7 +88,8 @@ fn two_authorization_headers_are_refused_with_a_json_rpc_error() {
     assert_eq!(r.status, 400);
     assert_eq!(r.error_code(), -32600);
     assert!(
-        r.text().contains("authorization header is sent more than once"),
+        r.text()
+            .contains("authorization header is sent more than once"),
         "{}",
         r.text()
     );

@@ -15,6 +15,7 @@ use crate::gateway::route::Pattern;
 
 pub mod redis;
 pub use redis::{OnStoreError, RedisConfig, Scope};
+pub mod tls;
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
@@ -358,14 +359,14 @@ fn default_connect_retries() -> usize {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "tls::ListenFile")]
 pub struct Listen {
     /// The MCP listener.
-    #[serde(default = "default_mcp_addr")]
     pub mcp: SocketAddr,
     /// The admin listener (`/healthz`, `/readyz`, `/metrics`); `null` turns it off.
-    #[serde(default = "default_admin_addr")]
     pub admin: Option<SocketAddr>,
+    /// TLS, h2c and further MCP listeners ([`tls`]).
+    pub tls: tls::Listeners,
 }
 
 impl Default for Listen {
@@ -373,6 +374,21 @@ impl Default for Listen {
         Listen {
             mcp: default_mcp_addr(),
             admin: default_admin_addr(),
+            tls: tls::Listeners::default(),
+        }
+    }
+}
+
+impl From<tls::ListenFile> for Listen {
+    fn from(f: tls::ListenFile) -> Self {
+        Listen {
+            mcp: f.mcp.address,
+            admin: f.admin.as_ref().map(|a| a.address),
+            tls: tls::Listeners {
+                mcp: f.mcp.options,
+                extra: f.extra,
+                admin: f.admin.map(|a| a.options).unwrap_or_default(),
+            },
         }
     }
 }
@@ -393,6 +409,12 @@ pub struct PoolConfig {
     /// Passive ejection of instances that fail requests.
     #[serde(default)]
     pub ejection: EjectionConfig,
+    /// Connect to the instances over TLS ([`tls::UpstreamTls`]).
+    #[serde(default)]
+    pub tls: Option<tls::UpstreamTls>,
+    /// HTTP version to the instances: h1 (default), h2, auto (ALPN, with tls).
+    #[serde(default)]
+    pub http: tls::UpstreamHttp,
 }
 
 /// How instances are probed.
@@ -956,6 +978,16 @@ impl Config {
         if let Err((key, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
             return Err(err(line_of(text, key, ""), message));
         }
+        tls::check_listeners(&self.listen.tls, self.listen.mcp, self.listen.admin)
+            .and_then(|()| {
+                self.pools
+                    .iter()
+                    .try_for_each(|(n, p)| tls::check_pool(n, p.tls.as_ref(), p.http))
+            })
+            .map_err(|(key, msg)| {
+                let leaf = tls::leaf_key(&key);
+                err(line_of(text, leaf, ""), format!("{key}: {msg}"))
+            })?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),

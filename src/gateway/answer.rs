@@ -76,23 +76,25 @@ pub fn is_downstream(e: &Error) -> bool {
 pub fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> Rejection {
     use ErrorType::*;
     match etype {
+        // Whatever pingora calls it (a client that sends bytes after its body shows up as a
+        // ConnectError), a failure on the client's side is the client's.
+        _ if downstream => Rejection::new(
+            400,
+            codes::GATEWAY_REQUEST_INCOMPLETE,
+            "request-incomplete",
+            format!("The request could not be read from the client: {}", etype.as_str()),
+        ),
         ConnectTimedout | ConnectRefused | ConnectNoRoute | ConnectError | SocketError | BindError => Rejection::new(
             502,
             codes::GATEWAY_UPSTREAM_UNAVAILABLE,
             "upstream-unavailable",
             format!("The upstream instance {instance} could not be reached ({}); the request was not delivered", etype.as_str()),
         ),
-        ReadTimedout | WriteTimedout if !downstream => Rejection::new(
+        ReadTimedout | WriteTimedout => Rejection::new(
             504,
             codes::GATEWAY_UPSTREAM_TIMEOUT,
             "upstream-timeout",
             format!("The upstream instance {instance} did not answer in time ({})", etype.as_str()),
-        ),
-        _ if downstream => Rejection::new(
-            400,
-            codes::GATEWAY_REQUEST_INCOMPLETE,
-            "request-incomplete",
-            format!("The request could not be read from the client: {}", etype.as_str()),
         ),
         _ => Rejection::new(
             502,
@@ -104,6 +106,16 @@ pub fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> 
             ),
         ),
     }
+}
+
+/// The answer when the TLS handshake with an instance failed (`why` says how): not delivered.
+pub fn upstream_tls_failure(instance: &str, why: &str) -> Rejection {
+    Rejection::new(
+        502,
+        codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+        "upstream-tls",
+        format!("The upstream instance {instance} could not be reached: {why}; the request was not delivered"),
+    )
 }
 
 /// Write a complete JSON response from the gateway itself.
@@ -149,6 +161,8 @@ mod tests {
             // A client that stopped sending is the client's fault, not a slow instance.
             (ErrorType::ReadTimedout, true, 400, "request-incomplete"),
             (ErrorType::ConnectionClosed, true, 400, "request-incomplete"),
+            // pingora's "Sent data after end of body" on the client side.
+            (ErrorType::ConnectError, true, 400, "request-incomplete"),
         ];
         for (etype, downstream, status, reason) in cases {
             let r = upstream_failure(&etype, downstream, "127.0.0.1:1");

@@ -250,6 +250,8 @@ mod tests {
             hash_key: key,
             health: Default::default(),
             ejection: Default::default(),
+            tls: None,
+            http: Default::default(),
         };
         Pool::build("p", &cfg, None).unwrap()
     }

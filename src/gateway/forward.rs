@@ -8,8 +8,6 @@ use pingora::upstreams::peer::HttpPeer;
 
 use crate::config::Timeouts;
 
-use super::balance::Instance;
-
 /// Headers that belong to one connection and are never forwarded.
 pub const HOP_BY_HOP: [&str; 7] = [
     "connection",
@@ -45,9 +43,9 @@ pub fn hop_by_hop_names(headers: &http::HeaderMap) -> Vec<String> {
     names
 }
 
-/// The peer for one instance, with the configured timeouts.
-pub fn peer(inst: &Instance, t: &Timeouts) -> HttpPeer {
-    let mut peer = HttpPeer::new(inst.addr, false, String::new());
+/// The peer for one instance (as its pool reaches it: plain or TLS, h1 or h2), with the
+/// configured timeouts.
+pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
     peer.options.connection_timeout = Some(t.connect);
     peer.options.total_connection_timeout = Some(t.connect);
     peer.options.read_timeout = Some(t.upstream_read);

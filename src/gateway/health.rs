@@ -152,7 +152,7 @@ impl PoolHealth {
 }
 
 /// The `server/discover` request an MCP health check sends.
-fn discover_request(addr: SocketAddr) -> Vec<u8> {
+pub(crate) fn discover_request(addr: SocketAddr) -> Vec<u8> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
         methods::DISCOVER,

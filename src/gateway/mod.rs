@@ -29,17 +29,21 @@ pub mod admin;
 pub mod admission;
 pub mod answer;
 pub mod balance;
+pub mod client_hello;
 pub mod dns;
 pub mod forward;
 pub mod health;
 pub mod inspect;
 pub mod labels;
 pub mod limit;
+pub mod listeners;
 pub mod observe;
 pub mod request;
 pub mod route;
 pub mod server;
 pub mod state;
+pub mod tls;
+pub mod upstream_tls;
 pub mod validate;
 
 use async_trait::async_trait;
@@ -183,7 +187,9 @@ impl ProxyHttp for Proxy {
         ctx.tried.add(idx);
         ctx.upstream_since = Some(Instant::now());
         gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
-        let peer = forward::peer(&pool.instances[idx], &gw.config.timeouts);
+        let inst = &pool.instances[idx];
+        let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
+        let peer = forward::peer(base, &gw.config.timeouts);
         Ok(Box::new(peer))
     }
 
@@ -292,6 +298,10 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         let pool = &gw.pools[ctx.pool];
         if let Some(idx) = ctx.instance {
+            if let Some(why) = upstream_tls::handshake_failure(&e) {
+                let inst = &pool.instances[idx].name;
+                tracing::warn!("pool {}: instance {inst}: {why}", pool.name);
+            }
             gw.metrics
                 .upstream_errors
                 .with_label_values(&[&pool.name, &pool.instances[idx].name, "connect"])
@@ -328,7 +338,10 @@ impl ProxyHttp for Proxy {
             Some(refusal) => refusal,
             None => {
                 let id = drained_id.or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()));
-                let rej = answer::upstream_failure(e.etype(), downstream, &ctx.destination());
+                let rej = match upstream_tls::handshake_failure(e) {
+                    Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
+                    None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
+                };
                 if let (Some(idx), false) = (ctx.instance, downstream) {
                     let pool = &ctx.gw.pools[ctx.pool];
                     let inst = &pool.instances[idx].name;
@@ -467,16 +480,21 @@ async fn settle_doomed(session: &mut Session, ctx: &mut RequestCtx) -> Result<Op
 }
 
 /// Client connections: an idle keep-alive connection closes after `timeouts.client_idle`
-/// (pingora keeps HTTP/1.1 connections forever by default), and pipelined HTTP/1.1 requests are
-/// served in order (without this, pingora answers the first with `Connection: keep-alive`,
-/// then closes and drops the second).
+/// (pingora keeps HTTP/1.1 connections forever by default), and pipelined plain HTTP/1.1
+/// requests are served in order (without this, pingora answers the first with
+/// `Connection: keep-alive`, then closes and drops the second).
 fn keep_alive_policy(session: &mut Session, gw: &Gateway) {
     if session.get_keepalive() == Some(0) {
         let idle = gw.config.timeouts.client_idle.as_secs().max(1);
         session.set_keepalive(Some(idle));
     }
+    // Plain HTTP/1.1 only: over TLS, pingora's read-ahead of a pipelined request lost a
+    // request now and then during a zero-downtime upgrade (tests/gateway_tls_reload.rs), and
+    // TLS clients that want concurrency use h2. Over TLS, pipelined bytes close the connection
+    // after the first answer (pingora's default).
+    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
     if let pingora::protocols::http::ServerSession::H1(h1) = session.as_downstream_mut() {
-        h1.set_pipelining_enabled(true);
+        h1.set_pipelining_enabled(!tls);
     }
 }
 

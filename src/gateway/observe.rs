@@ -56,8 +56,9 @@ impl<T> Lazy<T> {
 }
 
 /// The `kind` values of `upstream_errors_total`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 5] = [
+pub const UPSTREAM_ERROR_KINDS: [&str; 6] = [
     "connect",
+    "upstream-tls",
     "upstream-unavailable",
     "upstream-timeout",
     "upstream-failed",

@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::health::{self, Change};
+use super::health::Change;
+use super::listeners::Listeners;
 use super::{admin, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
 
@@ -30,6 +31,8 @@ pub struct Live {
     /// One reload at a time: SIGHUP, `POST /-/reload` and a DNS refresh never interleave, so
     /// the file read last is the one that wins.
     reloading: std::sync::Mutex<()>,
+    /// The listeners, whose certificates a reload re-reads ([`listeners`]).
+    listeners: Option<Arc<Listeners>>,
 }
 
 impl Live {
@@ -38,6 +41,7 @@ impl Live {
             current: ArcSwap::from_pointee(gateway),
             source,
             reloading: std::sync::Mutex::new(()),
+            listeners: None,
         }
     }
 
@@ -48,6 +52,12 @@ impl Live {
         tokio::task::spawn_blocking(move || live.reload_from_file())
             .await
             .unwrap_or_else(|e| Err(format!("reload task failed: {e}")))
+    }
+
+    /// Re-read these listeners' certificates on every reload.
+    pub fn with_listeners(mut self, listeners: Arc<Listeners>) -> Live {
+        self.listeners = Some(listeners);
+        self
     }
 
     /// The gateway new requests use.
@@ -71,8 +81,16 @@ impl Live {
         {
             tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
         }
+        // Certificates are read and checked first; they are swapped in only with the config.
+        let staged = match &self.listeners {
+            Some(l) => Some(l.stage(&config).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
         let new = Gateway::new(config, Some(&old))?;
         self.current.store(Arc::new(new));
+        if let Some(staged) = staged {
+            staged.commit();
+        }
         Ok(())
     }
 
@@ -139,7 +157,10 @@ async fn check_all(gw: &Gateway) {
             .enumerate()
             .filter(move |_| check.check != HealthCheckKind::Off)
             .map(move |(i, inst)| async move {
-                let ok = health::probe(inst.addr, check.check, endpoint, check.timeout).await;
+                let peers = &gw.peers[p];
+                let ok = peers
+                    .probe(inst.addr, &inst.name, check.check, endpoint, check.timeout)
+                    .await;
                 (p, i, ok)
             })
     });
@@ -241,21 +262,19 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         sighup,
         upgrade,
     } = opts;
+    // TLS files are read and checked before anything starts (the error names the file).
+    let listeners = Arc::new(Listeners::new(&config)?);
     // Fail with a clear message before pingora tries (it would exit the process). An upgrade
     // inherits the sockets instead, so they are busy by design.
-    let to_bind = [
-        ("listen.mcp", Some(config.listen.mcp)),
-        ("listen.admin", config.listen.admin),
-    ];
-    for (what, addr) in to_bind.into_iter().filter(|_| !upgrade) {
-        if let Some(addr) = addr {
-            std::net::TcpListener::bind(addr).map_err(|e| {
-                anyhow::anyhow!(
-                    "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
-                    addr.port()
-                )
-            })?;
-        }
+    let to_bind = listeners.mcp.iter().chain(&listeners.admin);
+    for l in to_bind.filter(|_| !upgrade) {
+        let (what, addr) = (&l.key, l.address);
+        std::net::TcpListener::bind(addr).map_err(|e| {
+            anyhow::anyhow!(
+                "{what}: cannot listen on {addr}: {e} (is another process using port {}?)",
+                addr.port()
+            )
+        })?;
     }
     let round_up = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
     let conf = ServerConf {
@@ -272,22 +291,26 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         ..Default::default()
     };
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
-    let mcp_addr = config.listen.mcp;
-    let admin_addr = config.listen.admin;
-    let live = Arc::new(Live::new(Gateway::new(config, None)?, source));
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        Proxy::new(live.clone()),
-        "mcp-edge",
-    );
-    proxy.add_tcp(&mcp_addr.to_string());
-    server.add_service(proxy);
-    if let Some(addr) = admin_addr {
+    let gateway = Gateway::new(config, None)?;
+    listeners.register(&gateway.metrics.registry)?;
+    let live = Arc::new(Live::new(gateway, source).with_listeners(listeners.clone()));
+    // One proxy service per h2c setting (pingora sets h2c per service), each with its listeners.
+    let proxies = listeners.attach_mcp(|| {
+        pingora::proxy::http_proxy_service_with_name(
+            &server.configuration,
+            Proxy::new(live.clone()),
+            "mcp-edge",
+        )
+    })?;
+    for proxy in proxies {
+        server.add_service(proxy);
+    }
+    if listeners.admin.is_some() {
         let mut admin = pingora::services::listening::Service::new(
             "mcp-edge admin".into(),
             admin::AdminApp { live: live.clone() },
         );
-        admin.add_tcp(&addr.to_string());
+        listeners.attach_admin(&mut admin)?;
         server.add_service(admin);
     }
     server.add_service(pingora::services::background::background_service(
@@ -325,19 +348,19 @@ pub fn serve(config: Config, source: PathBuf, upgrade: bool) -> anyhow::Result<(
     Ok(())
 }
 
-/// pingora's signals (SIGTERM drains, SIGINT stops, SIGQUIT hands over), except that a draining
-/// process exits as soon as no request is in flight instead of sleeping out the whole
-/// `shutdown.grace_period` (which stays the upper bound).
+/// pingora's signals (SIGTERM drains, SIGINT stops, SIGQUIT hands over), except that a process
+/// draining on SIGTERM exits as soon as no request is in flight (after half a second) instead of
+/// sleeping out the whole `shutdown.grace_period` (which stays the upper bound).
 struct StopWhenDrained;
 
 #[async_trait]
 impl ShutdownSignalWatch for StopWhenDrained {
     async fn recv(&self) -> ShutdownSignal {
         let signal = pingora::server::UnixShutdownSignalWatch.recv().await;
-        if matches!(
-            signal,
-            ShutdownSignal::GracefulTerminate | ShutdownSignal::GracefulUpgrade
-        ) {
+        // Only a terminating process: an upgrading one hands its listeners over and keeps
+        // serving the connections it has (TLS handshakes among them, before any request exists)
+        // for the whole grace period, as pingora does.
+        if matches!(signal, ShutdownSignal::GracefulTerminate) {
             std::thread::spawn(exit_when_drained);
         }
         signal
@@ -347,6 +370,8 @@ impl ShutdownSignalWatch for StopWhenDrained {
 /// Exit once no request has been in flight for a few consecutive looks (the listeners close
 /// as soon as the signal is returned; a connection accepted just before gets its request read).
 fn exit_when_drained() {
+    // Connections accepted just before the listener closed get time to send their request.
+    std::thread::sleep(Duration::from_millis(500));
     let mut idle = 0;
     while idle < 5 {
         std::thread::sleep(Duration::from_millis(50));
@@ -410,9 +435,10 @@ impl RunningGateway {
                     shutdown_signal: Box::new(trigger),
                 });
             })?;
-        // Both listeners start on their own runtimes: wait for each.
+        // The listeners start on their own runtimes: wait for each (TLS and h2c ones too).
         let deadline = Instant::now() + Duration::from_secs(10);
-        for addr in std::iter::once(mcp_addr).chain(admin_addr) {
+        let addrs = live.listeners.as_ref().map(|l| l.addresses());
+        for addr in addrs.unwrap_or_else(|| std::iter::once(mcp_addr).chain(admin_addr).collect()) {
             while std::net::TcpStream::connect(addr).is_err() {
                 if Instant::now() > deadline {
                     anyhow::bail!("the gateway did not start listening on {addr} within 10 s");

@@ -32,6 +32,8 @@ pub struct Gateway {
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
     pub held: Arc<AtomicUsize>,
+    /// How each pool's instances are reached (TLS, HTTP version), indexed like `pools`.
+    pub(crate) peers: Vec<super::upstream_tls::PoolPeers>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
 }
@@ -43,8 +45,10 @@ impl Gateway {
     pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
         let table = RouteTable::from_config(&config);
         let mut pools = Vec::with_capacity(table.pools.len());
+        let mut peers = Vec::with_capacity(table.pools.len());
         for name in &table.pools {
             let cfg = &config.pools[name];
+            peers.push(super::upstream_tls::PoolPeers::build(name, cfg)?);
             let mut pool = Pool::build(name, cfg, None)?;
             let kept = previous.and_then(|p| {
                 let old = p.pools.iter().find(|o| &o.name == name)?;
@@ -125,6 +129,7 @@ impl Gateway {
             metrics,
             upstream_header,
             upstream_metrics,
+            peers,
         })
     }
 
