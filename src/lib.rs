@@ -12,6 +12,7 @@
 //! The same protocol module serves the reference MRTR server ([`backend`]) and the load tester
 //! ([`loadtest`]); [`demo`] runs all three in one process.
 
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod demo;

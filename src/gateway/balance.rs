@@ -13,6 +13,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::auth::Identity;
 use crate::config::{Balance, HashKey, PoolConfig};
 use crate::gateway::health::PoolHealth;
 use crate::mcp::header::bearer_token;
@@ -112,6 +113,18 @@ impl Pool {
         headers: &http::HeaderMap,
         tried: Tried,
     ) -> Option<usize> {
+        self.pick_for(name, headers, None, tried)
+    }
+
+    /// Like [`Pool::pick_excluding`], for a caller verified by `auth` (`principal` and
+    /// `claim:<name>` keys use the verified identity, never the raw token).
+    pub fn pick_for(
+        &self,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        identity: Option<&Identity>,
+        tried: Tried,
+    ) -> Option<usize> {
         let index_of = |b: &pingora::lb::Backend| {
             let addr = b.addr.as_inet()?;
             self.instances.iter().position(|i| i.addr == *addr)
@@ -125,7 +138,7 @@ impl Pool {
         let backend = match &self.selector {
             Selector::RoundRobin(lb) => lb.select_with(b"", 256, accept)?,
             Selector::Hash(lb, key) => {
-                let k = shard_key(key, name, headers).unwrap_or_else(|| {
+                let k = shard_key_for(key, name, headers, identity).unwrap_or_else(|| {
                     self.counter
                         .fetch_add(1, Ordering::Relaxed)
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -158,11 +171,23 @@ impl Tried {
 
 /// The shard key of a request, hashed to 64 bits (so a bearer token never leaves this function).
 pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -> Option<u64> {
+    shard_key_for(key, name, headers, None)
+}
+
+/// [`shard_key`] with the verified identity, when auth is on: `principal` is its subject.
+pub fn shard_key_for(
+    key: &HashKey,
+    name: Option<&str>,
+    headers: &http::HeaderMap,
+    identity: Option<&Identity>,
+) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    match key {
-        HashKey::McpName => name?.hash(&mut h),
-        HashKey::Principal => bearer_token(headers)?.hash(&mut h),
-        HashKey::Header(n) => headers.get(n)?.as_bytes().hash(&mut h),
+    match (key, identity) {
+        (HashKey::McpName, _) => name?.hash(&mut h),
+        (HashKey::Principal, Some(id)) => id.subject.hash(&mut h),
+        (HashKey::Principal, None) => bearer_token(headers)?.hash(&mut h),
+        (HashKey::Header(n), _) => headers.get(n)?.as_bytes().hash(&mut h),
+        (HashKey::Claim(c), id) => id?.claim_text(c)?.hash(&mut h),
     }
     Some(h.finish())
 }

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::auth::Identity;
 use crate::config::{KeyPart, RateLimitConfig};
 use crate::gateway::route::Pattern;
 use crate::mcp::header::bearer_token;
@@ -116,6 +117,8 @@ pub struct LimitInput<'a> {
     pub name: Option<&'a str>,
     pub headers: &'a http::HeaderMap,
     pub client_ip: Option<IpAddr>,
+    /// The caller verified by `auth` (then `principal` is its subject, never the raw token).
+    pub identity: Option<&'a Identity>,
 }
 
 /// The verdict of one limit.
@@ -187,7 +190,11 @@ impl Limit {
                 KeyPart::Route => i.route.hash(&mut h),
                 KeyPart::Method => i.method.hash(&mut h),
                 KeyPart::Name => i.name.hash(&mut h),
-                KeyPart::Principal => bearer_token(i.headers).hash(&mut h),
+                KeyPart::Principal => match i.identity {
+                    Some(id) => Some(id.subject.as_str()).hash(&mut h),
+                    None => bearer_token(i.headers).hash(&mut h),
+                },
+                KeyPart::Claim(c) => i.identity.and_then(|id| id.claim_text(c)).hash(&mut h),
                 KeyPart::ClientIp => i.client_ip.hash(&mut h),
                 KeyPart::Header(n) => i.headers.get(n).map(|v| v.as_bytes()).hash(&mut h),
             }
@@ -254,6 +261,7 @@ mod tests {
             name,
             headers: h,
             client_ip: None,
+            identity: None,
         }
     }
 

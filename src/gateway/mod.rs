@@ -22,6 +22,7 @@
 //! When a route's sample skips the check, the body streams through untouched.
 
 pub mod admin;
+mod auth_stage;
 pub mod balance;
 pub mod health;
 pub mod inspect;
@@ -63,6 +64,8 @@ pub struct Gateway {
     pub limits: Vec<Arc<Limit>>,
     pub metrics: Arc<Metrics>,
     upstream_header: Option<http::HeaderName>,
+    /// The OAuth resource server (`auth:`), when configured.
+    pub auth: Option<crate::auth::Auth>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
 }
@@ -121,7 +124,13 @@ impl Gateway {
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
             .collect();
+        let auth = crate::auth::Auth::new(
+            &config,
+            metrics.auth.clone(),
+            previous.and_then(|p| p.auth.as_ref()),
+        )?;
         Ok(Gateway {
+            auth,
             config,
             table,
             pools,
@@ -224,6 +233,14 @@ pub struct RequestCtx {
     body_consumed: bool,
     /// Spots `input_required` in a JSON response as it streams past.
     scanner: Option<InputRequiredScanner>,
+    /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
+    identity: Option<Arc<crate::auth::Identity>>,
+    /// Whether this request's list result is filtered for the caller (auth rules).
+    list_filter: bool,
+    /// The list response being held for filtering.
+    list_hold: Option<crate::auth::filter::ListHold>,
+    /// The list response was not JSON: it is replaced by an error.
+    list_unreadable: bool,
 }
 
 /// The pingora service.
@@ -397,6 +414,10 @@ impl ProxyHttp for Proxy {
             extra_headers: Vec::new(),
             body_consumed: false,
             scanner: None,
+            identity: None,
+            list_filter: false,
+            list_hold: None,
+            list_unreadable: false,
         }
     }
 
@@ -407,6 +428,9 @@ impl ProxyHttp for Proxy {
         session.set_read_timeout(Some(gw.config.timeouts.downstream_read));
         session.set_write_timeout(Some(gw.config.timeouts.downstream_write));
 
+        if let Some(answered) = auth_stage::metadata(session, &gw).await? {
+            return Ok(answered);
+        }
         let req = session.req_header();
         if req.uri.path() != gw.config.endpoint {
             let msg = format!(
@@ -518,6 +542,12 @@ impl ProxyHttp for Proxy {
         ctx.pool = route.pool;
         ctx.route = Some(route_ref);
 
+        // Auth: who is calling, and may they call what the headers claim.
+        if let Some(answered) = auth_stage::admit(session, ctx, &gw, route_ref).await? {
+            return Ok(answered);
+        }
+        ctx.list_filter = auth_stage::wants_list_filter(&gw, ctx.method.as_deref());
+
         // Limit, on the same claims (a spoofed claim is caught by the check below).
         if !gw.limits.is_empty() {
             let input = LimitInput {
@@ -529,6 +559,7 @@ impl ProxyHttp for Proxy {
                     .client_addr()
                     .and_then(|a| a.as_inet())
                     .map(|a| a.ip()),
+                identity: ctx.identity.as_deref(),
             };
             if let Some((limit, wait)) = gw.limited(&input) {
                 let secs = limit::retry_after_secs(wait);
@@ -545,7 +576,9 @@ impl ProxyHttp for Proxy {
         }
 
         if !doomed {
-            ctx.check = validate::sampled(route.sample);
+            // Auth rules decide on the claimed name: with them, every body is checked.
+            let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
+            ctx.check = auth_check || validate::sampled(route.sample);
             if !ctx.check {
                 gw.metrics.check_skipped();
             }
@@ -562,7 +595,8 @@ impl ProxyHttp for Proxy {
         let gw = ctx.gw.clone();
         let pool = &gw.pools[ctx.pool];
         let headers = &session.req_header().headers;
-        let idx = pool.pick_excluding(ctx.name.as_deref(), headers, ctx.tried);
+        let identity = ctx.identity.as_deref();
+        let idx = pool.pick_for(ctx.name.as_deref(), headers, identity, ctx.tried);
         let idx = idx.ok_or_else(|| {
             let msg = format!("pool {} has no usable instance left", pool.name);
             Error::explain(ErrorType::ConnectNoRoute, msg)
@@ -588,8 +622,9 @@ impl ProxyHttp for Proxy {
         &self,
         _session: &mut Session,
         upstream: &mut pingora::http::RequestHeader,
-        _ctx: &mut RequestCtx,
+        ctx: &mut RequestCtx,
     ) -> Result<()> {
+        auth_stage::upstream_headers(ctx, upstream)?;
         const HOP_BY_HOP: [&str; 7] = [
             "connection",
             "keep-alive",
@@ -707,6 +742,7 @@ impl ProxyHttp for Proxy {
         if json && name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
             ctx.scanner = Some(InputRequiredScanner::default());
         }
+        auth_stage::on_response_header(ctx, upstream_response);
         Ok(())
     }
 
@@ -714,9 +750,10 @@ impl ProxyHttp for Proxy {
         &self,
         _session: &mut Session,
         body: &mut Option<Bytes>,
-        _end_of_stream: bool,
+        end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
+        auth_stage::on_response_body(ctx, body, end_of_stream);
         if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
             if !scanner.found() {
                 scanner.feed(chunk);

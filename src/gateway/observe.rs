@@ -88,7 +88,7 @@ pub fn code_label(code: Option<i32>) -> &'static str {
         Some(codes::GATEWAY_UPSTREAM_TIMEOUT) => "-31004",
         Some(codes::GATEWAY_REQUEST_INCOMPLETE) => "-31005",
         Some(codes::GATEWAY_UPSTREAM_FAILED) => "-31006",
-        Some(_) => OTHER,
+        Some(c) => crate::mcp::error::gateway_code_label(c).unwrap_or(OTHER),
     }
 }
 
@@ -197,6 +197,8 @@ pub struct Metrics {
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
     pub input_required: IntCounterVec,
+    /// The auth stage's metrics (`auth_*`).
+    pub auth: Arc<crate::auth::metrics::AuthMetrics>,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -276,6 +278,7 @@ impl Metrics {
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
+            auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),
             skipped: Lazy::default(),
             body_bytes: Default::default(),

@@ -34,6 +34,32 @@ pub mod codes {
     pub const GATEWAY_REQUEST_INCOMPLETE: i32 = -31005;
     /// Gateway: the upstream failed after the request was delivered; it is not re-sent.
     pub const GATEWAY_UPSTREAM_FAILED: i32 = -31006;
+    /// Gateway (auth): no valid access token (HTTP 401; 400 for a token in the query string).
+    pub const GATEWAY_UNAUTHORIZED: i32 = -31007;
+    /// Gateway (auth): the token lacks a scope, or a rule denies this method/name (HTTP 403).
+    pub const GATEWAY_FORBIDDEN: i32 = -31008;
+    /// Gateway (auth): the issuer's keys could not be obtained to verify the token (HTTP 503).
+    pub const GATEWAY_AUTH_UNAVAILABLE: i32 = -31009;
+    /// Gateway (auth): a list result could not be filtered for the caller (too large, or not
+    /// JSON); sent in place of the list.
+    pub const GATEWAY_LIST_UNFILTERABLE: i32 = -31010;
+}
+
+/// The metric label (`code`) of a gateway-defined code, `None` for others.
+pub fn gateway_code_label(code: i32) -> Option<&'static str> {
+    Some(match code {
+        codes::GATEWAY_RATE_LIMITED => "-31001",
+        codes::GATEWAY_BODY_TOO_LARGE => "-31002",
+        codes::GATEWAY_UPSTREAM_UNAVAILABLE => "-31003",
+        codes::GATEWAY_UPSTREAM_TIMEOUT => "-31004",
+        codes::GATEWAY_REQUEST_INCOMPLETE => "-31005",
+        codes::GATEWAY_UPSTREAM_FAILED => "-31006",
+        codes::GATEWAY_UNAUTHORIZED => "-31007",
+        codes::GATEWAY_FORBIDDEN => "-31008",
+        codes::GATEWAY_AUTH_UNAVAILABLE => "-31009",
+        codes::GATEWAY_LIST_UNFILTERABLE => "-31010",
+        _ => return None,
+    })
 }
 
 /// Serialize a JSON-RPC error response. `id` is the raw JSON of the request id when it could be
@@ -167,8 +193,13 @@ mod tests {
             codes::GATEWAY_UPSTREAM_TIMEOUT,
             codes::GATEWAY_REQUEST_INCOMPLETE,
             codes::GATEWAY_UPSTREAM_FAILED,
+            codes::GATEWAY_UNAUTHORIZED,
+            codes::GATEWAY_FORBIDDEN,
+            codes::GATEWAY_AUTH_UNAVAILABLE,
+            codes::GATEWAY_LIST_UNFILTERABLE,
         ] {
             assert!(!(-32768..=-32000).contains(&c), "{c}");
+            assert_eq!(gateway_code_label(c), Some(c.to_string()).as_deref());
         }
     }
 }
