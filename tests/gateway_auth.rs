@@ -1,0 +1,584 @@
+//! The gateway as an OAuth 2.1 resource server, over real loopback sockets (G37): keys and
+//! tokens made at run time, the JWKS served by a loopback HTTP server (and from a file). Every
+//! refusal is checked for its status, `WWW-Authenticate` and JSON-RPC body; the upstream is a
+//! recording one, so "never reached the upstream" is observed, not assumed.
+
+mod auth_support;
+mod common;
+mod support;
+
+use auth_support::testkeys::{self, *};
+use auth_support::*;
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::*;
+
+const RESOURCE: &str = "https://mcp.test/mcp";
+const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
+
+fn gateway(up: &Upstreams, jwks: &str, extra: &str) -> mcp_edge::gateway::RunningGateway {
+    simple_gateway(up, &auth_yaml(RESOURCE, jwks, extra))
+}
+
+fn url_jwks(s: &JwksServer) -> String {
+    format!(
+        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
+        s.url()
+    )
+}
+
+/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
+fn call_as(
+    gw: &mcp_edge::gateway::RunningGateway,
+    path: &str,
+    token: Option<&str>,
+    claimed: &str,
+    body_name: &str,
+    id: u64,
+) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut h = call_headers(claimed);
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    common::request(
+        gw.mcp_addr,
+        "POST",
+        path,
+        &refs(&h),
+        call(id, body_name).as_bytes(),
+    )
+}
+
+fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
+    assert_eq!(r.status, status, "{}", r.text());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(challenge),
+        "{}",
+        r.text()
+    );
+    let v = r.json();
+    assert_eq!(v["jsonrpc"], "2.0");
+    assert_eq!(v["id"], id, "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(r.header("x-mcp-edge-upstream").is_none());
+}
+
+fn invalid(description: &str) -> String {
+    format!(
+        r#"Bearer error="invalid_token", error_description="{description}", scope="mcp", resource_metadata="{MD}""#
+    )
+}
+
+#[test]
+fn g37_every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
+    let (rsa_key, ec_key) = (rsa("rsa-1"), ec("ec-1"));
+    let jwks = JwksServer::start(testkeys::jwks(&[&rsa_key, &ec_key]));
+    let up = Upstreams::start(1);
+    let gw = gateway(&up, &url_jwks(&jwks), "  scopes: [mcp]\n");
+    let good = claims(ISS, RESOURCE, "alice", "mcp");
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut c = good.clone();
+        f(&mut c);
+        c
+    };
+
+    // No token: 401 without error=, with scope and resource_metadata.
+    let r = call_as(&gw, "/mcp", None, "echo", "echo", 1);
+    expect_refusal(
+        &r,
+        401,
+        -31007,
+        1,
+        &format!(r#"Bearer scope="mcp", resource_metadata="{MD}""#),
+    );
+
+    let cases: Vec<(String, &str)> = vec![
+        (
+            sign(
+                &rsa_key,
+                &with(&|c| c["exp"] = json!(testkeys::now() - 600)),
+            ),
+            "The token has expired",
+        ),
+        (
+            sign(&ec_key, &with(&|c| c["nbf"] = json!(testkeys::now() + 600))),
+            "The token is not valid yet (nbf)",
+        ),
+        (
+            sign(&rsa_key, &with(&|c| c["iss"] = json!("https://evil.test"))),
+            "The token was issued by another issuer",
+        ),
+        (
+            sign(
+                &ec_key,
+                &with(&|c| c["aud"] = json!("https://other.test/mcp")),
+            ),
+            "The token was not issued for this resource (aud)",
+        ),
+        (
+            unsigned("rsa-1", &good),
+            "The token's algorithm none is not accepted",
+        ),
+        (
+            forge_hs256(&rsa_key, &good),
+            "The token's algorithm HS256 is not accepted",
+        ),
+        (
+            tamper(&sign(&rsa_key, &good), &with(&|c| c["sub"] = json!("root"))),
+            "The token's signature is invalid",
+        ),
+        (
+            "garbage".to_string(),
+            "The access token is not a well-formed JWT",
+        ),
+    ];
+    for (i, (token, description)) in cases.iter().enumerate() {
+        let id = 10 + i as u64;
+        let r = call_as(&gw, "/mcp", Some(token), "echo", "echo", id);
+        expect_refusal(&r, 401, -31007, id, &invalid(description));
+    }
+
+    // A token in the query string is refused even when it is valid.
+    let ok = sign(&rsa_key, &good);
+    let r = call_as(
+        &gw,
+        &format!("/mcp?access_token={ok}"),
+        Some(&ok),
+        "echo",
+        "echo",
+        30,
+    );
+    let d = "Access tokens must be sent in the Authorization header, never in the query string";
+    expect_refusal(
+        &r,
+        400,
+        -31007,
+        30,
+        &format!(
+            r#"Bearer error="invalid_request", error_description="{d}", resource_metadata="{MD}""#
+        ),
+    );
+
+    // A valid token without the required scope: 403 insufficient_scope.
+    let r = call_as(
+        &gw,
+        "/mcp",
+        Some(&sign(&ec_key, &with(&|c| c["scope"] = json!("other")))),
+        "echo",
+        "echo",
+        31,
+    );
+    let msg = "The token lacks a required scope; needed: mcp";
+    expect_refusal(
+        &r,
+        403,
+        -31008,
+        31,
+        &format!(
+            r#"Bearer error="insufficient_scope", error_description="{msg}", scope="mcp", resource_metadata="{MD}""#
+        ),
+    );
+    assert_eq!(up.count(), 0, "no refused request reached the upstream");
+
+    // Valid: forwarded, without the Authorization header (no token passthrough).
+    let r = call_as(&gw, "/mcp", Some(&ok), "echo", "echo", 40);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["id"], 40);
+    let got = up.received();
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].headers.get("authorization").is_none(),
+        "the token was forwarded"
+    );
+}
+
+#[test]
+fn unknown_kid_then_rotation_is_picked_up_and_unknown_kids_cannot_flood_the_issuer() {
+    let old = ed("2026-01");
+    let jwks = JwksServer::start(testkeys::jwks(&[&old]));
+    let up = Upstreams::start(1);
+    let gw = gateway(
+        &up,
+        &format!(
+            "{{url: {}, min_refresh: 1s, unknown_kid_interval: 2s}}",
+            jwks.url()
+        ),
+        "",
+    );
+    let r = call_as(
+        &gw,
+        "/mcp",
+        Some(&sign(&old, &claims(ISS, RESOURCE, "a", ""))),
+        "echo",
+        "echo",
+        1,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let fetched = jwks.hits();
+    assert!(fetched >= 1);
+
+    // A key the issuer has not published yet: 401, and a burst of invented kids costs the
+    // issuer at most one extra fetch within the interval.
+    let new = ed("2026-02");
+    let token = sign(&new, &claims(ISS, RESOURCE, "a", ""));
+    for i in 0..20 {
+        let r = call_as(&gw, "/mcp", Some(&token), "echo", "echo", 100 + i);
+        assert_eq!(r.status, 401, "{}", r.text());
+        assert!(r
+            .header("www-authenticate")
+            .unwrap()
+            .contains(r#"error="invalid_token""#));
+    }
+    assert!(
+        jwks.hits() <= fetched + 2,
+        "{} fetches for 20 unknown kids",
+        jwks.hits() - fetched
+    );
+
+    // Rotation: the new key is published; after the interval the next unknown kid re-fetches.
+    jwks.set(testkeys::jwks(&[&old, &new]));
+    assert!(
+        eventually(Duration::from_secs(15), || {
+            call_as(&gw, "/mcp", Some(&token), "echo", "echo", 200).status == 200
+        }),
+        "the rotated key was never picked up"
+    );
+    // The old key keeps working as long as it is published.
+    let r = call_as(
+        &gw,
+        "/mcp",
+        Some(&sign(&old, &claims(ISS, RESOURCE, "a", ""))),
+        "echo",
+        "echo",
+        201,
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn jwks_from_a_file_and_the_protected_resource_metadata() {
+    let k = rsa("file-key");
+    let path = std::env::temp_dir().join(format!("mcp-edge-gw-auth-{}.json", free_port()));
+    std::fs::write(&path, testkeys::jwks(&[&k])).unwrap();
+    let up = Upstreams::start(1);
+    let gw = gateway(
+        &up,
+        &format!("{{file: {}}}", path.display()),
+        "  scopes: [mcp]\n  authorization_servers: [https://login.test]\n  scopes_supported: [mcp, deploy:write]\n",
+    );
+    let r = call_as(
+        &gw,
+        "/mcp",
+        Some(&sign(&k, &claims(ISS, RESOURCE, "a", "mcp"))),
+        "echo",
+        "echo",
+        1,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let r = common::request(gw.mcp_addr, "GET", path, &[], b"");
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(
+            r.json(),
+            json!({
+                "resource": RESOURCE,
+                "authorization_servers": ["https://login.test"],
+                "scopes_supported": ["mcp", "deploy:write"],
+                "bearer_methods_supported": ["header"],
+            })
+        );
+    }
+    let r = common::request(
+        gw.mcp_addr,
+        "GET",
+        "/.well-known/oauth-protected-resource/other",
+        &[],
+        b"",
+    );
+    assert_eq!(r.status, 404);
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn principal_limits_cannot_be_escaped_by_inventing_tokens_and_claim_limits_work() {
+    let k = ec("lim");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let up = Upstreams::start(1);
+    let limits = "rate_limits:\n  - {name: per-caller, match: {name: echo}, key: [principal], rate: 1/h, burst: 2}\n  - {name: per-tenant, match: {name: deploy}, key: [claim:tenant], rate: 1/h, burst: 2}\n";
+    let cfg = config(
+        &[("default", &up.addrs, "balance: round_robin")],
+        &format!(
+            "default_route: {{pool: default}}\n{limits}{}",
+            auth_yaml(RESOURCE, &url_jwks(&jwks), "")
+        ),
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+
+    // Two different tokens of one subject share alice's bucket.
+    let t1 = sign(&k, &claims(ISS, RESOURCE, "alice", ""));
+    let mut c2 = claims(ISS, RESOURCE, "alice", "");
+    c2["jti"] = json!("another-token");
+    let t2 = sign(&k, &c2);
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&t1), "echo", "echo", 1).status,
+        200
+    );
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&t2), "echo", "echo", 2).status,
+        200
+    );
+    let r = call_as(&gw, "/mcp", Some(&t1), "echo", "echo", 3);
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&t2), "echo", "echo", 4).status,
+        429
+    );
+    // Invented tokens are not new callers: they are not callers at all.
+    for i in 0..5 {
+        let r = call_as(
+            &gw,
+            "/mcp",
+            Some(&format!("alice-{i}")),
+            "echo",
+            "echo",
+            10 + i,
+        );
+        assert_eq!(r.status, 401);
+    }
+    // Bob is another subject with his own bucket.
+    assert_eq!(
+        call_as(
+            &gw,
+            "/mcp",
+            Some(&sign(&k, &claims(ISS, RESOURCE, "bob", ""))),
+            "echo",
+            "echo",
+            20
+        )
+        .status,
+        200
+    );
+
+    // Per tenant: carol and dave of acme share one bucket; erin of globex has her own.
+    let of = |sub: &str, tenant: &str| {
+        let mut c = claims(ISS, RESOURCE, sub, "");
+        c["tenant"] = json!(tenant);
+        sign(&k, &c)
+    };
+    assert_eq!(
+        call_as(
+            &gw,
+            "/mcp",
+            Some(&of("carol", "acme")),
+            "deploy",
+            "deploy",
+            30
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        call_as(
+            &gw,
+            "/mcp",
+            Some(&of("dave", "acme")),
+            "deploy",
+            "deploy",
+            31
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        call_as(
+            &gw,
+            "/mcp",
+            Some(&of("carol", "acme")),
+            "deploy",
+            "deploy",
+            32
+        )
+        .status,
+        429
+    );
+    assert_eq!(
+        call_as(
+            &gw,
+            "/mcp",
+            Some(&of("erin", "globex")),
+            "deploy",
+            "deploy",
+            33
+        )
+        .status,
+        200
+    );
+}
+
+const RULES: &str = "  rules:\n    - {name: deploy-writers, match: {method: tools/call, name: deploy*}, when: {scopes: [deploy:write]}}\n    - {name: sre-group, match: {method: tools/call, name: deploy*}, when: {claims: {groups: sre}}}\n    - {name: no-deploys, match: {method: tools/call, name: deploy*}, effect: deny}\n  forward:\n    headers: {x-mcp-edge-subject: principal}\n";
+
+#[test]
+fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstream() {
+    let k = rsa("rules");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let up = Upstreams::start(1);
+    // Sampling off on the default route: rules force the body check anyway.
+    let cfg = config(
+        &[("default", &up.addrs, "balance: round_robin")],
+        &format!(
+            "default_route: {{pool: default, validation: {{sample: 0.0}}}}\n{}",
+            auth_yaml(RESOURCE, &url_jwks(&jwks), RULES)
+        ),
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let plain = sign(&k, &claims(ISS, RESOURCE, "pat", "mcp"));
+    let writer = sign(&k, &claims(ISS, RESOURCE, "wes", "mcp deploy:write"));
+    let mut sre = claims(ISS, RESOURCE, "sam", "mcp");
+    sre["groups"] = json!(["dev", "sre"]);
+    let sre = sign(&k, &sre);
+
+    let r = call_as(&gw, "/mcp", Some(&plain), "deploy", "deploy", 1);
+    let msg = r#"Rule no-deploys of auth.rules denies tools/call deploy to this caller"#;
+    expect_refusal(
+        &r,
+        403,
+        -31008,
+        1,
+        &format!(
+            r#"Bearer error="insufficient_scope", error_description="{msg}", scope="deploy:write", resource_metadata="{MD}""#
+        ),
+    );
+    assert_eq!(r.json()["error"]["data"]["rule"], "no-deploys");
+    assert_eq!(up.count(), 0);
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&plain), "echo", "echo", 2).status,
+        200
+    );
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&writer), "deploy", "deploy", 3).status,
+        200
+    );
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&sre), "deploy", "deploy", 4).status,
+        200
+    );
+    let seen: Vec<_> = up
+        .received()
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("x-mcp-edge-subject")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        ["pat", "wes", "sam"],
+        "the verified subject goes upstream"
+    );
+
+    // Spoofed: claims echo (allowed) while the body names deploy (denied).
+    let before = up.count();
+    let r = call_as(&gw, "/mcp", Some(&plain), "echo", "deploy", 5);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32020);
+    assert_eq!(r.json()["id"], 5);
+    assert_eq!(
+        up.count(),
+        before,
+        "the upstream saw the spoofed request complete"
+    );
+
+    // A client-sent identity header never reaches the upstream as sent.
+    let mut h = call_headers("echo");
+    h.push(("Authorization", format!("Bearer {plain}")));
+    h.push(("x-mcp-edge-subject", "root".into()));
+    let r = common::request(
+        gw.mcp_addr,
+        "POST",
+        "/mcp",
+        &refs(&h),
+        call(6, "echo").as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let last = up.received().pop().unwrap();
+    let subj: Vec<_> = last.headers.get_all("x-mcp-edge-subject").iter().collect();
+    assert_eq!(subj, ["pat"]);
+
+    // Rules reload with the config: without them, the plain caller may deploy.
+    let cfg = config(
+        &[("default", &up.addrs, "balance: round_robin")],
+        &format!(
+            "default_route: {{pool: default}}\n{}",
+            auth_yaml(RESOURCE, &url_jwks(&jwks), "")
+        ),
+    );
+    gw.reload(cfg).unwrap();
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&plain), "deploy", "deploy", 7).status,
+        200
+    );
+
+    let m = common::raw(
+        gw.admin_addr.unwrap(),
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .text();
+    assert!(m.contains(r#"mcp_edge_auth_decisions_total{reason="rule_denied",result="forbidden",rule="no-deploys"} 1"#), "{m}");
+    assert!(
+        m.contains(
+            r#"mcp_edge_auth_decisions_total{reason="ok",result="allowed",rule="deploy-writers"} 1"#
+        ),
+        "{m}"
+    );
+    assert!(m.contains("mcp_edge_auth_jwks_age_seconds"), "{m}");
+    assert!(
+        m.contains("mcp_edge_auth_jwks_refresh_failures_total 0"),
+        "{m}"
+    );
+}
+
+#[test]
+fn jwks_refresh_failures_keep_the_old_keys_and_are_counted() {
+    let k = ed("keep");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    jwks.set_cache_control("max-age=1");
+    let up = Upstreams::start(1);
+    let gw = gateway(&up, &url_jwks(&jwks), "");
+    let t = sign(&k, &claims(ISS, RESOURCE, "a", ""));
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&t), "echo", "echo", 1).status,
+        200
+    );
+    jwks.set("not json".into());
+    let failures = || {
+        let m = common::raw(
+            gw.admin_addr.unwrap(),
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+        .text();
+        m.lines()
+            .find(|l| l.starts_with("mcp_edge_auth_jwks_refresh_failures_total "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert!(
+        eventually(Duration::from_secs(15), || failures() >= 1),
+        "no failure counted"
+    );
+    assert_eq!(
+        call_as(&gw, "/mcp", Some(&t), "echo", "echo", 2).status,
+        200,
+        "the old keys stay in use"
+    );
+}
