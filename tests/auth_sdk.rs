@@ -119,6 +119,9 @@ fn the_typescript_sdk_client_calls_with_a_token_and_is_refused_cleanly_without()
     assert_eq!(denied["ok"], false, "{denied}");
     assert_eq!(denied["status"], 403, "{denied}");
     let challenge = denied["wwwAuthenticate"].as_str().unwrap_or("");
-    assert!(challenge.contains(r#"error="insufficient_scope""#), "{denied}");
+    assert!(
+        challenge.contains(r#"error="insufficient_scope""#),
+        "{denied}"
+    );
     drop(gw);
 }

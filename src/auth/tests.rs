@@ -283,3 +283,20 @@ fn config_refuses_what_must_never_be_accepted() {
         "{e}"
     );
 }
+
+#[test]
+fn the_example_config_loads() {
+    let text = include_str!("../../examples/auth.yaml");
+    let cfg =
+        crate::config::Config::parse(text, "examples/auth.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let a = Auth::new(&cfg, Arc::new(AuthMetrics::detached()), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        a.metadata_url,
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+    );
+    assert!(cfg
+        .describe()
+        .contains("auth      resource https://mcp.example.com/mcp"));
+}

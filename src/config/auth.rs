@@ -253,6 +253,54 @@ fn d_list_max() -> usize {
 }
 
 impl AuthConfig {
+    /// The lines `mcp-edge check` prints.
+    pub fn describe(&self) -> String {
+        let jwks = match (&self.jwks.file, &self.jwks.url) {
+            (Some(f), _) => format!("file {}", f.display()),
+            (_, Some(u)) => u.clone(),
+            _ => "-".into(),
+        };
+        let algs: Vec<String> = self
+            .algorithms
+            .iter()
+            .map(|a| format!("{:?}", a.0))
+            .collect();
+        let mut out = format!(
+            "auth      resource {}   issuer {}\n          keys {jwks} ({})   scopes [{}]   principal {}\n",
+            self.resource,
+            self.issuer,
+            algs.join(", "),
+            self.scopes.join(" "),
+            self.principal_claim
+        );
+        for r in &self.rules {
+            let m = |p: &Option<crate::gateway::route::Pattern>| {
+                p.as_ref().map_or("*".to_string(), |p| p.to_string())
+            };
+            out.push_str(&format!(
+                "          rule {:<20} {:?} {} {} when scopes [{}] claims {:?}\n",
+                r.name,
+                r.effect,
+                m(&r.matcher.method),
+                m(&r.matcher.name),
+                r.when.scopes.join(" "),
+                r.when.claims.keys().collect::<Vec<_>>()
+            ));
+        }
+        out.push_str(&format!(
+            "          default {:?}; token forwarded to [{}]; identity headers [{}]\n",
+            self.default,
+            self.forward.token_to_pools.join(", "),
+            self.forward
+                .headers
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        out
+    }
+
     /// Checks serde cannot make. `line` finds the line of a key (with a value on it).
     pub fn validate(
         &self,

@@ -951,6 +951,9 @@ impl Config {
             self.threads,
             if self.work_stealing { "on" } else { "off" }
         );
+        if let Some(a) = &self.auth {
+            out.push_str(&a.describe());
+        }
         let origins: Vec<String> = self.origins.allow.iter().map(|p| p.to_string()).collect();
         let _ = writeln!(
             out,
