@@ -582,3 +582,38 @@ fn jwks_refresh_failures_keep_the_old_keys_and_are_counted() {
         "the old keys stay in use"
     );
 }
+
+#[test]
+fn jwks_over_https_with_a_private_ca_and_refused_without_it() {
+    let k = ec("tls");
+    let (ca_pem, tls) = test_tls();
+    let jwks = JwksServer::start_with(testkeys::jwks(&[&k]), Some(tls));
+    let ca = std::env::temp_dir().join(format!("mcp-edge-gw-auth-ca-{}.pem", free_port()));
+    std::fs::write(&ca, ca_pem).unwrap();
+    let up = Upstreams::start(1);
+    let t = sign(&k, &claims(ISS, RESOURCE, "a", ""));
+    let trusted = format!("{{url: {}, ca_file: {}}}", jwks.https_url(), ca.display());
+    let gw = gateway(&up, &trusted, "");
+    let r = call_as(&gw, "/mcp", Some(&t), "echo", "echo", 1);
+    assert_eq!(r.status, 200, "{}", r.text());
+    drop(gw);
+
+    // Without the CA the certificate is not trusted: no keys, 503, and the failure is counted.
+    let gw = gateway(&up, &format!("{{url: {}}}", jwks.https_url()), "");
+    let r = call_as(&gw, "/mcp", Some(&t), "echo", "echo", 2);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -31009);
+    assert_eq!(r.json()["id"], 2);
+    assert!(r.header("www-authenticate").is_none());
+    let m = common::raw(
+        gw.admin_addr.unwrap(),
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .text();
+    let failures = m
+        .lines()
+        .find(|l| l.starts_with("mcp_edge_auth_jwks_refresh_failures_total "))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    assert!(failures.is_some_and(|n| n >= 1), "{m}");
+    let _ = std::fs::remove_file(ca);
+}

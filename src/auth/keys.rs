@@ -41,6 +41,8 @@ pub struct KeyStore {
     /// One fetch at a time; the others wait for its result.
     fetching: tokio::sync::Mutex<()>,
     metrics: Arc<AuthMetrics>,
+    /// TLS settings for an https URL.
+    tls: Arc<rustls::ClientConfig>,
 }
 
 /// `max-age` of a `Cache-Control` value, `Some(0)` for `no-cache`/`no-store`.
@@ -88,7 +90,9 @@ impl KeyStore {
         } else {
             now
         };
+        let tls = super::fetch::tls_config(config.ca_file.as_deref())?;
         Ok(KeyStore {
+            tls,
             config,
             current: ArcSwap::from_pointee(loaded),
             schedule: Mutex::new(Schedule {
@@ -156,7 +160,7 @@ impl KeyStore {
             return;
         }
         let result = match (&self.config.url, &self.config.file) {
-            (Some(url), _) => fetch::get(url, self.config.timeout)
+            (Some(url), _) => fetch::get(url, self.config.timeout, &self.tls)
                 .await
                 .and_then(|(body, cc)| {
                     let set = KeySet::parse(&body).map_err(|e| format!("{url}: {e}"))?;
@@ -259,6 +263,7 @@ mod tests {
             min_refresh: Duration::from_secs(30),
             unknown_kid_interval: Duration::from_secs(10),
             timeout: Duration::from_secs(1),
+            ca_file: None,
         }
     }
 

@@ -78,6 +78,9 @@ pub struct JwksConfig {
     /// Timeout of one fetch.
     #[serde(default = "d_fetch_timeout", with = "humantime_serde_compat")]
     pub timeout: Duration,
+    /// PEM certificates trusted for an `https://` URL besides the Mozilla roots (a private CA).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// A JWS algorithm name, restricted to asymmetric ones.

@@ -24,8 +24,54 @@ pub struct JwksServer {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A private CA and a certificate for 127.0.0.1 / localhost signed by it: (CA PEM, TLS config).
+pub fn test_tls() -> (String, Arc<rustls::ServerConfig>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    (ca.pem(), Arc::new(cfg))
+}
+
+/// Read one request head and answer it with the current key set.
+fn answer(stream: &mut (impl std::io::Read + Write), body: &Mutex<String>, cc: &Mutex<String>) {
+    let mut r = BufReader::new(&mut *stream);
+    let mut line = String::new();
+    while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+        line.clear();
+    }
+    let body = body.lock().unwrap().clone();
+    let cc = cc.lock().unwrap().clone();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/jwk-set+json\r\nCache-Control: {cc}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.flush();
+}
+
 impl JwksServer {
     pub fn start(jwks: String) -> JwksServer {
+        Self::start_with(jwks, None)
+    }
+
+    /// Like [`JwksServer::start`], over TLS with this config (see [`test_tls`]).
+    pub fn start_with(jwks: String, tls: Option<Arc<rustls::ServerConfig>>) -> JwksServer {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
         let addr = l.local_addr().unwrap();
@@ -49,19 +95,17 @@ impl JwksServer {
                 stream
                     .set_read_timeout(Some(Duration::from_secs(5)))
                     .unwrap();
-                let mut r = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
                 h.fetch_add(1, Ordering::SeqCst);
-                let body = b.lock().unwrap().clone();
-                let cc = c.lock().unwrap().clone();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/jwk-set+json\r\nCache-Control: {cc}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                match &tls {
+                    Some(cfg) => {
+                        let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                        let mut tls = rustls::StreamOwned::new(conn, stream);
+                        answer(&mut tls, &b, &c);
+                        tls.conn.send_close_notify();
+                        let _ = tls.conn.complete_io(&mut tls.sock);
+                    }
+                    None => answer(&mut stream, &b, &c),
+                }
             }
         });
         JwksServer {
@@ -72,6 +116,10 @@ impl JwksServer {
             stop,
             thread: Some(thread),
         }
+    }
+
+    pub fn https_url(&self) -> String {
+        format!("https://{}/jwks.json", self.addr)
     }
 
     pub fn url(&self) -> String {
