@@ -617,3 +617,62 @@ fn jwks_over_https_with_a_private_ca_and_refused_without_it() {
     assert!(failures.is_some_and(|n| n >= 1), "{m}");
     let _ = std::fs::remove_file(ca);
 }
+
+#[test]
+fn opaque_tokens_are_introspected_and_the_answers_cached() {
+    let k = ed("jwt-too");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let intro = IntrospectServer::start();
+    let exp = testkeys::now() + 3600;
+    intro.answers.lock().unwrap().insert(
+        "opaque-alice".into(),
+        json!({"active": true, "iss": ISS, "aud": RESOURCE, "sub": "alice", "scope": "mcp", "exp": exp}),
+    );
+    intro.answers.lock().unwrap().insert(
+        "opaque-other-aud".into(),
+        json!({"active": true, "iss": ISS, "aud": "https://other.test", "sub": "eve", "scope": "mcp", "exp": exp}),
+    );
+    let up = Upstreams::start(1);
+    let extra = format!(
+        "  scopes: [mcp]\n  introspection: {{url: {}, client_id: mcp-edge, client_secret: s3cret, negative_ttl: 1h}}\n  forward:\n    headers: {{x-mcp-edge-subject: principal}}\n",
+        intro.url()
+    );
+    let gw = gateway(&up, &url_jwks(&jwks), &extra);
+
+    for id in 1..=3 {
+        let r = call_as(&gw, "/mcp", Some("opaque-alice"), "echo", "echo", id);
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    assert_eq!(intro.hits(), 1, "active answers are cached");
+    let basic = intro.last_authorization.lock().unwrap().clone().unwrap();
+    assert_eq!(basic, "Basic bWNwLWVkZ2U6czNjcmV0", "client_secret_basic");
+    assert_eq!(up.received()[0].headers["x-mcp-edge-subject"], "alice");
+
+    for (token, description) in [
+        (
+            "opaque-unknown",
+            "The token is not active (revoked, expired or unknown to the issuer)",
+        ),
+        (
+            "opaque-other-aud",
+            "The token was not issued for this resource (aud)",
+        ),
+    ] {
+        for id in 10..12 {
+            let r = call_as(&gw, "/mcp", Some(token), "echo", "echo", id);
+            expect_refusal(&r, 401, -31007, id, &invalid(description));
+        }
+    }
+    assert_eq!(intro.hits(), 3, "refusals are cached too");
+    // JWTs are still verified locally.
+    let r = call_as(
+        &gw,
+        "/mcp",
+        Some(&sign(&k, &claims(ISS, RESOURCE, "bob", "mcp"))),
+        "echo",
+        "echo",
+        20,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(intro.hits(), 3);
+}

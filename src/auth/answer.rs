@@ -131,13 +131,16 @@ pub fn insufficient_scope(
 /// 503: the keys to verify the token could not be obtained (the issuer's fault, not the
 /// client's; the client may retry).
 pub fn keys_unavailable() -> Refusal {
+    unavailable(
+        "auth-keys-unavailable",
+        "The gateway could not obtain the issuer's signing keys to verify the token; retry later",
+    )
+}
+
+/// 503 for a token that could not be checked (keys or introspection out of reach).
+pub fn unavailable(reason: &'static str, message: &'static str) -> Refusal {
     Refusal {
-        rejection: Rejection::new(
-            503,
-            codes::GATEWAY_AUTH_UNAVAILABLE,
-            "auth-keys-unavailable",
-            "The gateway could not obtain the issuer's signing keys to verify the token; retry later",
-        ),
+        rejection: Rejection::new(503, codes::GATEWAY_AUTH_UNAVAILABLE, reason, message),
         challenge: None,
     }
 }

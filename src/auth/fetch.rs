@@ -1,8 +1,9 @@
-//! One bounded HTTP(S) GET for a JWKS: connect, (TLS with the Mozilla roots plus an optional
-//! private CA), send, read at most [`MAX_BODY`] bytes, all within a timeout.
+//! One bounded HTTP(S) exchange: the GET of a JWKS, or the POST of an RFC 7662 introspection.
+//! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
+//! [`MAX_BODY`] bytes, all within a timeout.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -41,21 +42,46 @@ pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientCo
     Ok(Arc::new(cfg))
 }
 
+/// What to send.
+pub struct Outgoing {
+    pub method: http::Method,
+    /// `Authorization` value, if any.
+    pub authorization: Option<String>,
+    /// A form body (`application/x-www-form-urlencoded`), if any.
+    pub form: Option<String>,
+}
+
 /// GET `url`; the body and the `Cache-Control` header of a 200 answer.
 pub async fn get(
     url: &str,
     timeout: Duration,
     tls: &Arc<rustls::ClientConfig>,
 ) -> Result<(Bytes, Option<String>), String> {
-    match tokio::time::timeout(timeout, get_inner(url, tls)).await {
+    let out = Outgoing {
+        method: http::Method::GET,
+        authorization: None,
+        form: None,
+    };
+    send(url, timeout, tls, out).await
+}
+
+/// Send `out` to `url`; the body and `Cache-Control` of a 200 answer.
+pub async fn send(
+    url: &str,
+    timeout: Duration,
+    tls: &Arc<rustls::ClientConfig>,
+    out: Outgoing,
+) -> Result<(Bytes, Option<String>), String> {
+    match tokio::time::timeout(timeout, send_inner(url, tls, out)).await {
         Ok(r) => r.map_err(|e| format!("{url}: {e}")),
         Err(_) => Err(format!("{url}: no answer within {timeout:?}")),
     }
 }
 
-async fn get_inner(
+async fn send_inner(
     url: &str,
     tls: &Arc<rustls::ClientConfig>,
+    out: Outgoing,
 ) -> Result<(Bytes, Option<String>), String> {
     let uri: http::Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
     let https = match uri.scheme_str() {
@@ -78,13 +104,17 @@ async fn get_inner(
             .connect(name, tcp)
             .await
             .map_err(|e| format!("TLS: {e}"))?;
-        exchange(stream, &uri).await
+        exchange(stream, &uri, out).await
     } else {
-        exchange(tcp, &uri).await
+        exchange(tcp, &uri, out).await
     }
 }
 
-async fn exchange<S>(stream: S, uri: &http::Uri) -> Result<(Bytes, Option<String>), String>
+async fn exchange<S>(
+    stream: S,
+    uri: &http::Uri,
+    out: Outgoing,
+) -> Result<(Bytes, Option<String>), String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -96,15 +126,27 @@ where
     });
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let authority = uri.authority().map_or("", |a| a.as_str());
-    let req = http::Request::get(path)
+    let mut req = http::Request::builder()
+        .method(out.method)
+        .uri(path)
         .header(http::header::HOST, authority)
         .header(
             http::header::ACCEPT,
             "application/jwk-set+json, application/json",
         )
-        .header(http::header::USER_AGENT, "mcp-edge-auth")
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| e.to_string())?;
+        .header(http::header::USER_AGENT, "mcp-edge-auth");
+    if let Some(a) = out.authorization {
+        req = req.header(http::header::AUTHORIZATION, a);
+    }
+    let body = match out.form {
+        Some(f) => {
+            let form = "application/x-www-form-urlencoded";
+            req = req.header(http::header::CONTENT_TYPE, form);
+            Full::new(Bytes::from(f))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    let req = req.body(body).map_err(|e| e.to_string())?;
     let resp = send.send_request(req).await.map_err(|e| e.to_string())?;
     if resp.status() != http::StatusCode::OK {
         return Err(format!("answered HTTP {}", resp.status()));

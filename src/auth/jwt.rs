@@ -101,6 +101,8 @@ pub enum TokenError {
     Audience,
     /// A required claim (`exp`, `iss`, `aud`, the principal claim) is missing.
     MissingClaim(String),
+    /// Introspection says the (opaque) token is not active.
+    Inactive,
 }
 
 impl TokenError {
@@ -115,6 +117,7 @@ impl TokenError {
             TokenError::Issuer => "bad_issuer",
             TokenError::Audience => "bad_audience",
             TokenError::MissingClaim(_) => "missing_claim",
+            TokenError::Inactive => "inactive",
         }
     }
 
@@ -132,6 +135,9 @@ impl TokenError {
             TokenError::Issuer => "The token was issued by another issuer".into(),
             TokenError::Audience => "The token was not issued for this resource (aud)".into(),
             TokenError::MissingClaim(c) => format!("The token lacks the required claim {c}"),
+            TokenError::Inactive => {
+                "The token is not active (revoked, expired or unknown to the issuer)".into()
+            }
         }
     }
 }
@@ -154,6 +160,11 @@ fn header_of(token: &str) -> Result<(String, Option<String>), TokenError> {
         .ok_or(TokenError::Malformed)?;
     let kid = v.get("kid").and_then(Value::as_str).map(str::to_owned);
     Ok((alg.to_string(), kid))
+}
+
+/// Whether a token is a JWT (three parts, a readable header naming `alg`).
+pub fn is_jwt(token: &str) -> bool {
+    header_of(token).is_ok()
 }
 
 /// The `kid` a token names, if it is a JWT at all (to decide whether to re-fetch the keys).

@@ -15,6 +15,7 @@
 pub mod answer;
 pub mod fetch;
 pub mod filter;
+pub mod introspect;
 pub mod jwt;
 pub mod keys;
 pub mod metrics;
@@ -125,6 +126,8 @@ pub struct Auth {
     metadata_doc: Vec<u8>,
     metrics: Arc<AuthMetrics>,
     forward: Vec<(http::HeaderName, String)>,
+    /// Opaque tokens (not JWTs) go to the introspection endpoint, when configured.
+    introspector: Option<introspect::Introspector>,
 }
 
 impl Auth {
@@ -189,6 +192,11 @@ impl Auth {
             keys,
             metrics,
             forward,
+            introspector: a
+                .introspection
+                .as_ref()
+                .map(introspect::Introspector::new)
+                .transpose()?,
             config: a.clone(),
         }))
     }
@@ -240,6 +248,34 @@ impl Auth {
             self.metrics.count("unauthorized", "missing", "");
             return Err(answer::missing_token(&required, md));
         };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let (false, Some(intro)) = (jwt::is_jwt(token), &self.introspector) {
+            let id = match intro.check(token, &self.policy, now).await {
+                Ok(id) => id,
+                Err(introspect::IntrospectError::Token(e)) => {
+                    self.metrics.count("unauthorized", e.reason(), "");
+                    return Err(answer::invalid_token(
+                        log_reason(&e),
+                        &e.describe(),
+                        &required,
+                        md,
+                    ));
+                }
+                Err(introspect::IntrospectError::Unavailable(why)) => {
+                    tracing::warn!("auth: introspection failed: {why}");
+                    self.metrics
+                        .count("unavailable", "introspection_unavailable", "");
+                    return Err(answer::unavailable(
+                        "auth-introspection-unavailable",
+                        "The gateway could not reach the token introspection endpoint; retry later",
+                    ));
+                }
+            };
+            self.authorize(&id, &required, method, name)?;
+            return Ok(Some(id));
+        }
         if self.config.jwks.url.is_some() {
             self.keys.ensure_refresher();
         }
@@ -249,9 +285,6 @@ impl Auth {
             self.metrics.count("unavailable", "keys_unavailable", "");
             return Err(answer::keys_unavailable());
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         let id = match jwt::verify(token, &loaded.set, &self.policy, now) {
             Ok(id) => id,
             Err(e) => {
@@ -369,6 +402,7 @@ fn log_reason(e: &TokenError) -> &'static str {
         TokenError::Issuer => "auth-token-bad-issuer",
         TokenError::Audience => "auth-token-bad-audience",
         TokenError::MissingClaim(_) => "auth-token-missing-claim",
+        TokenError::Inactive => "auth-token-inactive",
     }
 }
 

@@ -20,6 +20,9 @@ pub struct AuthConfig {
     pub issuer: String,
     /// Where the issuer's signing keys come from.
     pub jwks: JwksConfig,
+    /// RFC 7662 introspection for opaque (non-JWT) access tokens.
+    #[serde(default)]
+    pub introspection: Option<IntrospectionConfig>,
     /// Accepted signature algorithms. `none` and HMAC (`HS*`) are never accepted.
     #[serde(default = "default_algorithms")]
     pub algorithms: Vec<AlgName>,
@@ -81,6 +84,47 @@ pub struct JwksConfig {
     /// PEM certificates trusted for an `https://` URL besides the Mozilla roots (a private CA).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+}
+
+/// The authorization server's introspection endpoint (RFC 7662), used for tokens that are not
+/// JWTs. Answers are cached, bounded, by a hash of the token (never the token).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionConfig {
+    /// `http://` or `https://` URL of the endpoint.
+    pub url: String,
+    /// Client credentials for HTTP Basic authentication at the endpoint.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// The secret read from a file instead (trailing whitespace trimmed).
+    #[serde(default)]
+    pub client_secret_file: Option<PathBuf>,
+    #[serde(default = "d_fetch_timeout", with = "humantime_serde_compat")]
+    pub timeout: Duration,
+    /// How long an active answer is reused (never past the token's `exp`).
+    #[serde(default = "d_intro_ttl", with = "humantime_serde_compat")]
+    pub cache_ttl: Duration,
+    /// How long an inactive (refused) answer is reused.
+    #[serde(default = "d_intro_negative", with = "humantime_serde_compat")]
+    pub negative_ttl: Duration,
+    /// Most answers cached at once.
+    #[serde(default = "d_intro_size")]
+    pub cache_size: usize,
+    /// PEM certificates trusted for an `https://` URL besides the Mozilla roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+fn d_intro_ttl() -> Duration {
+    Duration::from_secs(60)
+}
+fn d_intro_negative() -> Duration {
+    Duration::from_secs(10)
+}
+fn d_intro_size() -> usize {
+    10_000
 }
 
 /// A JWS algorithm name, restricted to asymmetric ones.
@@ -348,6 +392,32 @@ impl AuthConfig {
                     "auth.jwks: give exactly one of file: (a JWKS file) or url: (the issuer's jwks_uri)"
                         .into(),
                 ))
+            }
+        }
+        if let Some(i) = &self.introspection {
+            if !absolute(&i.url) {
+                return Err(err(
+                    "url",
+                    &i.url,
+                    format!(
+                        "auth.introspection.url: {:?} is not an http:// or https:// URL",
+                        i.url
+                    ),
+                ));
+            }
+            if i.client_secret.is_some() && i.client_secret_file.is_some() {
+                return Err(err(
+                    "client_secret",
+                    "",
+                    "auth.introspection: give client_secret or client_secret_file, not both".into(),
+                ));
+            }
+            if i.cache_size == 0 {
+                return Err(err(
+                    "cache_size",
+                    "",
+                    "auth.introspection.cache_size: must be at least 1".into(),
+                ));
             }
         }
         if self.algorithms.is_empty() {

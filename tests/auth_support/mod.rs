@@ -153,3 +153,103 @@ impl Drop for JwksServer {
 pub fn auth_yaml(resource: &str, jwks: &str, extra: &str) -> String {
     format!("auth:\n  resource: {resource}\n  issuer: {ISS}\n  jwks: {jwks}\n  leeway: 5s\n{extra}")
 }
+
+/// A loopback RFC 7662 endpoint at `http://<addr>/introspect`: answers from a token → JSON map
+/// (unknown tokens are inactive), counts requests and records the `Authorization` it saw.
+pub struct IntrospectServer {
+    pub addr: SocketAddr,
+    pub answers: Arc<Mutex<std::collections::HashMap<String, serde_json::Value>>>,
+    hits: Arc<AtomicUsize>,
+    pub last_authorization: Arc<Mutex<Option<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IntrospectServer {
+    pub fn start() -> IntrospectServer {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let answers: Arc<Mutex<std::collections::HashMap<String, serde_json::Value>>> =
+            Arc::default();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let last_authorization = Arc::new(Mutex::new(None));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, h, la, s) = (
+            answers.clone(),
+            hits.clone(),
+            last_authorization.clone(),
+            stop.clone(),
+        );
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let Ok((mut stream, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                stream.set_nonblocking(false).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                h.fetch_add(1, Ordering::SeqCst);
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let (mut line, mut len) = (String::new(), 0usize);
+                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if lower.starts_with("authorization:") {
+                        *la.lock().unwrap() = Some(line[14..].trim().to_string());
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; len];
+                let _ = std::io::Read::read_exact(&mut r, &mut body);
+                let body = String::from_utf8_lossy(&body).to_string();
+                let token = body
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("token="))
+                    .unwrap_or("")
+                    .to_string();
+                let answer = a
+                    .lock()
+                    .unwrap()
+                    .get(&token)
+                    .cloned()
+                    .unwrap_or(serde_json::json!({"active": false}))
+                    .to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        IntrospectServer {
+            addr,
+            answers,
+            hits,
+            last_authorization,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/introspect", self.addr)
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for IntrospectServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
