@@ -190,3 +190,37 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
         done.text()
     );
 }
+
+#[test]
+fn route_scopes_hide_the_tools_of_that_route_too() {
+    let pool = Pool::start(PoolOptions::local(1)).unwrap();
+    let k = ed("routes");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let cfg = config(
+        &[("backend", pool.addrs(), "balance: round_robin")],
+        &format!(
+            "routes:\n  - {{name: billing, match: {{method: tools/call, name: \"charge*\"}}, pool: backend, auth: {{scopes: [billing]}}}}\ndefault_route: {{pool: backend}}\n{}",
+            auth_yaml(RESOURCE, &format!("{{url: {}}}", jwks.url()), "")
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let billing = sign(&k, &claims(ISS, RESOURCE, "bill", "billing"));
+    let other = sign(&k, &claims(ISS, RESOURCE, "otto", ""));
+    let all = names(&list(&gw, "tools/list", &billing, 1).result(), "tools");
+    let mine = names(&list(&gw, "tools/list", &other, 2).result(), "tools");
+    let hidden: Vec<_> = all.iter().filter(|n| !mine.contains(n)).collect();
+    assert_eq!(hidden, ["charge", "charge_count"]);
+    let auth = format!("Bearer {other}");
+    let r = common::rpc(
+        gw.mcp_addr,
+        json!(3),
+        "tools/call",
+        json!({"name": "charge_count", "arguments": {}}),
+        &[("Authorization", &auth)],
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r
+        .header("www-authenticate")
+        .unwrap()
+        .contains(r#"scope="billing""#));
+}

@@ -276,9 +276,7 @@ impl Auth {
             self.authorize(&id, &required, method, name)?;
             return Ok(Some(id));
         }
-        if self.config.jwks.url.is_some() {
-            self.keys.ensure_refresher();
-        }
+        self.keys.ensure_refresher();
         let kid = jwt::kid_of(token);
         let loaded = self.keys.keys_for(kid.as_deref()).await;
         if loaded.set.keys.is_empty() {
@@ -357,14 +355,32 @@ impl Auth {
         let Some((_, _, call)) = method.and_then(filter::list_shape) else {
             return false;
         };
-        self.config.list_filter.enabled && self.rules.covers(call)
+        let route_scopes = self
+            .route_auth
+            .iter()
+            .flatten()
+            .any(|r| !r.scopes.is_empty());
+        self.config.list_filter.enabled && (route_scopes || self.rules.covers(call))
     }
 
-    /// Whether `id` may see an entry of a list (a `call_method` of `name` would be allowed).
-    pub fn may_see(&self, id: &Identity, call_method: &str, name: &str) -> bool {
-        self.rules
-            .decide(Some(call_method), Some(name), id)
-            .allowed()
+    /// Whether `id` may see an entry of a list: a `call_method` of `name`, on the route it would
+    /// take (`None`: no route), would be allowed.
+    pub fn may_see(
+        &self,
+        id: &Identity,
+        route: Option<RouteRef>,
+        call_method: &str,
+        name: &str,
+    ) -> bool {
+        let Some(route) = route else { return false };
+        let scopes_ok = self
+            .route_settings(route)
+            .is_none_or(|r| r.scopes.iter().all(|s| id.has_scope(s)));
+        scopes_ok
+            && self
+                .rules
+                .decide(Some(call_method), Some(name), id)
+                .allowed()
     }
 
     /// The header changes for the upstream request: `Authorization` removed unless `pool` is

@@ -138,7 +138,10 @@ pub(super) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, e
     } else {
         let anonymous = crate::auth::Identity::anonymous();
         let who = ctx.identity.as_deref().unwrap_or(&anonymous);
-        match filter::filter_list(&full, method, |m, n| auth.may_see(who, m, n)) {
+        let table = &ctx.gw.table;
+        let allowed =
+            |m: &str, n: &str| auth.may_see(who, table.select_ref(Some(m), Some(n)), m, n);
+        match filter::filter_list(&full, method, allowed) {
             Ok(Some(rewritten)) => rewritten,
             Ok(None) => full,
             Err(why) => filter::unfilterable(id, method, &why),
