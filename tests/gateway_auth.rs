@@ -676,3 +676,39 @@ fn opaque_tokens_are_introspected_and_the_answers_cached() {
     assert_eq!(r.status, 200);
     assert_eq!(intro.hits(), 3);
 }
+
+#[test]
+fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
+    let k = ec("open");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let up = Upstreams::start(1);
+    let cfg = config(
+        &[("default", &up.addrs, "balance: round_robin")],
+        &format!(
+            "routes:\n  - {{match: {{method: server/discover}}, pool: default, auth: {{required: false}}, validation: {{sample: 0.0}}}}\ndefault_route: {{pool: default}}\n{}",
+            auth_yaml(RESOURCE, &url_jwks(&jwks), "")
+        ),
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    // The open route works without a token ...
+    let h = plain_headers("server/discover");
+    let r = common::request(
+        gw.mcp_addr,
+        "POST",
+        "/mcp",
+        &h,
+        plain(1, "server/discover").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // ... but claiming it for a tools/call body is refused, sampling or not.
+    let r = common::request(
+        gw.mcp_addr,
+        "POST",
+        "/mcp",
+        &h,
+        call(2, "deploy").as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32020);
+    assert_eq!(up.count(), 1, "the smuggled call reached the upstream");
+}

@@ -214,10 +214,11 @@ impl Auth {
         answer::is_metadata_path(path, endpoint).then_some(self.metadata_doc.as_slice())
     }
 
-    /// Whether every request must be checked against its body (rules decide on the claimed
-    /// name, so a sampled-out request could name another tool in its body).
+    /// Whether every request must be checked against its body: always. Rules, route scopes and
+    /// `required: false` routes are all decided on the claimed method and name, so a
+    /// sampled-out request could claim an open route while its body calls a guarded tool.
     pub fn needs_body_check(&self) -> bool {
-        !self.rules.is_empty()
+        true
     }
 
     /// Authenticate and authorize a request on what its headers claim. `Ok(None)`: no token on

@@ -576,7 +576,7 @@ impl ProxyHttp for Proxy {
         }
 
         if !doomed {
-            // Auth rules decide on the claimed name: with them, every body is checked.
+            // Auth decides on the claimed method and name: with it, every body is checked.
             let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
             ctx.check = auth_check || validate::sampled(route.sample);
             if !ctx.check {
