@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::gateway::route::Pattern;
 
 pub mod auth;
+mod auth_keys;
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
