@@ -161,6 +161,28 @@ fn g37_every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
         ),
     );
 
+    // Two Authorization headers: 400 invalid_request (upstreams could read either).
+    let mut h = call_headers("echo");
+    h.push(("Authorization", format!("Bearer {ok}")));
+    h.push(("Authorization", "Bearer other".into()));
+    let r = common::request(
+        gw.mcp_addr,
+        "POST",
+        "/mcp",
+        &refs(&h),
+        call(32, "echo").as_bytes(),
+    );
+    let d = "Send exactly one Authorization header";
+    expect_refusal(
+        &r,
+        400,
+        -31007,
+        32,
+        &format!(
+            r#"Bearer error="invalid_request", error_description="{d}", resource_metadata="{MD}""#
+        ),
+    );
+
     // A valid token without the required scope: 403 insufficient_scope.
     let r = call_as(
         &gw,

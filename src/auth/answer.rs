@@ -108,6 +108,15 @@ pub fn token_in_query(metadata_url: &str) -> Refusal {
     }
 }
 
+/// 400 with `error="invalid_request"`: more than one `Authorization` header.
+pub fn several_tokens(metadata_url: &str) -> Refusal {
+    let d = "Send exactly one Authorization header";
+    Refusal {
+        rejection: Rejection::new(400, codes::GATEWAY_UNAUTHORIZED, "auth-several-tokens", d),
+        challenge: Some(challenge(Some(("invalid_request", d)), &[], metadata_url)),
+    }
+}
+
 /// 403 with `error="insufficient_scope"`.
 pub fn insufficient_scope(
     reason: &'static str,

@@ -170,6 +170,11 @@ impl Auth {
             self.metrics.count("bad_request", "token_in_query", "");
             return Err(answer::token_in_query(md));
         }
+        if headers.get_all(http::header::AUTHORIZATION).iter().count() > 1 {
+            // RFC 6750 §2: one method, once. Two headers could be read differently upstream.
+            self.metrics.count("bad_request", "several_tokens", "");
+            return Err(answer::several_tokens(md));
+        }
         let Some(token) = bearer_token(headers) else {
             if settings.is_some_and(|s| !s.required) {
                 self.authorize(&Identity::anonymous(), &required, method, name)?;
