@@ -37,6 +37,14 @@ impl Identity {
         Identity::new(String::new(), Map::new())
     }
 
+    /// `exp` (Unix seconds), when the token has one.
+    pub fn exp(&self) -> Option<u64> {
+        self.claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .map(|e| e as u64)
+    }
+
     pub fn has_scope(&self, s: &str) -> bool {
         self.scopes.iter().any(|x| x == s)
     }

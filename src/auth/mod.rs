@@ -57,7 +57,21 @@ pub struct Auth {
     forward: Vec<(http::HeaderName, String)>,
     /// Opaque tokens (not JWTs) go to the introspection endpoint, when configured.
     introspector: Option<introspect::Introspector>,
+    /// JWTs that verified, by the SHA-256 of the token, for the key set they verified against.
+    verified: std::sync::Mutex<Verified>,
 }
+
+/// Verified JWTs: a signature check is the dearest step of a request (tens of µs for RS256), and
+/// clients send the same token for minutes. Emptied whenever the key set changes, so a key
+/// withdrawn from the JWKS stops verifying at once; entries live until the token's `exp`, at
+/// most [`VERIFIED_TTL`]; at most [`VERIFIED_MAX`] of them.
+struct Verified {
+    keys_at: Option<std::time::Instant>,
+    cache: introspect::Cache,
+}
+
+const VERIFIED_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+const VERIFIED_MAX: usize = 10_000;
 
 impl Auth {
     /// The auth stage for `cfg`, or `None` without an `auth:` section.
@@ -121,6 +135,10 @@ impl Auth {
             keys,
             metrics,
             forward,
+            verified: std::sync::Mutex::new(Verified {
+                keys_at: None,
+                cache: introspect::Cache::new(VERIFIED_MAX),
+            }),
             introspector: a
                 .introspection
                 .as_ref()
@@ -218,8 +236,32 @@ impl Auth {
             self.metrics.count("unavailable", "keys_unavailable", "");
             return Err(answer::keys_unavailable());
         }
+        let key = introspect::Cache::key(token);
+        let cached = {
+            let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+            if v.keys_at != Some(loaded.at) {
+                v.keys_at = Some(loaded.at);
+                v.cache = introspect::Cache::new(VERIFIED_MAX);
+            }
+            v.cache.get(&key, std::time::Instant::now())
+        };
+        if let Some(Ok(id)) = cached {
+            // Still within its exp (entries never outlive it).
+            self.authorize(&id, &required, method, name)?;
+            return Ok(Some(id));
+        }
         let id = match jwt::verify(token, &loaded.set, &self.policy, now) {
-            Ok(id) => id,
+            Ok(id) => {
+                let id = Arc::new(id);
+                let left = id.exp().map_or(0, |e| e.saturating_sub(now));
+                let ttl = VERIFIED_TTL.min(std::time::Duration::from_secs(left));
+                let at = std::time::Instant::now();
+                let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+                if v.keys_at == Some(loaded.at) && !ttl.is_zero() {
+                    v.cache.put(key, at + ttl, Ok(id.clone()), at);
+                }
+                id
+            }
             Err(e) => {
                 self.metrics.count("unauthorized", e.reason(), "");
                 return Err(answer::invalid_token(
@@ -231,7 +273,7 @@ impl Auth {
             }
         };
         self.authorize(&id, &required, method, name)?;
-        Ok(Some(Arc::new(id)))
+        Ok(Some(id))
     }
 
     fn authorize(

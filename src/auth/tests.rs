@@ -300,3 +300,29 @@ fn the_example_config_loads() {
         .describe()
         .contains("auth      resource https://mcp.example.com/mcp"));
 }
+
+#[tokio::test]
+async fn a_withdrawn_key_stops_verifying_at_once_despite_the_verified_cache() {
+    let (old, new) = (ed("old"), ed("new"));
+    let a = auth_for("", &[&old, &new]);
+    let t = sign(&old, &claims(ISS, AUD, "alice", "mcp"));
+    let admit = |t: String| {
+        let a = &a;
+        async move {
+            let h = bearer(&t);
+            a.admit(&h, None, RouteRef::Default, Some("tools/list"), None)
+                .await
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(admit(t.clone()).await.unwrap().unwrap().subject, "alice");
+    }
+    // The issuer withdraws the old key: the next refresh drops it and the cached verdict.
+    let path = a.config.jwks.file.clone().unwrap();
+    std::fs::write(&path, jwks(&[&new])).unwrap();
+    a.keys.refresh().await;
+    let r = admit(t).await.unwrap_err();
+    assert_eq!(r.rejection.reason, "auth-token-unknown-key");
+    let t2 = sign(&new, &claims(ISS, AUD, "bob", "mcp"));
+    assert!(admit(t2).await.is_ok());
+}
