@@ -2,7 +2,7 @@
 //!
 //! | pingora phase          | stage                                                            |
 //! |------------------------|------------------------------------------------------------------|
-//! | `request_filter`       | **route** and **limit** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
+//! | `request_filter`       | **route**, **auth** ([`crate::auth`], via `auth_stage`) and **limit** on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
 //! | `upstream_peer`        | **balance**: pick an instance of the route's pool                |
 //! | `request_body_filter`  | **inspect** (hold the bounded body, parse once) and **validate** |
 //! | `upstream_request_filter` | **forward**: strip hop-by-hop headers, body unchanged        |
