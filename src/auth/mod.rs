@@ -195,7 +195,8 @@ impl Auth {
         }
         let Some(token) = bearer_token(headers) else {
             if settings.is_some_and(|s| !s.required) {
-                self.authorize(&Identity::anonymous(), &required, method, name)?;
+                // No token where none is required: the scopes cannot apply, the rules still do.
+                self.authorize(&Identity::anonymous(), &[], method, name)?;
                 return Ok(None);
             }
             self.metrics.count("unauthorized", "missing", "");

@@ -326,3 +326,60 @@ async fn a_withdrawn_key_stops_verifying_at_once_despite_the_verified_cache() {
     let t2 = sign(&new, &claims(ISS, AUD, "bob", "mcp"));
     assert!(admit(t2).await.is_ok());
 }
+
+#[tokio::test]
+async fn an_open_route_needs_no_token_and_no_scope_but_the_rules_still_apply() {
+    let k = ec("open");
+    let file = temp_file("open.json", &jwks(&[&k]));
+    let yaml = format!(
+        "pools:\n  p: {{instances: [127.0.0.1:1]}}\nroutes:\n  - {{match: {{method: server/discover}}, pool: p, auth: {{required: false}}}}\n  - {{match: {{method: prompts/*}}, pool: p, auth: {{required: false}}}}\ndefault_route: {{pool: p}}\n\
+         auth:\n  resource: {AUD}\n  issuer: {ISS}\n  jwks: {{file: {}}}\n  scopes: [mcp]\n  rules:\n    - {{name: no-anon-prompts, match: {{method: prompts/get}}, effect: deny, when: {{claims: {{}}}}}}\n",
+        file.display()
+    );
+    let cfg = crate::config::Config::parse(&yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let a = Auth::new(&cfg, Arc::new(AuthMetrics::detached()), None)
+        .unwrap()
+        .unwrap();
+    let none = http::HeaderMap::new();
+    let r = a
+        .admit(
+            &none,
+            None,
+            RouteRef::Index(0),
+            Some("server/discover"),
+            None,
+        )
+        .await;
+    assert_eq!(r, Ok(None));
+    let r = a
+        .admit(
+            &none,
+            None,
+            RouteRef::Index(1),
+            Some("prompts/get"),
+            Some("p"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        r.rejection.data.as_ref().unwrap()["rule"],
+        "no-anon-prompts"
+    );
+    let r = a
+        .admit(&none, None, RouteRef::Default, Some("tools/list"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(r.rejection.status, 401);
+    // A token sent on an open route is still verified.
+    let r = a
+        .admit(
+            &bearer("junk"),
+            None,
+            RouteRef::Index(0),
+            Some("server/discover"),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(r.rejection.status, 401);
+}
