@@ -67,7 +67,7 @@ pub(super) async fn admit(
 }
 
 /// `Authorization` stripped (unless the pool is the token's audience), identity headers set;
-/// list requests that will be filtered ask for JSON only (an SSE stream cannot be filtered).
+/// list requests that will be filtered ask for uncompressed JSON only.
 pub(super) fn upstream_headers(ctx: &RequestCtx, upstream: &mut RequestHeader) -> Result<()> {
     let Some(auth) = &ctx.gw.auth else {
         return Ok(());
@@ -82,7 +82,9 @@ pub(super) fn upstream_headers(ctx: &RequestCtx, upstream: &mut RequestHeader) -
         }
     }
     if ctx.list_filter {
+        // The filter reads the result: plain JSON, not an SSE stream or a compressed body.
         upstream.insert_header(http::header::ACCEPT, "application/json")?;
+        upstream.insert_header(http::header::ACCEPT_ENCODING, "identity")?;
     }
     Ok(())
 }
