@@ -32,6 +32,7 @@ fn bench(c: &mut Criterion) {
         name: Some("echo"),
         headers: &h,
         client_ip: Some("127.0.0.1".parse().unwrap()),
+        identity: None,
     };
     for key in ["route, name", "principal"] {
         let l = limit(key);

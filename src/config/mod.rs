@@ -15,6 +15,8 @@ use crate::gateway::route::Pattern;
 
 pub mod redis;
 pub use redis::{OnStoreError, RedisConfig, Scope};
+pub mod auth;
+mod auth_keys;
 pub mod tls;
 
 /// The configuration of one gateway, as loaded and validated.
@@ -79,6 +81,9 @@ pub struct Config {
     /// The shared tier: where `scope: global` rate limits keep their buckets.
     #[serde(default)]
     pub redis: Option<RedisConfig>,
+    /// OAuth 2.1 resource server at the edge (see [`auth::AuthConfig`]); absent = no auth.
+    #[serde(default)]
+    pub auth: Option<auth::AuthConfig>,
 }
 
 fn d_dns_refresh() -> Duration {
@@ -221,6 +226,8 @@ pub enum KeyPart {
     Principal,
     ClientIp,
     Header(http::HeaderName),
+    /// A claim of the verified token (`claim:<name>`; needs `auth`).
+    Claim(String),
 }
 
 impl<'de> Deserialize<'de> for KeyPart {
@@ -232,13 +239,16 @@ impl<'de> Deserialize<'de> for KeyPart {
             "name" => KeyPart::Name,
             "principal" => KeyPart::Principal,
             "client_ip" => KeyPart::ClientIp,
+            other if other.starts_with("claim:") && other.len() > 6 => {
+                KeyPart::Claim(other[6..].trim().to_string())
+            }
             other => match other.strip_prefix("header:") {
                 Some(h) => KeyPart::Header(http::HeaderName::from_bytes(h.trim().as_bytes()).map_err(|_| {
                     serde::de::Error::custom(format!("key: {h:?} is not a valid header name"))
                 })?),
                 None => {
                     return Err(serde::de::Error::custom(format!(
-                        "key: unknown part {other:?}; use route, method, name, principal, client_ip or header:<name>"
+                        "key: unknown part {other:?}; use route, method, name, principal, client_ip, header:<name> or claim:<name>"
                     )))
                 }
             },
@@ -255,6 +265,7 @@ impl fmt::Display for KeyPart {
             KeyPart::Principal => f.write_str("principal"),
             KeyPart::ClientIp => f.write_str("client_ip"),
             KeyPart::Header(h) => write!(f, "header:{h}"),
+            KeyPart::Claim(c) => write!(f, "claim:{c}"),
         }
     }
 }
@@ -520,6 +531,8 @@ pub enum HashKey {
     Principal,
     /// The value of a named request header.
     Header(http::HeaderName),
+    /// A claim of the verified token (`claim:<name>`; needs `auth`).
+    Claim(String),
 }
 
 impl fmt::Display for HashKey {
@@ -528,6 +541,7 @@ impl fmt::Display for HashKey {
             HashKey::McpName => f.write_str("mcp-name"),
             HashKey::Principal => f.write_str("principal"),
             HashKey::Header(h) => write!(f, "header:{h}"),
+            HashKey::Claim(c) => write!(f, "claim:{c}"),
         }
     }
 }
@@ -538,6 +552,9 @@ impl<'de> Deserialize<'de> for HashKey {
         match s.as_str() {
             "mcp-name" => Ok(HashKey::McpName),
             "principal" => Ok(HashKey::Principal),
+            other if other.starts_with("claim:") && other.len() > 6 => {
+                Ok(HashKey::Claim(other[6..].trim().to_string()))
+            }
             other => match other.strip_prefix("header:") {
                 Some(h) => http::HeaderName::from_bytes(h.trim().as_bytes())
                     .map(HashKey::Header)
@@ -547,7 +564,7 @@ impl<'de> Deserialize<'de> for HashKey {
                         ))
                     }),
                 None => Err(serde::de::Error::custom(format!(
-                    "hash_key: unknown key {other:?}; use mcp-name, principal or header:<name>"
+                    "hash_key: unknown key {other:?}; use mcp-name, principal, header:<name> or claim:<name>"
                 ))),
             },
         }
@@ -565,6 +582,9 @@ pub struct RouteConfig {
     pub pool: String,
     #[serde(default)]
     pub validation: Option<Validation>,
+    /// Per-route auth settings (needs `auth`).
+    #[serde(default)]
+    pub auth: Option<auth::RouteAuth>,
 }
 
 /// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
@@ -585,6 +605,9 @@ pub struct DefaultRoute {
     pub pool: String,
     #[serde(default)]
     pub validation: Option<Validation>,
+    /// Per-route auth settings (needs `auth`).
+    #[serde(default)]
+    pub auth: Option<auth::RouteAuth>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -988,6 +1011,7 @@ impl Config {
                 let leaf = tls::leaf_key(&key);
                 err(line_of(text, leaf, ""), format!("{key}: {msg}"))
             })?;
+        self.validate_auth(text, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),
@@ -995,6 +1019,35 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The `auth:` section, and the keys elsewhere that need it.
+    fn validate_auth(&self, text: &str, file: &str) -> Result<(), ConfigError> {
+        let needs_auth = self
+            .rate_limits
+            .iter()
+            .any(|l| l.key.iter().any(|k| matches!(k, KeyPart::Claim(_))))
+            || self
+                .pools
+                .values()
+                .any(|p| matches!(p.hash_key, Some(HashKey::Claim(_))))
+            || self.routes.iter().any(|r| r.auth.is_some())
+            || self
+                .default_route
+                .as_ref()
+                .is_some_and(|d| d.auth.is_some());
+        match &self.auth {
+            Some(a) => {
+                let pools: Vec<&str> = self.pools.keys().map(String::as_str).collect();
+                a.validate(&pools, |k, v| line_of(text, k, v), file)
+            }
+            None if needs_auth => Err(ConfigError {
+                file: file.to_string(),
+                line: line_of(text, "", "claim:").or_else(|| line_of(text, "auth", "")),
+                message: "claim:<name> keys and routes[].auth need an auth: section (claims come from verified tokens)".into(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The route table as `mcp-edge check` prints it.
@@ -1015,6 +1068,9 @@ impl Config {
             self.threads,
             if self.work_stealing { "on" } else { "off" }
         );
+        if let Some(a) = &self.auth {
+            out.push_str(&a.describe());
+        }
         let origins: Vec<String> = self.origins.allow.iter().map(|p| p.to_string()).collect();
         let _ = writeln!(
             out,

@@ -80,7 +80,7 @@ pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
             ));
         }
     }
-    shape(req)?;
+    shape(req, config.auth.is_some())?;
     let header_bytes: usize = req
         .headers
         .iter()
@@ -126,12 +126,17 @@ pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
     })
 }
 
-/// Refuse header shapes that two readers could read differently.
-fn shape(req: &Parts) -> Result<(), Rejection> {
+/// Refuse header shapes that two readers could read differently. With `auth` on, a second
+/// `Authorization` is left to the auth stage, which answers it as RFC 6750 asks (400 with a
+/// `WWW-Authenticate: Bearer error="invalid_request"` challenge).
+fn shape(req: &Parts, auth: bool) -> Result<(), Rejection> {
     let bad = |reason: &'static str, msg: String| {
         Err(Rejection::new(400, codes::INVALID_REQUEST, reason, msg))
     };
     for name in header::SINGLETONS {
+        if auth && name == "authorization" {
+            continue;
+        }
         if req.headers.get_all(name).iter().nth(1).is_some() {
             return bad(
                 "duplicate-header",

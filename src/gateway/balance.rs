@@ -19,6 +19,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::auth::Identity;
 use crate::config::{Balance, HashKey, PoolConfig};
 use crate::gateway::health::PoolHealth;
 use crate::mcp::header::bearer_token;
@@ -146,10 +147,11 @@ impl Pool {
         method: Option<&str>,
         name: Option<&str>,
         headers: &http::HeaderMap,
+        identity: Option<&Identity>,
         tried: Tried,
     ) -> (Option<usize>, Option<TaskRoute>) {
         let Some(task_id) = name.filter(|_| method.is_some_and(is_task_method)) else {
-            return (self.pick_excluding(name, headers, tried), None);
+            return (self.pick_for(name, headers, identity, tried), None);
         };
         let route = match parse_owner_hint(task_id) {
             None => TaskRoute::NoHint,
@@ -159,7 +161,7 @@ impl Pool {
                 None => TaskRoute::UnknownOwner,
             },
         };
-        (self.pick_excluding(name, headers, tried), Some(route))
+        (self.pick_for(name, headers, identity, tried), Some(route))
     }
 
     /// The instance whose task ids carry `hint`.
@@ -183,6 +185,18 @@ impl Pool {
         headers: &http::HeaderMap,
         tried: Tried,
     ) -> Option<usize> {
+        self.pick_for(name, headers, None, tried)
+    }
+
+    /// Like [`Pool::pick_excluding`], for a caller verified by `auth` (`principal` and
+    /// `claim:<name>` keys use the verified identity, never the raw token).
+    pub fn pick_for(
+        &self,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        identity: Option<&Identity>,
+        tried: Tried,
+    ) -> Option<usize> {
         let index_of = |b: &pingora::lb::Backend| {
             let addr = b.addr.as_inet()?;
             self.instances.iter().position(|i| i.addr == *addr)
@@ -196,7 +210,7 @@ impl Pool {
         let backend = match &self.selector {
             Selector::RoundRobin(lb) => lb.select_with(b"", 256, accept)?,
             Selector::Hash(lb, key) => {
-                let k = shard_key(key, name, headers).unwrap_or_else(|| {
+                let k = shard_key_for(key, name, headers, identity).unwrap_or_else(|| {
                     self.counter
                         .fetch_add(1, Ordering::Relaxed)
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -229,11 +243,23 @@ impl Tried {
 
 /// The shard key of a request, hashed to 64 bits (so a bearer token never leaves this function).
 pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -> Option<u64> {
+    shard_key_for(key, name, headers, None)
+}
+
+/// [`shard_key`] with the verified identity, when auth is on: `principal` is its subject.
+pub fn shard_key_for(
+    key: &HashKey,
+    name: Option<&str>,
+    headers: &http::HeaderMap,
+    identity: Option<&Identity>,
+) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    match key {
-        HashKey::McpName => name?.hash(&mut h),
-        HashKey::Principal => bearer_token(headers)?.hash(&mut h),
-        HashKey::Header(n) => headers.get(n)?.as_bytes().hash(&mut h),
+    match (key, identity) {
+        (HashKey::McpName, _) => name?.hash(&mut h),
+        (HashKey::Principal, Some(id)) => id.subject.hash(&mut h),
+        (HashKey::Principal, None) => bearer_token(headers)?.hash(&mut h),
+        (HashKey::Header(n), _) => headers.get(n)?.as_bytes().hash(&mut h),
+        (HashKey::Claim(c), id) => id?.claim_text(c)?.hash(&mut h),
     }
     Some(h.finish())
 }
@@ -322,29 +348,41 @@ mod tests {
                     let id = mint_task_id(hint);
                     for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
                         for _ in 0..5 {
-                            let got = p.pick_request(Some(m), Some(&id), &h, Tried::default());
+                            let got =
+                                p.pick_request(Some(m), Some(&id), &h, None, Tried::default());
                             assert_eq!(got, (Some(i), Some(TaskRoute::Owner)), "{m} {id}");
                         }
                     }
                     // Once the owner was tried (it could not be reached), no other instance.
                     let mut tried = Tried::default();
                     tried.add(i);
-                    let got = p.pick_request(Some("tasks/get"), Some(&id), &h, tried);
+                    let got = p.pick_request(Some("tasks/get"), Some(&id), &h, None, tried);
                     assert_eq!(got, (None, Some(TaskRoute::OwnerUnreachable)));
                     // The same name on another method is balanced as usual.
                     assert_eq!(
-                        p.pick_request(Some("tools/call"), Some(&id), &h, tried).1,
+                        p.pick_request(Some("tools/call"), Some(&id), &h, None, tried)
+                            .1,
                         None
                     );
                 }
             }
             let foreign = mint_task_id(&owner_hint("10.9.9.9:1"));
-            let (idx, route) =
-                p.pick_request(Some("tasks/get"), Some(&foreign), &h, Tried::default());
+            let (idx, route) = p.pick_request(
+                Some("tasks/get"),
+                Some(&foreign),
+                &h,
+                None,
+                Tried::default(),
+            );
             assert!(idx.is_some());
             assert_eq!(route, Some(TaskRoute::UnknownOwner));
-            let (idx, route) =
-                p.pick_request(Some("tasks/get"), Some("plain-id"), &h, Tried::default());
+            let (idx, route) = p.pick_request(
+                Some("tasks/get"),
+                Some("plain-id"),
+                &h,
+                None,
+                Tried::default(),
+            );
             assert!(idx.is_some());
             assert_eq!(route, Some(TaskRoute::NoHint));
         }

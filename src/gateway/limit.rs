@@ -20,6 +20,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::Identity;
 use crate::config::{Config, KeyPart, OnStoreError, RateLimitConfig, Scope};
 use crate::gateway::route::Pattern;
 use crate::mcp::header::bearer_token;
@@ -36,6 +37,8 @@ pub struct LimitInput<'a> {
     pub name: Option<&'a str>,
     pub headers: &'a http::HeaderMap,
     pub client_ip: Option<IpAddr>,
+    /// The caller verified by `auth` (then `principal` is its subject, never the raw token).
+    pub identity: Option<&'a Identity>,
 }
 
 /// The verdict of one limit.
@@ -139,7 +142,14 @@ impl Limit {
                 KeyPart::Route => field(Some(i.route.as_bytes())),
                 KeyPart::Method => field(i.method.map(str::as_bytes)),
                 KeyPart::Name => field(i.name.map(str::as_bytes)),
-                KeyPart::Principal => field(bearer_token(i.headers).map(str::as_bytes)),
+                KeyPart::Principal => match i.identity {
+                    Some(id) => field(Some(id.subject.as_bytes())),
+                    None => field(bearer_token(i.headers).map(str::as_bytes)),
+                },
+                KeyPart::Claim(c) => {
+                    let text = i.identity.and_then(|id| id.claim_text(c));
+                    field(text.as_deref().map(str::as_bytes))
+                }
                 KeyPart::ClientIp => match i.client_ip {
                     Some(IpAddr::V4(a)) => field(Some(&a.octets())),
                     Some(IpAddr::V6(a)) => field(Some(&a.octets())),

@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod admission;
 pub mod answer;
+mod auth_stage;
 pub mod balance;
 pub mod client_hello;
 pub mod dns;
@@ -94,6 +95,11 @@ impl ProxyHttp for Proxy {
         session.set_write_timeout(Some(gw.config.timeouts.downstream_write));
         keep_alive_policy(session, &gw);
 
+        // 0. The OAuth Protected Resource Metadata (RFC 9728), when auth is on.
+        if let Some(answered) = auth_stage::metadata(session, &gw).await? {
+            return Ok(answered);
+        }
+
         // 1. Admit: what the head alone decides.
         let admitted = match admission::admit(session.req_header(), &gw.config) {
             Ok(a) => a,
@@ -120,6 +126,12 @@ impl ProxyHttp for Proxy {
         ctx.pool = route.pool;
         ctx.route = Some(route_ref);
 
+        // 2b. Auth: who is calling, and may they call what the headers claim.
+        if let Some(answered) = auth_stage::admit(session, ctx, &gw, route_ref).await? {
+            return Ok(answered);
+        }
+        ctx.list_filter = auth_stage::wants_list_filter(&gw, ctx.method.as_deref());
+
         // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows).
         if !gw.limits.is_empty() {
             let input = LimitInput {
@@ -131,6 +143,7 @@ impl ProxyHttp for Proxy {
                     .client_addr()
                     .and_then(|a| a.as_inet())
                     .map(|a| a.ip()),
+                identity: ctx.identity.as_deref(),
             };
             if let Some((limit, wait)) = gw.limited(&input).await {
                 let (rej, retry_after) = limit::refusal(&limit.name, wait);
@@ -145,7 +158,9 @@ impl ProxyHttp for Proxy {
         // 5. Decide how the body travels: read and checked before any upstream is chosen (bodies
         //    up to 64 KiB), held and checked chunk by chunk, or (sampled out) streamed.
         if matches!(ctx.progress, Progress::Claimed) {
-            if !validate::sampled(route.sample) {
+            // Auth decides on the claimed method and name: with it, every body is checked.
+            let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
+            if !(auth_check || validate::sampled(route.sample)) {
                 gw.metrics.check_skipped();
                 ctx.progress = Progress::Streaming;
             } else if inspect::fits_preread(session, admitted.content_length) {
@@ -172,6 +187,7 @@ impl ProxyHttp for Proxy {
             ctx.method.as_deref(),
             ctx.name.as_deref(),
             headers,
+            ctx.identity.as_deref(),
             ctx.tried,
         );
         if let Some(r) = task_route {
@@ -198,8 +214,9 @@ impl ProxyHttp for Proxy {
         &self,
         _session: &mut Session,
         upstream: &mut pingora::http::RequestHeader,
-        _ctx: &mut RequestCtx,
+        ctx: &mut RequestCtx,
     ) -> Result<()> {
+        auth_stage::upstream_headers(ctx, upstream)?;
         for name in forward::hop_by_hop_names(&upstream.headers) {
             upstream.remove_header(name.as_str());
         }
@@ -269,6 +286,7 @@ impl ProxyHttp for Proxy {
         if json && name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
             ctx.scanner = Some(InputRequiredScanner::default());
         }
+        auth_stage::on_response_header(ctx, upstream_response);
         Ok(())
     }
 
@@ -276,9 +294,10 @@ impl ProxyHttp for Proxy {
         &self,
         _session: &mut Session,
         body: &mut Option<Bytes>,
-        _end_of_stream: bool,
+        end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
+        auth_stage::on_response_body(ctx, body, end_of_stream);
         if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
             if !scanner.found() {
                 scanner.feed(chunk);

@@ -10,7 +10,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::config::Config;
@@ -85,6 +85,8 @@ pub struct Metrics {
     pub input_required: IntCounterVec,
     /// tasks/get|update|cancel by how their instance was chosen (see `balance::TaskRoute`).
     pub task_routing: IntCounterVec,
+    /// The auth stage's metrics (`auth_*`).
+    pub auth: Arc<crate::auth::metrics::AuthMetrics>,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -165,6 +167,7 @@ impl Metrics {
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
             task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
+            auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),
             skipped: Lazy::default(),
             body_bytes: Default::default(),

@@ -95,6 +95,14 @@ pub struct RequestCtx {
     pub extra_headers: Vec<(&'static str, String)>,
     /// Spots `input_required` in a JSON response as it streams past.
     pub scanner: Option<InputRequiredScanner>,
+    /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
+    pub identity: Option<Arc<crate::auth::Identity>>,
+    /// Whether this request's list result is filtered for the caller (auth rules).
+    pub list_filter: bool,
+    /// The list response being held for filtering.
+    pub list_hold: Option<crate::auth::filter::ListHold>,
+    /// The list response was not JSON: it is replaced by an error.
+    pub list_unreadable: bool,
 }
 
 impl RequestCtx {
@@ -117,6 +125,10 @@ impl RequestCtx {
             answer: None,
             extra_headers: Vec::new(),
             scanner: None,
+            identity: None,
+            list_filter: false,
+            list_hold: None,
+            list_unreadable: false,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Gateway {
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
     pub held: Arc<AtomicUsize>,
+    /// The OAuth resource server (`auth:`), when configured.
+    pub auth: Option<crate::auth::Auth>,
     /// How each pool's instances are reached (TLS, HTTP version), indexed like `pools`.
     pub(crate) peers: Vec<super::upstream_tls::PoolPeers>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
@@ -119,7 +121,13 @@ impl Gateway {
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
             .collect();
         let held = previous.map_or_else(Default::default, |p| p.held.clone());
+        let auth = crate::auth::Auth::new(
+            &config,
+            metrics.auth.clone(),
+            previous.and_then(|p| p.auth.as_ref()),
+        )?;
         Ok(Gateway {
+            auth,
             held,
             config,
             table,

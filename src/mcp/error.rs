@@ -53,8 +53,18 @@ pub mod codes {
         GATEWAY_REQUEST_INCOMPLETE = -31005, "-31005";
         /// Gateway: the upstream failed after the request was delivered; it is not re-sent.
         GATEWAY_UPSTREAM_FAILED = -31006, "-31006";
-        /// Gateway: over capacity (bodies held across all connections); retry later.
+        /// Gateway: over capacity (bodies held across all connections, a concurrency limit);
+        /// retry later (HTTP 503 + Retry-After).
         GATEWAY_OVERLOADED = -31007, "-31007";
+        /// Gateway (auth): no valid access token (HTTP 401; 400 for a token in the query string).
+        GATEWAY_UNAUTHORIZED = -31008, "-31008";
+        /// Gateway (auth): the token lacks a scope, or a rule denies this method/name (HTTP 403).
+        GATEWAY_FORBIDDEN = -31009, "-31009";
+        /// Gateway (auth): the issuer's keys could not be obtained to verify the token (HTTP 503).
+        GATEWAY_AUTH_UNAVAILABLE = -31010, "-31010";
+        /// Gateway (auth): a list result could not be filtered for the caller (too large, or not
+        /// JSON); sent in place of the list.
+        GATEWAY_LIST_UNFILTERABLE = -31011, "-31011";
     }
 }
 

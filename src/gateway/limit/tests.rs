@@ -23,6 +23,7 @@ fn input<'a>(name: Option<&'a str>, h: &'a http::HeaderMap) -> LimitInput<'a> {
         name,
         headers: h,
         client_ip: None,
+        identity: None,
     }
 }
 

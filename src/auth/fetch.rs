@@ -1,0 +1,165 @@
+//! One bounded HTTP(S) exchange: the GET of a JWKS, or the POST of an RFC 7662 introspection.
+//! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
+//! [`MAX_BODY`] bytes, all within a timeout.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest JWKS accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The TLS client settings for https sources: the Mozilla roots, plus `ca_file`'s certificates.
+pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_file {
+        let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(path)
+            .and_then(|it| it.collect())
+            .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
+        if certs.is_empty() {
+            anyhow::bail!(
+                "auth.jwks.ca_file: {} holds no PEM certificate",
+                path.display()
+            );
+        }
+        for c in certs {
+            roots
+                .add(c)
+                .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(cfg))
+}
+
+/// What to send.
+pub struct Outgoing {
+    pub method: http::Method,
+    /// `Authorization` value, if any.
+    pub authorization: Option<String>,
+    /// A form body (`application/x-www-form-urlencoded`), if any.
+    pub form: Option<String>,
+}
+
+/// GET `url`; the body and the `Cache-Control` header of a 200 answer.
+pub async fn get(
+    url: &str,
+    timeout: Duration,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(Bytes, Option<String>), String> {
+    let out = Outgoing {
+        method: http::Method::GET,
+        authorization: None,
+        form: None,
+    };
+    send(url, timeout, tls, out).await
+}
+
+/// Send `out` to `url`; the body and `Cache-Control` of a 200 answer.
+pub async fn send(
+    url: &str,
+    timeout: Duration,
+    tls: &Arc<rustls::ClientConfig>,
+    out: Outgoing,
+) -> Result<(Bytes, Option<String>), String> {
+    match tokio::time::timeout(timeout, send_inner(url, tls, out)).await {
+        Ok(r) => r.map_err(|e| format!("{url}: {e}")),
+        Err(_) => Err(format!("{url}: no answer within {timeout:?}")),
+    }
+}
+
+async fn send_inner(
+    url: &str,
+    tls: &Arc<rustls::ClientConfig>,
+    out: Outgoing,
+) -> Result<(Bytes, Option<String>), String> {
+    let uri: http::Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
+    let https = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err("only http:// and https:// URLs are fetched".into()),
+    };
+    let host = uri
+        .host()
+        .ok_or("no host")?
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    if https {
+        let name = ServerName::try_from(host.clone()).map_err(|e| format!("bad host: {e}"))?;
+        let stream = tokio_rustls::TlsConnector::from(tls.clone())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        exchange(stream, &uri, out).await
+    } else {
+        exchange(tcp, &uri, out).await
+    }
+}
+
+async fn exchange<S>(
+    stream: S,
+    uri: &http::Uri,
+    out: Outgoing,
+) -> Result<(Bytes, Option<String>), String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let mut req = http::Request::builder()
+        .method(out.method)
+        .uri(path)
+        .header(http::header::HOST, authority)
+        .header(
+            http::header::ACCEPT,
+            "application/jwk-set+json, application/json",
+        )
+        .header(http::header::USER_AGENT, "mcp-edge-auth");
+    if let Some(a) = out.authorization {
+        req = req.header(http::header::AUTHORIZATION, a);
+    }
+    let body = match out.form {
+        Some(f) => {
+            let form = "application/x-www-form-urlencoded";
+            req = req.header(http::header::CONTENT_TYPE, form);
+            Full::new(Bytes::from(f))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    let req = req.body(body).map_err(|e| e.to_string())?;
+    let resp = send.send_request(req).await.map_err(|e| e.to_string())?;
+    if resp.status() != http::StatusCode::OK {
+        return Err(format!("answered HTTP {}", resp.status()));
+    }
+    let cc = resp
+        .headers()
+        .get(http::header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = Limited::new(resp.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| format!("body unreadable or over {MAX_BODY} bytes: {e}"))?
+        .to_bytes();
+    Ok((body, cc))
+}
