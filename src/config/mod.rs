@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use crate::gateway::route::Pattern;
 
+pub mod cache;
+pub use cache::CacheConfig;
+
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -517,6 +520,9 @@ pub struct RouteConfig {
     pub pool: String,
     #[serde(default)]
     pub validation: Option<Validation>,
+    /// The route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
 }
 
 /// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
@@ -537,6 +543,9 @@ pub struct DefaultRoute {
     pub pool: String,
     #[serde(default)]
     pub validation: Option<Validation>,
+    /// The default route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -823,6 +832,21 @@ impl Config {
             }
         }
         let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
+        let caches = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("routes[{i}]"), r.cache));
+        let caches = caches.chain(
+            self.default_route
+                .iter()
+                .map(|d| ("default_route".to_string(), d.cache)),
+        );
+        for (at, c) in caches {
+            if let Some(Err((key, value, message))) = c.map(|c| c.check(&at)) {
+                return Err(err(line_of(text, key, &value), message));
+            }
+        }
         for (i, r) in self.routes.iter().enumerate() {
             if let Some(v) = r.validation.filter(|v| v.sample < self.validation.sample) {
                 return Err(err(

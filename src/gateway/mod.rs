@@ -29,6 +29,7 @@ pub mod admin;
 pub mod admission;
 pub mod answer;
 pub mod balance;
+pub mod cache;
 pub mod forward;
 pub mod health;
 pub mod inspect;
@@ -275,14 +276,15 @@ impl ProxyHttp for Proxy {
         if json && name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
             ctx.scanner = Some(InputRequiredScanner::default());
         }
-        Ok(())
+        // The edge cache: collect a cacheable response, watch streams for invalidations.
+        cache::flow::on_response_header(ctx, upstream_response)
     }
 
     fn response_body_filter(
         &self,
         _session: &mut Session,
         body: &mut Option<Bytes>,
-        _end_of_stream: bool,
+        end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
         if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
@@ -290,6 +292,7 @@ impl ProxyHttp for Proxy {
                 scanner.feed(chunk);
             }
         }
+        cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
         Ok(None)
     }
 
@@ -511,7 +514,8 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
-            Ok(None)
+            // The edge cache (and G34): after the check, before any upstream is chosen.
+            cache::flow::on_checked(session, ctx, &body).await
         }
         Err((rej, id)) => {
             ctx.progress = Progress::Drained;

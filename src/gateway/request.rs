@@ -83,6 +83,8 @@ pub struct RequestCtx {
     pub extra_headers: Vec<(&'static str, String)>,
     /// Spots `input_required` in a JSON response as it streams past.
     pub scanner: Option<InputRequiredScanner>,
+    /// The edge cache's state of this request.
+    pub cache: super::cache::Flow,
 }
 
 impl RequestCtx {
@@ -103,6 +105,7 @@ impl RequestCtx {
             answer: None,
             extra_headers: Vec::new(),
             scanner: None,
+            cache: Default::default(),
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Gateway {
     pub pools: Vec<Pool>,
     pub limits: Vec<Arc<Limit>>,
     pub metrics: Arc<Metrics>,
+    /// The edge cache's stores (kept across reloads per route, see [`super::cache`]).
+    pub cache: super::cache::CacheSet,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
@@ -80,6 +82,12 @@ impl Gateway {
                     .set(pool.health.usable(i) as i64);
             }
         }
+        let cache = super::cache::CacheSet::build(
+            &config,
+            &table,
+            &metrics.registry,
+            previous.map(|p| (&p.cache, &p.config, &p.table)),
+        )?;
         let upstream_metrics = pools
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
@@ -90,6 +98,7 @@ impl Gateway {
             pools,
             limits,
             metrics,
+            cache,
             upstream_header,
             upstream_metrics,
         })

@@ -12,7 +12,10 @@
 //!   depth), also usable on its own.
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
+//! - [`caching`]: `ttlMs`/`cacheScope`, the cacheable methods, invalidating notifications,
+//!   `x-mcp-header` value comparison.
 
+pub mod caching;
 pub mod check;
 pub mod envelope;
 pub mod error;
