@@ -11,8 +11,10 @@ mod support;
 use common::rpc;
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
+use std::time::Duration;
 use support::cache::*;
 use support::config;
+use support::scripted::{cacheable, Script, Scripted};
 
 #[test]
 fn g28_tools_list_is_served_from_cache_with_the_request_id() {
@@ -191,4 +193,40 @@ fn a_route_with_the_cache_off_forwards_everything() {
             .is_none());
     }
     assert_eq!(up.count_method("resources/read"), 3);
+}
+
+#[test]
+fn stale_if_error_answers_with_an_expired_entry_when_the_refetch_fails() {
+    let up = Scripted::start(|_| {
+        Script::Result(
+            cacheable(json!({"contents": []}), json!(200), "public"),
+            Duration::ZERO,
+        )
+    });
+    let addr = up.addr;
+    let gw_with = |stale: &str| {
+        let cfg = config(
+            &[("default", &[addr], "balance: round_robin")],
+            &format!("default_route: {{pool: default, cache: {{stale_if_error: {stale}}}}}\n"),
+        );
+        RunningGateway::start(cfg).unwrap()
+    };
+    let (kept, plain) = (gw_with("30s"), gw_with("0s"));
+    for gw in [&kept, &plain] {
+        assert_eq!(cache_header(&read(gw, 1, "file:///a", &[])), "miss");
+    }
+    drop(up);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = read(&kept, 2, "file:///a", &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        cache_header(&r).starts_with("stale; age="),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(r.json()["id"], 2);
+    assert_eq!(r.json()["result"]["ttlMs"], 0);
+    // Without stale_if_error the failure is the answer.
+    let r = read(&plain, 3, "file:///a", &[]);
+    assert_eq!(r.status, 502, "{}", r.text());
 }

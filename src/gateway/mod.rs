@@ -327,6 +327,13 @@ impl ProxyHttp for Proxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
+        // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
+        if cache::flow::serve_stale(session, ctx, e).await {
+            return FailToProxy {
+                error_code: 200,
+                can_reuse_downstream: false,
+            };
+        }
         let downstream = answer::is_downstream(e);
         let mut drained_id = None;
         if ctx.answer.is_none() && !ctx.progress.body_read() && !downstream {

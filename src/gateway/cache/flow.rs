@@ -27,7 +27,8 @@ use super::sse::NotificationScanner;
 use super::{RouteCache, Shared};
 use crate::gateway::RequestCtx;
 
-/// The response header that says a response came from the cache: `hit; age=<ms>` or `miss`.
+/// The response header that says where a response came from: `hit; age=<ms>`, `miss`, or
+/// `stale; age=<ms>` (served because the refetch failed, `stale_if_error`).
 pub const CACHE_HEADER: &str = "x-mcp-edge-cache";
 
 /// The request that fetches a key while identical ones wait; they wake when it is dropped.
@@ -61,6 +62,8 @@ pub struct Flow {
     body: Option<Vec<u8>>,
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
     sse: Option<(NotificationScanner, Arc<str>, Arc<Shared>)>,
+    /// An expired entry still within `stale_if_error`, served if the refetch fails.
+    stale: Option<Arc<Entry>>,
     /// Answered from the cache.
     pub hit: bool,
 }
@@ -118,8 +121,9 @@ pub async fn on_checked(
     if let Some(s) = &store {
         if let Some(e) = fresh(s, &req.key, caller.as_ref()) {
             m.hits.with_label_values(&[method]).inc();
-            return serve(session, ctx, &e).await.map(Some);
+            return serve(session, ctx, &e, "hit").await.map(Some);
         }
+        ctx.cache.stale = stale(s, &req.key, caller.as_ref());
         match shared.lead(req.key) {
             Ok(leader) => ctx.cache.leader = Some(leader),
             Err(mut rx) => {
@@ -129,8 +133,9 @@ pub async fn on_checked(
                 let _ = tokio::time::timeout(wait, rx.changed()).await;
                 if let Some(e) = fresh(s, &req.key, caller.as_ref()) {
                     m.hits.with_label_values(&[method]).inc();
-                    return serve(session, ctx, &e).await.map(Some);
+                    return serve(session, ctx, &e, "hit").await.map(Some);
                 }
+                ctx.cache.stale = stale(s, &req.key, caller.as_ref());
             }
         }
         m.misses.with_label_values(&[method]).inc();
@@ -146,20 +151,52 @@ pub async fn on_checked(
     Ok(None)
 }
 
-/// A fresh entry for this key: the public one, or the caller's private one.
-fn fresh(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
-    let now = Instant::now();
+/// The entry for this key: the public one, or the caller's private one.
+fn stored(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
     let public = s.get(k).filter(|e| e.parsed.scope == Scope::Public);
     let private = || {
         let c = caller?;
         s.get(&k.private(c))
             .filter(|e| e.parsed.scope == Scope::Private)
     };
-    public.or_else(private).filter(|e| e.is_fresh(now))
+    public.or_else(private)
+}
+
+fn fresh(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
+    stored(s, k, caller).filter(|e| e.is_fresh(Instant::now()))
+}
+
+/// An expired entry that `stale_if_error` still allows serving if the refetch fails.
+fn stale(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
+    if s.cfg.stale_if_error.is_zero() {
+        return None;
+    }
+    let now = Instant::now();
+    stored(s, k, caller).filter(|e| e.age(now) < e.ttl() + s.cfg.stale_if_error)
+}
+
+/// The refetch failed (the upstream could not be reached, timed out, or broke off): answer
+/// with the stale entry, if `stale_if_error` kept one. `true`: answered.
+pub async fn serve_stale(session: &mut Session, ctx: &mut RequestCtx, e: &pingora::Error) -> bool {
+    if ctx.answer.is_some() || crate::gateway::answer::is_downstream(e) {
+        return false;
+    }
+    let Some(entry) = ctx.cache.stale.take() else {
+        return false;
+    };
+    let m = &ctx.gw.cache.shared.metrics;
+    m.stale_served.with_label_values(&[entry.method]).inc();
+    match serve(session, ctx, &entry, "stale").await {
+        Ok(_) => true,
+        Err(err) => {
+            tracing::debug!("could not send the stale response: {err}");
+            false
+        }
+    }
 }
 
 /// Write a hit: the stored headers and body with this request's id and the remaining ttl.
-async fn serve(session: &mut Session, ctx: &mut RequestCtx, e: &Entry) -> Result<bool> {
+async fn serve(session: &mut Session, ctx: &mut RequestCtx, e: &Entry, how: &str) -> Result<bool> {
     let now = Instant::now();
     let id = ctx
         .progress
@@ -174,7 +211,7 @@ async fn serve(session: &mut Session, ctx: &mut RequestCtx, e: &Entry) -> Result
     }
     resp.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
     resp.insert_header(http::header::AGE, age.as_secs().to_string())?;
-    resp.insert_header(CACHE_HEADER, format!("hit; age={}", age.as_millis()))?;
+    resp.insert_header(CACHE_HEADER, format!("{how}; age={}", age.as_millis()))?;
     ctx.cache.hit = true;
     ctx.cache.leader = None;
     session.write_response_header(Box::new(resp), false).await?;
