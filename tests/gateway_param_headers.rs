@@ -82,3 +82,43 @@ fn g34_a_known_tools_marked_argument_needs_its_header() {
         2.0
     );
 }
+
+#[test]
+fn a_hash_pool_shards_on_a_param_header() {
+    let ups: Vec<Scripted> = (0..3).map(|_| region_tools()).collect();
+    let addrs: Vec<_> = ups.iter().map(|u| u.addr).collect();
+    let cfg = support::config(
+        &[(
+            "default",
+            &addrs,
+            "balance: hash\n    hash_key: param:Region",
+        )],
+        "default_route: {pool: default}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    for (i, region) in ["us-west1", "eu-west1", "ap-south1", "=?x"]
+        .iter()
+        .enumerate()
+    {
+        let before: Vec<usize> = ups.iter().map(|u| u.count_method("tools/call")).collect();
+        for k in 0..6 {
+            let r = deploy(
+                &gw,
+                (i * 10 + k) as i64,
+                json!({"region": region}),
+                Some(region),
+            );
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+        let grew: Vec<usize> = ups
+            .iter()
+            .zip(&before)
+            .map(|(u, b)| u.count_method("tools/call") - b)
+            .collect();
+        assert_eq!(
+            grew.iter().filter(|n| **n > 0).count(),
+            1,
+            "{region}: {grew:?}"
+        );
+    }
+}

@@ -475,6 +475,10 @@ pub enum HashKey {
     Principal,
     /// The value of a named request header.
     Header(http::HeaderName),
+    /// `param:<Name>`: the decoded `Mcp-Param-<Name>` header (base64-wrapped and plain spellings
+    /// of one value shard alike). For tools the gateway knows from `tools/list`, the header was
+    /// checked against the argument (G34).
+    Param(http::HeaderName),
 }
 
 impl fmt::Display for HashKey {
@@ -483,6 +487,13 @@ impl fmt::Display for HashKey {
             HashKey::McpName => f.write_str("mcp-name"),
             HashKey::Principal => f.write_str("principal"),
             HashKey::Header(h) => write!(f, "header:{h}"),
+            HashKey::Param(h) => write!(
+                f,
+                "param:{}",
+                h.as_str()
+                    .strip_prefix(crate::mcp::header::PARAM_PREFIX)
+                    .unwrap_or(h.as_str())
+            ),
         }
     }
 }
@@ -493,6 +504,16 @@ impl<'de> Deserialize<'de> for HashKey {
         match s.as_str() {
             "mcp-name" => Ok(HashKey::McpName),
             "principal" => Ok(HashKey::Principal),
+            other if other.starts_with("param:") => {
+                let n = other["param:".len()..].trim();
+                let full = format!("{}{}", crate::mcp::header::PARAM_PREFIX, n.to_ascii_lowercase());
+                match http::HeaderName::from_bytes(full.as_bytes()) {
+                    Ok(h) if !n.is_empty() => Ok(HashKey::Param(h)),
+                    _ => Err(serde::de::Error::custom(format!(
+                        "hash_key: param:{n:?} does not name an Mcp-Param header; write e.g. param:Region"
+                    ))),
+                }
+            }
             other => match other.strip_prefix("header:") {
                 Some(h) => http::HeaderName::from_bytes(h.trim().as_bytes())
                     .map(HashKey::Header)
@@ -502,7 +523,7 @@ impl<'de> Deserialize<'de> for HashKey {
                         ))
                     }),
                 None => Err(serde::de::Error::custom(format!(
-                    "hash_key: unknown key {other:?}; use mcp-name, principal or header:<name>"
+                    "hash_key: unknown key {other:?}; use mcp-name, principal, header:<name> or param:<Name>"
                 ))),
             },
         }

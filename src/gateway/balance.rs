@@ -163,6 +163,10 @@ pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -
         HashKey::McpName => name?.hash(&mut h),
         HashKey::Principal => bearer_token(headers)?.hash(&mut h),
         HashKey::Header(n) => headers.get(n)?.as_bytes().hash(&mut h),
+        HashKey::Param(n) => match crate::mcp::header::claim(headers, n.as_str(), true) {
+            crate::mcp::header::Claim::Present(v) => v.hash(&mut h),
+            _ => return None,
+        },
     }
     Some(h.finish())
 }
@@ -170,6 +174,25 @@ pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn param_keys_hash_the_decoded_value() {
+        let key = HashKey::Param(http::HeaderName::from_static("mcp-param-region"));
+        let with = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert("mcp-param-region", v.parse().unwrap());
+            shard_key(&key, None, &h)
+        };
+        let wrapped = crate::mcp::header::encode_value("eu west ").into_owned();
+        assert!(wrapped.starts_with("=?base64?"));
+        assert_eq!(with(&wrapped), with("=?base64?ZXUgd2VzdCA=?="));
+        assert_ne!(with("eu"), with("us"));
+        assert_eq!(shard_key(&key, None, &http::HeaderMap::new()), None);
+        assert_eq!(
+            key.to_string(),
+            "param:mcp-param-region".replace("mcp-param-", "")
+        );
+    }
     use std::collections::HashMap;
 
     fn pool(n: usize, balance: Balance, key: Option<HashKey>) -> Pool {
