@@ -230,3 +230,49 @@ fn stale_if_error_answers_with_an_expired_entry_when_the_refetch_fails() {
     let r = read(&plain, 3, "file:///a", &[]);
     assert_eq!(r.status, 502, "{}", r.text());
 }
+
+#[test]
+fn stale_while_revalidate_answers_waiters_while_one_request_refetches() {
+    let up = Scripted::start(|_| {
+        Script::Result(
+            cacheable(json!({"contents": []}), json!(200), "public"),
+            Duration::from_millis(800),
+        )
+    });
+    let cfg = config(
+        &[("default", &[up.addr], "balance: round_robin")],
+        "default_route: {pool: default, cache: {stale_while_revalidate: 30s}}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    assert_eq!(cache_header(&read(&gw, 1, "file:///a", &[])), "miss");
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = gw.mcp_addr;
+    let leader = std::thread::spawn(move || {
+        rpc(
+            addr,
+            json!(2),
+            "resources/read",
+            json!({"uri": "file:///a"}),
+            &[],
+        )
+    });
+    // Once the leader's refetch is at the upstream, another request gets the expired entry.
+    assert!(support::eventually(Duration::from_secs(5), || up
+        .count_method("resources/read")
+        == 2));
+    let started = std::time::Instant::now();
+    let r = read(&gw, 3, "file:///a", &[]);
+    assert!(
+        cache_header(&r).starts_with("stale; age="),
+        "{:?}",
+        r.headers
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "it did not wait"
+    );
+    assert_eq!(r.json()["result"]["ttlMs"], 0);
+    assert_eq!(cache_header(&leader.join().unwrap()), "miss");
+    assert!(cache_header(&read(&gw, 4, "file:///a", &[])).starts_with("hit"));
+    assert_eq!(up.count_method("resources/read"), 2);
+}

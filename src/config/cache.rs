@@ -28,6 +28,13 @@ pub struct CacheConfig {
         deserialize_with = "super::humantime_serde_compat::deserialize"
     )]
     pub stale_if_error: Duration,
+    /// How long past its `ttlMs` an entry may answer while another request for the same key is
+    /// refetching it (instead of waiting for that request). `0s` (the default) turns it off.
+    #[serde(
+        default,
+        deserialize_with = "super::humantime_serde_compat::deserialize"
+    )]
+    pub stale_while_revalidate: Duration,
 }
 
 impl Default for CacheConfig {
@@ -38,6 +45,7 @@ impl Default for CacheConfig {
             max_entries: default_max_entries(),
             max_entry_bytes: default_max_entry_bytes(),
             stale_if_error: Duration::ZERO,
+            stale_while_revalidate: Duration::ZERO,
         }
     }
 }
@@ -60,15 +68,19 @@ impl CacheConfig {
                 ),
             ));
         }
-        if self.stale_if_error > MAX_STALE {
-            return Err((
-                "stale_if_error",
-                String::new(),
-                format!(
-                    "{at}.cache.stale_if_error: {:?} is longer than the 24h this gateway allows; use a shorter duration",
-                    self.stale_if_error
-                ),
-            ));
+        for (key, d) in [
+            ("stale_if_error", self.stale_if_error),
+            ("stale_while_revalidate", self.stale_while_revalidate),
+        ] {
+            if d > MAX_STALE {
+                return Err((
+                    key,
+                    String::new(),
+                    format!(
+                        "{at}.cache.{key}: {d:?} is longer than the 24h this gateway allows; use a shorter duration"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -140,5 +152,14 @@ mod tests {
         let e = Config::parse(&y, "g.yaml").unwrap_err();
         assert_eq!(e.line, Some(8), "{e}");
         assert!(e.message.contains("routes[0].cache.max_entry_bytes"), "{e}");
+        let y =
+            format!("{MIN}default_route:\n  pool: p\n  cache:\n    stale_while_revalidate: 2d\n");
+        let e = Config::parse(&y, "g.yaml").unwrap_err();
+        assert_eq!(e.line, Some(7), "{e}");
+        assert!(
+            e.message
+                .contains("default_route.cache.stale_while_revalidate"),
+            "{e}"
+        );
     }
 }

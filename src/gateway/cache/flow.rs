@@ -17,7 +17,7 @@ use pingora::Result;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::mcp::caching::{is_cacheable, CACHEABLE};
+use crate::mcp::caching::CACHEABLE;
 use crate::mcp::methods::{TOOLS_CALL, TOOLS_LIST};
 use crate::mcp::{codes, header};
 
@@ -79,31 +79,17 @@ pub async fn on_checked(
     ctx: &mut RequestCtx,
     body: &[u8],
 ) -> Result<Option<bool>> {
-    let Some(method) = ctx.progress.envelope().and_then(|e| e.method.clone()) else {
-        return Ok(None);
+    let method = match ctx.progress.envelope().and_then(|e| e.method.as_deref()) {
+        Some(TOOLS_CALL) => return check_params(session, ctx, body).await,
+        Some(m) => match static_method(m) {
+            Some(m) => m,
+            None => return Ok(None),
+        },
+        None => return Ok(None),
     };
     let gw = ctx.gw.clone();
     let shared = &gw.cache.shared;
     let pool: Arc<str> = gw.pools[ctx.pool].name.as_str().into();
-    if method == TOOLS_CALL {
-        let tool = ctx.progress.envelope().and_then(|e| e.name.as_deref());
-        if let Some(params) = tool.and_then(|t| shared.params.get(&pool, t)) {
-            if let Err(rej) = super::params::check(&session.req_header().headers, &params, body) {
-                shared.metrics.param_refusals.inc();
-                let id = match &mut ctx.progress {
-                    crate::gateway::request::Progress::Checked(env) => env.id.take(),
-                    _ => None,
-                };
-                return crate::gateway::refuse(session, ctx, rej, id)
-                    .await
-                    .map(Some);
-            }
-        }
-        return Ok(None);
-    }
-    let Some(method) = static_method(&method).filter(|m| is_cacheable(m)) else {
-        return Ok(None);
-    };
     let store = ctx.route.and_then(|r| gw.cache.get(r));
     if store.is_none() && method != TOOLS_LIST {
         return Ok(None);
@@ -123,11 +109,17 @@ pub async fn on_checked(
             m.hits.with_label_values(&[method]).inc();
             return serve(session, ctx, &e, "hit").await.map(Some);
         }
-        ctx.cache.stale = stale(s, &req.key, caller.as_ref());
+        ctx.cache.stale = stale(s, &req.key, caller.as_ref(), s.cfg.stale_if_error);
         match shared.lead(req.key) {
             Ok(leader) => ctx.cache.leader = Some(leader),
             Err(mut rx) => {
                 m.coalesced.with_label_values(&[method]).inc();
+                // Another request is refetching: within stale_while_revalidate, answer with
+                // the expired entry instead of waiting for it.
+                if let Some(e) = stale(s, &req.key, caller.as_ref(), s.cfg.stale_while_revalidate) {
+                    m.stale_served.with_label_values(&[method]).inc();
+                    return serve(session, ctx, &e, "stale").await.map(Some);
+                }
                 let wait = gw.config.timeouts.connect + gw.config.timeouts.upstream_read;
                 // Wakes when the leader finishes (stored or not), bounded by its own timeouts.
                 let _ = tokio::time::timeout(wait, rx.changed()).await;
@@ -135,7 +127,7 @@ pub async fn on_checked(
                     m.hits.with_label_values(&[method]).inc();
                     return serve(session, ctx, &e, "hit").await.map(Some);
                 }
-                ctx.cache.stale = stale(s, &req.key, caller.as_ref());
+                ctx.cache.stale = stale(s, &req.key, caller.as_ref(), s.cfg.stale_if_error);
             }
         }
         m.misses.with_label_values(&[method]).inc();
@@ -166,13 +158,45 @@ fn fresh(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>>
     stored(s, k, caller).filter(|e| e.is_fresh(Instant::now()))
 }
 
-/// An expired entry that `stale_if_error` still allows serving if the refetch fails.
-fn stale(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
-    if s.cfg.stale_if_error.is_zero() {
+/// An expired entry still within `window` past its ttl (`stale_if_error`,
+/// `stale_while_revalidate`).
+fn stale(
+    s: &RouteCache,
+    k: &Key,
+    caller: Option<&Caller>,
+    window: std::time::Duration,
+) -> Option<Arc<Entry>> {
+    if window.is_zero() {
         return None;
     }
     let now = Instant::now();
-    stored(s, k, caller).filter(|e| e.age(now) < e.ttl() + s.cfg.stale_if_error)
+    stored(s, k, caller).filter(|e| !e.is_fresh(now) && e.age(now) < e.ttl() + window)
+}
+
+/// G34 for a `tools/call`: a known tool's `Mcp-Param-*` headers against its arguments.
+async fn check_params(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    body: &[u8],
+) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
+    let shared = &gw.cache.shared;
+    let pool = gw.pools[ctx.pool].name.as_str();
+    let tool = ctx.progress.envelope().and_then(|e| e.name.as_deref());
+    let Some(params) = tool.and_then(|t| shared.params.get(pool, t)) else {
+        return Ok(None);
+    };
+    let Err(rej) = super::params::check(&session.req_header().headers, &params, body) else {
+        return Ok(None);
+    };
+    shared.metrics.param_refusals.inc();
+    let id = match &mut ctx.progress {
+        crate::gateway::request::Progress::Checked(env) => env.id.take(),
+        _ => None,
+    };
+    crate::gateway::refuse(session, ctx, rej, id)
+        .await
+        .map(Some)
 }
 
 /// The refetch failed (the upstream could not be reached, timed out, or broke off): answer

@@ -76,7 +76,7 @@ impl RouteCache {
             .max_capacity(cfg.max_bytes)
             .weigher(|_, e: &Arc<Entry>| e.weight)
             .expire_after(Expiry {
-                stale: cfg.stale_if_error,
+                stale: cfg.stale_if_error.max(cfg.stale_while_revalidate),
             })
             .support_invalidation_closures()
             .eviction_listener(move |_, e: Arc<Entry>, cause| {
