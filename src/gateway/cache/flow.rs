@@ -261,6 +261,12 @@ pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Re
         .map(|v| v.as_bytes())
         .unwrap_or_default();
     if ct.starts_with(b"text/event-stream") {
+        // An SSE answer is never stored; identical requests waiting for it fetch their own.
+        if let Some(p) = ctx.cache.pending.take() {
+            let m = &ctx.gw.cache.shared.metrics;
+            m.skipped.with_label_values(&[p.method, "sse"]).inc();
+        }
+        ctx.cache.leader = None;
         let pool = ctx.gw.pools[ctx.pool].name.as_str().into();
         ctx.cache.sse = Some((
             NotificationScanner::default(),
