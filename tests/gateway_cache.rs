@@ -236,7 +236,7 @@ fn stale_while_revalidate_answers_waiters_while_one_request_refetches() {
     let up = Scripted::start(|_| {
         Script::Result(
             cacheable(json!({"contents": []}), json!(200), "public"),
-            Duration::from_millis(800),
+            Duration::from_millis(2000),
         )
     });
     let cfg = config(
@@ -260,17 +260,14 @@ fn stale_while_revalidate_answers_waiters_while_one_request_refetches() {
     assert!(support::eventually(Duration::from_secs(5), || up
         .count_method("resources/read")
         == 2));
-    let started = std::time::Instant::now();
+    // "stale" (not "hit"): it did not wait for the leader's refetch.
     let r = read(&gw, 3, "file:///a", &[]);
     assert!(
         cache_header(&r).starts_with("stale; age="),
         "{:?}",
         r.headers
     );
-    assert!(
-        started.elapsed() < Duration::from_millis(700),
-        "it did not wait"
-    );
+    assert!(!leader.is_finished());
     assert_eq!(r.json()["result"]["ttlMs"], 0);
     assert_eq!(cache_header(&leader.join().unwrap()), "miss");
     assert!(cache_header(&read(&gw, 4, "file:///a", &[])).starts_with("hit"));
