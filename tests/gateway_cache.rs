@@ -273,3 +273,37 @@ fn stale_while_revalidate_answers_waiters_while_one_request_refetches() {
     assert!(cache_header(&read(&gw, 4, "file:///a", &[])).starts_with("hit"));
     assert_eq!(up.count_method("resources/read"), 2);
 }
+
+#[test]
+fn a_response_over_max_entry_bytes_passes_through_unstored() {
+    let big = "b".repeat(6000);
+    let up = Scripted::start(move |_| {
+        Script::Result(
+            cacheable(json!({"contents": [{"text": big}]}), json!(60000), "public"),
+            Duration::ZERO,
+        )
+    });
+    let cfg = config(
+        &[("default", &[up.addr], "balance: round_robin")],
+        "default_route: {pool: default, cache: {max_entry_bytes: 4096}}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    for id in 0..2 {
+        let r = read(&gw, id, "file:///big", &[]);
+        assert_eq!(
+            r.json()["result"]["contents"][0]["text"]
+                .as_str()
+                .unwrap()
+                .len(),
+            6000
+        );
+        assert!(r.header("x-mcp-edge-cache").is_none(), "{:?}", r.headers);
+    }
+    assert_eq!(up.count_method("resources/read"), 2);
+    let m = scrape(&gw);
+    assert_eq!(
+        sample(&m, "mcp_edge_cache_not_stored_total", &["too-large"]),
+        2.0,
+        "{m}"
+    );
+}
