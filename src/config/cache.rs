@@ -86,6 +86,28 @@ impl CacheConfig {
     }
 }
 
+/// One line of `mcp-edge check` for a route's cache.
+pub(super) fn describe(route: &str, c: &CacheConfig) -> String {
+    if !c.enabled {
+        return format!("cache     route {route}: off");
+    }
+    let mut line = format!(
+        "cache     route {route}: up to {} KiB in {} entries (each up to {} KiB)",
+        c.max_bytes / 1024,
+        c.max_entries,
+        c.max_entry_bytes / 1024
+    );
+    for (k, d) in [
+        ("stale_if_error", c.stale_if_error),
+        ("stale_while_revalidate", c.stale_while_revalidate),
+    ] {
+        if !d.is_zero() {
+            line.push_str(&format!(", {k} {d:?}"));
+        }
+    }
+    line
+}
+
 fn default_enabled() -> bool {
     true
 }
@@ -128,6 +150,9 @@ mod tests {
     #[test]
     fn routes_cache_by_default() {
         let c = Config::parse(&format!("{MIN}default_route: {{pool: p}}\n"), "g.yaml").unwrap();
+        assert!(c.describe().contains(
+            "cache     route default: up to 65536 KiB in 10000 entries (each up to 1024 KiB)"
+        ));
         let d = c.default_route.unwrap();
         assert!(d.cache.unwrap_or_default().enabled);
     }

@@ -1046,6 +1046,19 @@ impl Config {
                 );
             }
         }
+        let caches = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (route_name(r, i), r.cache));
+        let caches = caches.chain(
+            self.default_route
+                .iter()
+                .map(|d| ("default".to_string(), d.cache)),
+        );
+        for (name, c) in caches {
+            let _ = writeln!(out, "{}", cache::describe(&name, &c.unwrap_or_default()));
+        }
         let _ = writeln!(
             out,
             "\nlimits    body {} bytes, headers {} bytes",
