@@ -4,7 +4,8 @@
 //!
 //! - [`key`]: what of a request decides its result; [`entry`]: one stored response, and how a
 //!   hit is rendered from it; [`sse`]: invalidating notifications spotted on proxied streams;
-//!   [`flow`]: the per-request steps the proxy calls (lookup, coalescing, storing, serving).
+//!   [`flow`]: the per-request steps the proxy calls (lookup, coalescing, storing);
+//!   `answer`: writing a hit, a stale entry, or a G34 refusal.
 //! - Each route has its own store ([`RouteCache`], a `moka` cache bounded by bytes and
 //!   entries). A reload keeps a route's store when the route, its pool's instances and its
 //!   cache settings did not change, and drops it otherwise.
@@ -12,6 +13,7 @@
 //!   coalescing), per-pool generations (an invalidation makes in-flight fetches unstorable),
 //!   the learned tool parameters, and every live store (for invalidations and purges).
 
+mod answer;
 pub mod entry;
 pub mod flow;
 pub mod key;
