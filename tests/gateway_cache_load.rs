@@ -74,6 +74,10 @@ fn a_flood_of_distinct_uris_never_takes_the_cache_over_max_bytes() {
         sample(&m, "mcp_edge_cache_evictions_total", &[]) > 0.0,
         "{m}"
     );
+    // The cache's series are valid Prometheus exposition (promtool runs in CI).
+    if let Some(problems) = promtool(&m) {
+        assert!(problems.trim().is_empty(), "{problems}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

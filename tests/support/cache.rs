@@ -109,3 +109,28 @@ pub fn read(gw: &RunningGateway, id: i64, uri: &str, extra: &[(&str, &str)]) -> 
         extra,
     )
 }
+
+/// `promtool check metrics` on a scrape: `None` when promtool is not installed (CI has it),
+/// else what it printed (empty: no problem found).
+pub fn promtool(text: &str) -> Option<String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    child.stdin.take()?.write_all(text.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    Some(format!(
+        "{}{}{}",
+        if out.status.success() {
+            ""
+        } else {
+            "promtool failed: "
+        },
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}
