@@ -17,7 +17,9 @@ pub mod redis;
 pub use redis::{OnStoreError, RedisConfig, Scope};
 pub mod auth;
 mod auth_keys;
+pub mod cache;
 pub mod tls;
+pub use cache::CacheConfig;
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
@@ -533,6 +535,10 @@ pub enum HashKey {
     Header(http::HeaderName),
     /// A claim of the verified token (`claim:<name>`; needs `auth`).
     Claim(String),
+    /// `param:<Name>`: the decoded `Mcp-Param-<Name>` header (base64-wrapped and plain spellings
+    /// of one value shard alike). For tools the gateway knows from `tools/list`, the header was
+    /// checked against the argument (G34).
+    Param(http::HeaderName),
 }
 
 impl fmt::Display for HashKey {
@@ -542,6 +548,13 @@ impl fmt::Display for HashKey {
             HashKey::Principal => f.write_str("principal"),
             HashKey::Header(h) => write!(f, "header:{h}"),
             HashKey::Claim(c) => write!(f, "claim:{c}"),
+            HashKey::Param(h) => write!(
+                f,
+                "param:{}",
+                h.as_str()
+                    .strip_prefix(crate::mcp::header::PARAM_PREFIX)
+                    .unwrap_or(h.as_str())
+            ),
         }
     }
 }
@@ -555,6 +568,16 @@ impl<'de> Deserialize<'de> for HashKey {
             other if other.starts_with("claim:") && other.len() > 6 => {
                 Ok(HashKey::Claim(other[6..].trim().to_string()))
             }
+            other if other.starts_with("param:") => {
+                let n = other["param:".len()..].trim();
+                let full = format!("{}{}", crate::mcp::header::PARAM_PREFIX, n.to_ascii_lowercase());
+                match http::HeaderName::from_bytes(full.as_bytes()) {
+                    Ok(h) if !n.is_empty() => Ok(HashKey::Param(h)),
+                    _ => Err(serde::de::Error::custom(format!(
+                        "hash_key: param:{n:?} does not name an Mcp-Param header; write e.g. param:Region"
+                    ))),
+                }
+            }
             other => match other.strip_prefix("header:") {
                 Some(h) => http::HeaderName::from_bytes(h.trim().as_bytes())
                     .map(HashKey::Header)
@@ -564,7 +587,7 @@ impl<'de> Deserialize<'de> for HashKey {
                         ))
                     }),
                 None => Err(serde::de::Error::custom(format!(
-                    "hash_key: unknown key {other:?}; use mcp-name, principal, header:<name> or claim:<name>"
+                    "hash_key: unknown key {other:?}; use mcp-name, principal, header:<name>, claim:<name> or param:<Name>"
                 ))),
             },
         }
@@ -585,6 +608,9 @@ pub struct RouteConfig {
     /// Per-route auth settings (needs `auth`).
     #[serde(default)]
     pub auth: Option<auth::RouteAuth>,
+    /// The route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
 }
 
 /// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
@@ -608,6 +634,9 @@ pub struct DefaultRoute {
     /// Per-route auth settings (needs `auth`).
     #[serde(default)]
     pub auth: Option<auth::RouteAuth>,
+    /// The default route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -920,6 +949,21 @@ impl Config {
             }
         }
         let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
+        let caches = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("routes[{i}]"), r.cache));
+        let caches = caches.chain(
+            self.default_route
+                .iter()
+                .map(|d| ("default_route".to_string(), d.cache)),
+        );
+        for (at, c) in caches {
+            if let Some(Err((key, value, message))) = c.map(|c| c.check(&at)) {
+                return Err(err(line_of(text, key, &value), message));
+            }
+        }
         for (i, r) in self.routes.iter().enumerate() {
             if let Some(v) = r.validation.filter(|v| v.sample < self.validation.sample) {
                 return Err(err(
@@ -1143,6 +1187,19 @@ impl Config {
                     "  -    (no default route: unmatched requests get 404 / -32601)"
                 );
             }
+        }
+        let caches = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (route_name(r, i), r.cache));
+        let caches = caches.chain(
+            self.default_route
+                .iter()
+                .map(|d| ("default".to_string(), d.cache)),
+        );
+        for (name, c) in caches {
+            let _ = writeln!(out, "{}", cache::describe(&name, &c.unwrap_or_default()));
         }
         let _ = writeln!(
             out,

@@ -1,5 +1,6 @@
 //! The admin listener: `/healthz` (the process answers), `/readyz` (every pool has a usable
-//! instance), `/metrics` (Prometheus text format), `POST /-/reload` (re-read the config file).
+//! instance), `/metrics` (Prometheus text format), `POST /-/reload` (re-read the config file), `POST /-/cache/purge[?method=M&name=N]`
+//! (drop edge-cache entries).
 
 use async_trait::async_trait;
 use http::Response;
@@ -44,6 +45,10 @@ impl ServeHttp for AdminApp {
                 }
             }
             "/metrics" => text(200, "text/plain; version=0.0.4", gw.metrics.render()),
+            "/-/cache/purge" if post => {
+                let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
+                text(status, "text/plain", msg)
+            }
             "/-/reload" if post => match self.live.reload_in_background().await {
                 Ok(()) => text(200, "text/plain", "reloaded\n".into()),
                 Err(e) => {
@@ -54,7 +59,7 @@ impl ServeHttp for AdminApp {
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics or POST /-/reload\n"),
+                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics, POST /-/reload or POST /-/cache/purge\n"),
             ),
         }
     }

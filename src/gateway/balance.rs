@@ -260,6 +260,10 @@ pub fn shard_key_for(
         (HashKey::Principal, None) => bearer_token(headers)?.hash(&mut h),
         (HashKey::Header(n), _) => headers.get(n)?.as_bytes().hash(&mut h),
         (HashKey::Claim(c), id) => id?.claim_text(c)?.hash(&mut h),
+        (HashKey::Param(n), _) => match crate::mcp::header::claim(headers, n.as_str(), true) {
+            crate::mcp::header::Claim::Present(v) => v.hash(&mut h),
+            _ => return None,
+        },
     }
     Some(h.finish())
 }
@@ -267,6 +271,25 @@ pub fn shard_key_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn param_keys_hash_the_decoded_value() {
+        let key = HashKey::Param(http::HeaderName::from_static("mcp-param-region"));
+        let with = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert("mcp-param-region", v.parse().unwrap());
+            shard_key(&key, None, &h)
+        };
+        let wrapped = crate::mcp::header::encode_value("eu west ").into_owned();
+        assert!(wrapped.starts_with("=?base64?"));
+        assert_eq!(with(&wrapped), with("=?base64?ZXUgd2VzdCA=?="));
+        assert_ne!(with("eu"), with("us"));
+        assert_eq!(shard_key(&key, None, &http::HeaderMap::new()), None);
+        assert_eq!(
+            key.to_string(),
+            "param:mcp-param-region".replace("mcp-param-", "")
+        );
+    }
     use std::collections::HashMap;
 
     fn pool(n: usize, balance: Balance, key: Option<HashKey>) -> Pool {

@@ -30,6 +30,7 @@ pub mod admission;
 pub mod answer;
 mod auth_stage;
 pub mod balance;
+pub mod cache;
 pub mod client_hello;
 pub mod dns;
 pub mod forward;
@@ -287,7 +288,8 @@ impl ProxyHttp for Proxy {
             ctx.scanner = Some(InputRequiredScanner::default());
         }
         auth_stage::on_response_header(ctx, upstream_response);
-        Ok(())
+        // The edge cache: collect a cacheable response, watch streams for invalidations.
+        cache::flow::on_response_header(ctx, upstream_response)
     }
 
     fn response_body_filter(
@@ -303,6 +305,7 @@ impl ProxyHttp for Proxy {
                 scanner.feed(chunk);
             }
         }
+        cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
         Ok(None)
     }
 
@@ -341,6 +344,13 @@ impl ProxyHttp for Proxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
+        // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
+        if cache::flow::serve_stale(session, ctx, e).await {
+            return FailToProxy {
+                error_code: 200,
+                can_reuse_downstream: false,
+            };
+        }
         let downstream = answer::is_downstream(e);
         let mut drained_id = None;
         if ctx.answer.is_none() && !ctx.progress.body_read() && !downstream {
@@ -561,7 +571,8 @@ async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<b
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
-            Ok(None)
+            // The edge cache (and G34): after the check, before any upstream is chosen.
+            cache::flow::on_checked(session, ctx, &body).await
         }
         Err((rej, id)) => {
             ctx.progress = Progress::Drained;

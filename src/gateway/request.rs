@@ -103,6 +103,8 @@ pub struct RequestCtx {
     pub list_hold: Option<crate::auth::filter::ListHold>,
     /// The list response was not JSON: it is replaced by an error.
     pub list_unreadable: bool,
+    /// The edge cache's state of this request.
+    pub cache: super::cache::Flow,
 }
 
 impl RequestCtx {
@@ -129,6 +131,7 @@ impl RequestCtx {
             list_filter: false,
             list_hold: None,
             list_unreadable: false,
+            cache: Default::default(),
         }
     }
 

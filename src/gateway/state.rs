@@ -28,6 +28,8 @@ pub struct Gateway {
     /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
     pub limit_shared: limit::Shared,
     pub metrics: Arc<Metrics>,
+    /// The edge cache's stores (kept across reloads per route, see [`super::cache`]).
+    pub cache: super::cache::CacheSet,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
@@ -116,6 +118,12 @@ impl Gateway {
                     .set(pool.health.usable(i) as i64);
             }
         }
+        let cache = super::cache::CacheSet::build(
+            &config,
+            &table,
+            &metrics.registry,
+            previous.map(|p| (&p.cache, &p.config, &p.table)),
+        )?;
         let upstream_metrics = pools
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
@@ -135,6 +143,7 @@ impl Gateway {
             limits,
             limit_shared,
             metrics,
+            cache,
             upstream_header,
             upstream_metrics,
             peers,

@@ -13,7 +13,10 @@
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
 //! - [`sse`]: reading a `text/event-stream` answer (an incremental parser).
+//! - [`caching`]: `ttlMs`/`cacheScope`, the cacheable methods, invalidating notifications,
+//!   `x-mcp-header` value comparison.
 
+pub mod caching;
 pub mod check;
 pub mod envelope;
 pub mod error;

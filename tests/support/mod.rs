@@ -6,6 +6,9 @@
 #[allow(unused_imports)] // each test crate uses a different subset
 pub use crate::common::{post, raw, read_reply, Reply};
 
+pub mod cache;
+pub mod scripted;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;

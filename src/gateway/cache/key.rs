@@ -1,0 +1,204 @@
+//! Cache keys: what of a request decides its result.
+//!
+//! A key is a SHA-256 over the pool, the method, the `MCP-Protocol-Version` header and the
+//! request's `params` in a canonical form (object keys sorted, no whitespace), with the
+//! `_meta` keys that never change a result left out (client identity, progress, trace
+//! context; see [`crate::mcp::caching::META_KEYS_NOT_AFFECTING_RESULTS`]). Everything else in
+//! `params` counts: `uri`, `cursor`, prompt/resource arguments, the protocol version and client
+//! capabilities in `_meta`, and keys this gateway does not know. A `private` result is stored
+//! under the key extended with a hash of the caller's credential ([`caller_context`]).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::mcp::caching::META_KEYS_NOT_AFFECTING_RESULTS;
+
+/// A cache key (a SHA-256).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key(pub [u8; 32]);
+
+impl Key {
+    /// This key narrowed to one authorization context (for `private` results).
+    pub fn private(&self, caller: &Caller) -> Key {
+        let mut h = Sha256::new();
+        h.update(b"private\0");
+        h.update(self.0);
+        h.update(caller.0);
+        Key(h.finalize().into())
+    }
+}
+
+/// A hash of the caller's authorization context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller(pub [u8; 32]);
+
+/// The caller's authorization context: today a hash of the `Authorization` header. When the
+/// gateway verifies tokens (the auth stage), this is where the verified principal goes instead
+/// (its subject and the scopes the result may depend on). `None`: the caller presented no
+/// credential, and `private` results are then neither stored nor served.
+pub fn caller_context(headers: &http::HeaderMap) -> Option<Caller> {
+    let v = headers.get(http::header::AUTHORIZATION)?;
+    let mut h = Sha256::new();
+    h.update(b"authorization\0");
+    h.update(v.as_bytes());
+    Some(Caller(h.finalize().into()))
+}
+
+/// What the cache needs to know about a cacheable request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub key: Key,
+    /// `params.cursor` was present (a later page of a list).
+    pub has_cursor: bool,
+    /// `params.uri`, for `resources/read`.
+    pub uri: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Body {
+    #[serde(default)]
+    params: Option<Map<String, Value>>,
+}
+
+/// The key of a request body already checked by the envelope, or `None` when it must not be
+/// answered from a cache (it carries `inputResponses` or `requestState`, or its `params` is not
+/// an object).
+pub fn of_request(pool: &str, method: &str, version: &str, body: &[u8]) -> Option<Request> {
+    let Body { params } = serde_json::from_slice(body).ok()?;
+    let mut params = params.unwrap_or_default();
+    if params.contains_key("inputResponses") || params.contains_key("requestState") {
+        return None;
+    }
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        for k in META_KEYS_NOT_AFFECTING_RESULTS {
+            meta.remove(k);
+        }
+    }
+    let mut h = Sha256::new();
+    for part in [pool, method, version] {
+        h.update(part.len().to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let has_cursor = params.contains_key("cursor");
+    let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
+    let mut canon = Vec::with_capacity(body.len());
+    canonical(&Value::Object(params), &mut canon);
+    h.update(&canon);
+    Some(Request {
+        key: Key(h.finalize().into()),
+        has_cursor,
+        uri,
+    })
+}
+
+/// JSON with object keys sorted and no whitespace, so that equal params give equal bytes
+/// whatever order or spacing the client wrote them in.
+fn canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // Serialising a string cannot fail.
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.push(b':');
+                canonical(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(x, out);
+            }
+            out.push(b']');
+        }
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V: &str = "2026-07-28";
+
+    fn key(pool: &str, method: &str, body: &str) -> Option<Request> {
+        of_request(pool, method, V, body.as_bytes())
+    }
+
+    #[test]
+    fn id_order_spacing_and_client_identity_do_not_change_the_key() {
+        let a = key("p", "tools/list", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"a"},"progressToken":7}}}"#).unwrap();
+        let b = key("p", "tools/list", r#"{ "id":"x", "params" : {"_meta":{"traceparent":"00-ab","io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"method":"tools/list","jsonrpc":"2.0"}"#).unwrap();
+        assert_eq!(a.key, b.key);
+    }
+
+    #[test]
+    fn params_that_change_the_result_change_the_key() {
+        let base =
+            r#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let k0 = key("p", "tools/list", base).unwrap().key;
+        let cursor = key("p", "tools/list", r#"{"params":{"cursor":"2","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#).unwrap();
+        assert!(cursor.has_cursor);
+        assert_ne!(k0, cursor.key);
+        assert_ne!(k0, key("q", "tools/list", base).unwrap().key, "pool");
+        assert_ne!(k0, key("p", "prompts/list", base).unwrap().key, "method");
+        assert_ne!(
+            k0,
+            of_request("p", "tools/list", "2027-01-01", base.as_bytes())
+                .unwrap()
+                .key,
+            "version"
+        );
+        let caps = r#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"x":{}}}}}"#;
+        assert_ne!(
+            k0,
+            key("p", "tools/list", caps).unwrap().key,
+            "capabilities"
+        );
+        let a = key("p", "resources/read", r#"{"params":{"uri":"file:///a"}}"#).unwrap();
+        let b = key("p", "resources/read", r#"{"params":{"uri":"file:///b"}}"#).unwrap();
+        assert_ne!(a.key, b.key);
+        assert_eq!(a.uri.as_deref(), Some("file:///a"));
+    }
+
+    #[test]
+    fn retry_legs_have_no_key() {
+        assert!(key(
+            "p",
+            "resources/read",
+            r#"{"params":{"uri":"u","requestState":"s"}}"#
+        )
+        .is_none());
+        assert!(key(
+            "p",
+            "resources/read",
+            r#"{"params":{"uri":"u","inputResponses":{}}}"#
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn private_keys_differ_per_caller() {
+        let k = key("p", "tools/list", "{}").unwrap().key;
+        let mut h = http::HeaderMap::new();
+        h.insert("authorization", "Bearer a".parse().unwrap());
+        let a = caller_context(&h).unwrap();
+        h.insert("authorization", "Bearer b".parse().unwrap());
+        let b = caller_context(&h).unwrap();
+        assert_ne!(k.private(&a), k.private(&b));
+        assert_ne!(k.private(&a), k);
+        assert!(caller_context(&http::HeaderMap::new()).is_none());
+    }
+}
