@@ -13,6 +13,11 @@ use std::time::Duration;
 
 use crate::gateway::route::Pattern;
 
+pub mod concurrency;
+pub mod flows;
+pub use concurrency::ConcurrencyLimitConfig;
+pub use flows::{FlowsConfig, TracingConfig};
+
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +73,15 @@ pub struct Config {
     /// Which browser origins may call the gateway (DNS-rebinding protection, spec §Security).
     #[serde(default)]
     pub origins: OriginsConfig,
+    /// Requests in flight at once per route or tool; past it 503 (see `config::concurrency`).
+    #[serde(default)]
+    pub concurrency_limits: Vec<ConcurrencyLimitConfig>,
+    /// MRTR flow tracking (see `config::flows`).
+    #[serde(default)]
+    pub flows: FlowsConfig,
+    /// OpenTelemetry span export, off by default (see `config::flows`).
+    #[serde(default)]
+    pub tracing: TracingConfig,
 }
 
 /// A request that carries `Origin` must name an allowed one, or it gets 403. Requests without
@@ -901,6 +915,8 @@ impl Config {
                 ));
             }
         }
+        concurrency::validate(&self.concurrency_limits, &route_names, text, file)?;
+        flows::validate(&self.flows, &self.tracing, text, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),

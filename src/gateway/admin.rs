@@ -43,7 +43,10 @@ impl ServeHttp for AdminApp {
                     text(503, "text/plain", msg)
                 }
             }
-            "/metrics" => text(200, "text/plain; version=0.0.4", gw.metrics.render()),
+            "/metrics" => {
+                gw.sweep_flows();
+                text(200, "text/plain; version=0.0.4", gw.metrics.render())
+            }
             "/-/reload" if post => match self.live.reload_from_file() {
                 Ok(()) => text(200, "text/plain", "reloaded\n".into()),
                 Err(e) => {

@@ -88,6 +88,7 @@ pub fn code_label(code: Option<i32>) -> &'static str {
         Some(codes::GATEWAY_UPSTREAM_TIMEOUT) => "-31004",
         Some(codes::GATEWAY_REQUEST_INCOMPLETE) => "-31005",
         Some(codes::GATEWAY_UPSTREAM_FAILED) => "-31006",
+        Some(codes::GATEWAY_OVERLOADED) => "-31007",
         Some(_) => OTHER,
     }
 }
@@ -197,6 +198,10 @@ pub struct Metrics {
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
     pub input_required: IntCounterVec,
+    /// MRTR flow metrics ([`super::flows`]).
+    pub flows: super::flows::FlowMetrics,
+    /// Concurrency-limit metrics ([`super::concurrency`]).
+    pub concurrency: super::concurrency::ConcurrencyMetrics,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -275,6 +280,8 @@ impl Metrics {
             rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
+            flows: super::flows::FlowMetrics::register(&registry)?,
+            concurrency: super::concurrency::ConcurrencyMetrics::register(&registry)?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             checked: Lazy::default(),
             skipped: Lazy::default(),

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::mcp::scan::InputRequiredScanner;
+use crate::mcp::result_scan::ResultScanner;
 use crate::mcp::Envelope;
 
 use super::answer::Refusal;
@@ -81,8 +81,12 @@ pub struct RequestCtx {
     pub answer: Option<Refusal>,
     /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
     pub extra_headers: Vec<(&'static str, String)>,
-    /// Spots `input_required` in a JSON response as it streams past.
-    pub scanner: Option<InputRequiredScanner>,
+    /// Reads what a JSON or SSE response says about its MRTR flow as it streams past.
+    pub scanner: Option<ResultScanner>,
+    /// The slots of the concurrency limits this request holds (released when it is dropped).
+    pub held: Option<super::concurrency::Held>,
+    /// The request's trace ids, when tracing is on.
+    pub trace: Option<super::trace::TraceLeg>,
 }
 
 impl RequestCtx {
@@ -103,6 +107,8 @@ impl RequestCtx {
             answer: None,
             extra_headers: Vec::new(),
             scanner: None,
+            held: None,
+            trace: None,
         }
     }
 

@@ -12,10 +12,13 @@ use std::time::Duration;
 use crate::config::Config;
 
 use super::balance::Pool;
+use super::concurrency::{self, ConcurrencyLimit};
+use super::flows::FlowStore;
 use super::health;
 use super::limit::{Limit, LimitInput, Verdict};
 use super::observe::{Metrics, UpstreamMetrics};
 use super::route::RouteTable;
+use super::trace::Tracing;
 
 /// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
 pub struct Gateway {
@@ -25,6 +28,12 @@ pub struct Gateway {
     pub pools: Vec<Pool>,
     pub limits: Vec<Arc<Limit>>,
     pub metrics: Arc<Metrics>,
+    /// Concurrency limits, in config order ([`concurrency`]).
+    pub concurrency: Vec<Arc<ConcurrencyLimit>>,
+    /// The MRTR flows followed (`None` with `flows.enabled: false`), per replica.
+    pub flows: Option<Arc<FlowStore>>,
+    /// The span exporter (`None`, the default, when tracing is off).
+    pub tracing: Option<Arc<Tracing>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
@@ -80,6 +89,24 @@ impl Gateway {
                     .set(pool.health.usable(i) as i64);
             }
         }
+        let concurrency = concurrency::build(
+            &config.concurrency_limits,
+            previous.map_or(&[][..], |p| &p.concurrency[..]),
+            &metrics.concurrency,
+        );
+        // Flows and the exporter outlive a reload whose settings for them did not change.
+        let flows = match previous {
+            Some(p) if p.config.flows == config.flows => p.flows.clone(),
+            _ => config
+                .flows
+                .enabled
+                .then(|| Arc::new(FlowStore::new(&config.flows))),
+        };
+        let tracing = match previous {
+            Some(p) if p.config.tracing == config.tracing => p.tracing.clone(),
+            _ if config.tracing.enabled => Some(Arc::new(Tracing::new(&config.tracing)?)),
+            _ => None,
+        };
         let upstream_metrics = pools
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
@@ -90,6 +117,9 @@ impl Gateway {
             pools,
             limits,
             metrics,
+            concurrency,
+            flows,
+            tracing,
             upstream_header,
             upstream_metrics,
         })
@@ -131,6 +161,13 @@ impl Gateway {
             .upstream_up
             .with_label_values(&[&p.name, inst])
             .set(p.health.usable(i) as i64);
+    }
+
+    /// Count the flows whose next leg did not come in time as abandoned (before a scrape).
+    pub fn sweep_flows(&self) {
+        if let Some(f) = &self.flows {
+            f.sweep(std::time::Instant::now(), &self.metrics.flows);
+        }
     }
 
     /// The first limit that refuses this request, counting every decision.

@@ -70,6 +70,11 @@ pub struct Envelope {
     pub has_request_state: bool,
     /// `params.inputResponses` is present.
     pub has_input_responses: bool,
+    /// The [digest](super::digest) of `params.requestState` when it is a string.
+    pub request_state_digest: Option<u64>,
+    /// `params._meta.traceparent` / `tracestate` when strings (W3C trace context).
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 impl Envelope {
@@ -145,6 +150,9 @@ impl PartialEq for Envelope {
             && self.has_client_capabilities == o.has_client_capabilities
             && self.has_request_state == o.has_request_state
             && self.has_input_responses == o.has_input_responses
+            && self.request_state_digest == o.request_state_digest
+            && self.traceparent == o.traceparent
+            && self.tracestate == o.tracestate
     }
 }
 
@@ -297,10 +305,11 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Params, "requestState") => {
                     st.env.has_request_state = true;
-                    map.next_value_seed(Walk {
+                    let state = map.next_value_seed(MaybeString {
                         faults: &mut st.faults,
                         depth,
                     })?;
+                    st.env.request_state_digest = state.as_deref().map(super::digest::state_digest);
                 }
                 (Level::Params, "inputResponses") => {
                     st.env.has_input_responses = true;
@@ -311,6 +320,18 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Meta, meta::PROTOCOL_VERSION) => {
                     st.env.protocol_version = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
+                    })?
+                }
+                (Level::Meta, meta::TRACEPARENT) => {
+                    st.env.traceparent = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
+                    })?
+                }
+                (Level::Meta, meta::TRACESTATE) => {
+                    st.env.tracestate = map.next_value_seed(MaybeString {
                         faults: &mut st.faults,
                         depth,
                     })?

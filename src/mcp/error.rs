@@ -34,6 +34,8 @@ pub mod codes {
     pub const GATEWAY_REQUEST_INCOMPLETE: i32 = -31005;
     /// Gateway: the upstream failed after the request was delivered; it is not re-sent.
     pub const GATEWAY_UPSTREAM_FAILED: i32 = -31006;
+    /// Gateway: a concurrency limit is full (load shedding); retry after `Retry-After`.
+    pub const GATEWAY_OVERLOADED: i32 = -31007;
 }
 
 /// Serialize a JSON-RPC error response. `id` is the raw JSON of the request id when it could be
@@ -167,6 +169,7 @@ mod tests {
             codes::GATEWAY_UPSTREAM_TIMEOUT,
             codes::GATEWAY_REQUEST_INCOMPLETE,
             codes::GATEWAY_UPSTREAM_FAILED,
+            codes::GATEWAY_OVERLOADED,
         ] {
             assert!(!(-32768..=-32000).contains(&c), "{c}");
         }

@@ -12,12 +12,17 @@
 //!   depth), also usable on its own.
 //! - [`check`]: headers against the envelope, in the spec's order of precedence.
 //! - [`error`]: error codes and JSON-RPC error bodies.
+//! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
+//!   MRTR flow (result type, state digest), read as it streams past.
 
 pub mod check;
+pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod header;
+mod json_scan;
 pub mod response;
+pub mod result_scan;
 pub mod scan;
 pub mod strict;
 
@@ -41,6 +46,9 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
     pub const PROGRESS_TOKEN: &str = "progressToken";
+    /// W3C trace context carried in `_meta` (OpenTelemetry propagation).
+    pub const TRACEPARENT: &str = "traceparent";
+    pub const TRACESTATE: &str = "tracestate";
     /// mcp-edge's own result `_meta` key: the id of the backend instance that produced a result
     /// (a completed call, or the `input_required` that asked). Not a spec key.
     pub const EDGE_INSTANCE: &str = "io.mcp-edge/instance";
