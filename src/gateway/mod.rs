@@ -307,11 +307,14 @@ impl ProxyHttp for Proxy {
         let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
         let starts = |p: &[u8]| content_type.is_some_and(|v| v.as_bytes().starts_with(p));
         if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
-            if starts(b"application/json") {
-                ctx.scanner = Some(ResultScanner::json());
-            } else if starts(b"text/event-stream") {
-                ctx.scanner = Some(ResultScanner::sse());
-            }
+            // With flows and tracing off, only the input_required metric needs the body.
+            let follow = gw.flows.is_some() || gw.tracing.is_some();
+            ctx.scanner = match (starts(b"application/json"), follow) {
+                (true, true) => Some(ResultScanner::json()),
+                (true, false) => Some(ResultScanner::input_required_only()),
+                (false, true) if starts(b"text/event-stream") => Some(ResultScanner::sse()),
+                _ => None,
+            };
         }
         Ok(())
     }

@@ -34,24 +34,19 @@ pub struct Parent {
 }
 
 /// Parse a `traceparent` value (W3C Trace Context level 1): `00-<32 hex>-<16 hex>-<2 hex>`,
-/// ids not all zero, version `ff` invalid; later versions may append `-…` fields.
+/// lowercase, ids not all zero, version `ff` invalid; later versions may append `-…` fields.
 pub fn parse_traceparent(v: &str) -> Option<Parent> {
-    let v = v.trim();
-    let b = v.as_bytes();
+    let b = v.trim().as_bytes();
     if b.len() < 55 || (b.len() > 55 && (b[..2] == *b"00" || b[55] != b'-')) {
         return None;
     }
-    if b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
+    if b[2] != b'-' || b[35] != b'-' || b[52] != b'-' || b[..2] == *b"ff" {
         return None;
     }
-    let hex = |s: &str| s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
-    let (ver, trace, span, flags) = (&v[..2], &v[3..35], &v[36..52], &v[53..55]);
-    if !(hex(ver) && hex(trace) && hex(span) && hex(flags)) || ver == "ff" {
-        return None;
-    }
-    let trace_id = u128::from_str_radix(trace, 16).ok()?;
-    let span_id = u64::from_str_radix(span, 16).ok()?;
-    let flags = u8::from_str_radix(flags, 16).ok()?;
+    hex_bits(&b[..2])?; // the version: any two hex digits but ff
+    let trace_id = hex_bits(&b[3..35])?;
+    let span_id = hex_bits(&b[36..52])? as u64;
+    let flags = hex_bits(&b[53..55])?;
     (trace_id != 0 && span_id != 0).then_some(Parent {
         trace_id,
         span_id,
@@ -59,12 +54,31 @@ pub fn parse_traceparent(v: &str) -> Option<Parent> {
     })
 }
 
+/// Lowercase hex digits (at most 32) as a number.
+fn hex_bits(s: &[u8]) -> Option<u128> {
+    s.iter().try_fold(0u128, |acc, &c| {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        Some(acc << 4 | u128::from(d))
+    })
+}
+
 /// The `traceparent` naming a span.
 pub fn format_traceparent(trace_id: u128, span_id: u64, sampled: bool) -> String {
-    format!(
-        "00-{trace_id:032x}-{span_id:016x}-{:02x}",
-        u8::from(sampled)
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+    for i in 0..32 {
+        out[3 + i] = HEX[((trace_id >> (124 - 4 * i)) & 0xf) as usize];
+    }
+    for i in 0..16 {
+        out[36 + i] = HEX[((span_id >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out[54] = if sampled { b'1' } else { b'0' };
+    // Only ASCII was written.
+    String::from_utf8(out.to_vec()).expect("ascii")
 }
 
 /// One request's trace identity.

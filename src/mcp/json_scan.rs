@@ -60,8 +60,20 @@ pub(super) struct JsonScan {
 
 impl JsonScan {
     pub(super) fn feed(&mut self, chunk: &[u8]) {
-        for &b in chunk {
-            self.step(b);
+        let mut i = 0;
+        while i < chunk.len() {
+            // Inside a string, plain bytes up to the next quote or backslash pass in one go.
+            if let (Some(kind), 0) = (self.in_string, self.escape) {
+                let rest = &chunk[i..];
+                let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                if n > 0 {
+                    self.plain(kind, &rest[..n]);
+                    i += n;
+                    continue;
+                }
+            }
+            self.step(chunk[i]);
+            i += 1;
         }
     }
 
@@ -230,6 +242,30 @@ impl JsonScan {
         match kind {
             Str::State => self.bad_state = true,
             _ => self.overflow = true,
+        }
+    }
+
+    /// Unescaped string bytes (no quote, no backslash).
+    fn plain(&mut self, kind: Str, bytes: &[u8]) {
+        if self.high_surrogate.take().is_some() {
+            self.bad(kind);
+        }
+        match kind {
+            Str::Ignored => {}
+            Str::State => {
+                if let Some(h) = self.hasher.as_mut() {
+                    h.write(bytes);
+                }
+            }
+            Str::Key | Str::ResultType => {
+                let room = self.buf.len() - self.len;
+                if bytes.len() > room {
+                    self.overflow = true;
+                } else {
+                    self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+                    self.len += bytes.len();
+                }
+            }
         }
     }
 

@@ -43,12 +43,24 @@ pub struct ResultScanner {
     sse: Option<SseLines>,
     verdict: Verdict,
     scanned: usize,
+    /// Only `input_required` is looked for, the old way (flows and tracing off).
+    light: Option<super::scan::InputRequiredScanner>,
 }
 
 impl ResultScanner {
     /// A scanner for a `application/json` body.
     pub fn json() -> Self {
         Self::default()
+    }
+
+    /// A JSON scanner that only spots `input_required` (for its metric), at the cost of the
+    /// scanner that came before this one; the verdict has no state digest and never says
+    /// complete or error.
+    pub fn input_required_only() -> Self {
+        ResultScanner {
+            light: Some(Default::default()),
+            ..Self::default()
+        }
     }
 
     /// A scanner for a `text/event-stream` body.
@@ -60,6 +72,12 @@ impl ResultScanner {
     }
 
     pub fn feed(&mut self, chunk: &[u8]) {
+        if let Some(light) = self.light.as_mut() {
+            if !light.found() {
+                light.feed(chunk);
+            }
+            return;
+        }
         if self.scanned >= SCAN_LIMIT || self.done() {
             return;
         }
@@ -69,7 +87,21 @@ impl ResultScanner {
             self.json.feed(chunk);
             return;
         };
-        for &b in chunk {
+        let mut i = 0;
+        while i < chunk.len() {
+            if sse.in_data_body() {
+                // The rest of a data line goes to the JSON reader in one piece.
+                let rest = &chunk[i..];
+                let n = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                if n > 0 {
+                    self.json.feed(&rest[..n]);
+                    sse.col += n;
+                    i += n;
+                    continue;
+                }
+            }
+            let b = chunk[i];
+            i += 1;
             match sse.step(b) {
                 SseByte::Data(d) => self.json.step(d),
                 SseByte::Skip => {}
@@ -86,6 +118,16 @@ impl ResultScanner {
     /// The verdict so far (for SSE, the last complete event that was a response; for JSON, the
     /// body read so far).
     pub fn verdict(&self) -> Verdict {
+        if let Some(light) = &self.light {
+            return Verdict {
+                kind: if light.found() {
+                    ResultKind::InputRequired
+                } else {
+                    ResultKind::Unknown
+                },
+                state_digest: None,
+            };
+        }
         match self.sse {
             Some(_) => {
                 let pending = self.json.verdict();
@@ -135,6 +177,11 @@ struct SseLines {
 const DATA: &[u8] = b"data:";
 
 impl SseLines {
+    /// Past `data:` and its optional space: the bytes up to the line's end are data.
+    fn in_data_body(&self) -> bool {
+        self.data && self.col > DATA.len()
+    }
+
     fn step(&mut self, b: u8) -> SseByte {
         if b == b'\r' {
             return SseByte::Skip;
@@ -241,6 +288,10 @@ mod tests {
             }
         );
         assert!(!ResultScanner::json().found());
+        let mut light = ResultScanner::input_required_only();
+        light.feed(br#"{"result":{"resultType":"input_required","requestState":"s"}}"#);
+        assert!(light.found());
+        assert_eq!(light.verdict().state_digest, None);
     }
 
     #[test]
