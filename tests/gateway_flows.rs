@@ -265,3 +265,119 @@ fn a_flood_of_distinct_states_never_grows_the_store_past_its_bound() {
         (n - 50) as f64
     );
 }
+
+/// An upstream answering every request as an SSE stream: a progress notification, then the
+/// response (input_required with a state until a request carries one, then complete).
+fn sse_upstream(requests: usize) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        for _ in 0..requests {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 65536];
+            // Read the head and the Content-Length body.
+            loop {
+                let n = s.read(&mut buf).unwrap();
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap();
+                    if body.len() >= len || n == 0 {
+                        break;
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&got);
+            let result = if text.contains("\"requestState\"") {
+                r#"{"resultType":"complete","content":[{"type":"text","text":"done"}]}"#
+            } else {
+                r#"{"resultType":"input_required","inputRequests":{},"requestState":"sse-state-1"}"#
+            };
+            let events = format!(
+                "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":1}}}}\n\nevent: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}\n\n"
+            );
+            let (a, b) = events.split_at(events.len() / 2);
+            write!(s, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{a}\r\n", a.len()).unwrap();
+            s.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            write!(s, "{:x}\r\n{b}\r\n0\r\n\r\n", b.len()).unwrap();
+        }
+    });
+    (addr, t)
+}
+
+#[test]
+fn flows_are_followed_through_sse_responses() {
+    let (addr, t) = sse_upstream(2);
+    // One accept per request: no health checks, they would take the accepts.
+    let cfg = config(
+        &[(
+            "sse",
+            &[addr],
+            "balance: round_robin\n    health: {check: off}",
+        )],
+        "default_route: {pool: sse}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let r1 = mcp_call(
+        gw.mcp_addr,
+        1,
+        "streamer",
+        json!({}),
+        elicit(),
+        None,
+        json!({}),
+    );
+    assert_eq!(r1.status, 200);
+    assert_eq!(
+        r1.sse_messages().last().unwrap()["result"]["resultType"],
+        "input_required"
+    );
+    let r2 = mcp_call(
+        gw.mcp_addr,
+        2,
+        "streamer",
+        json!({}),
+        elicit(),
+        None,
+        json!({"requestState": "sse-state-1", "inputResponses": {}}),
+    );
+    assert_eq!(
+        r2.sse_messages().last().unwrap()["result"]["resultType"],
+        "complete"
+    );
+    t.join().unwrap();
+    let m = settled(&gw, 2.0);
+    assert_eq!(
+        sample(
+            &m,
+            "mcp_edge_mrtr_flows_total",
+            &["name=\"streamer\"", "outcome=\"completed\""]
+        ),
+        1.0,
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "mcp_edge_mrtr_flow_rounds_sum", &["name=\"streamer\""]),
+        2.0
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "mcp_edge_mrtr_input_required_total",
+            &["name=\"streamer\""]
+        ),
+        1.0,
+        "SSE input_required counted"
+    );
+}
