@@ -73,3 +73,29 @@ fn leg(ctx: &RequestCtx, status: u16, verdict: Verdict, request_state: Option<u6
         span: ctx.trace.as_ref().map(|t| t.span_ref()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::gateway::Gateway;
+    use std::sync::Arc;
+
+    fn cfg(timeout: &str) -> Config {
+        let y = format!("pools:\n  d: {{instances: [127.0.0.1:1], health: {{check: off}}}}\nflows: {{timeout: {timeout}}}\nconcurrency_limits:\n  - {{name: c, max_in_flight: 2}}\n");
+        Config::parse(&y, "t").unwrap()
+    }
+
+    #[test]
+    fn a_reload_keeps_flows_and_slots_whose_settings_did_not_change() {
+        let g1 = Gateway::new(cfg("1m"), None).unwrap();
+        let g2 = Gateway::new(cfg("1m"), Some(&g1)).unwrap();
+        let same = |a: &Gateway, b: &Gateway| {
+            Arc::ptr_eq(a.flows.as_ref().unwrap(), b.flows.as_ref().unwrap())
+        };
+        assert!(same(&g1, &g2));
+        assert!(Arc::ptr_eq(&g1.concurrency[0], &g2.concurrency[0]));
+        let g3 = Gateway::new(cfg("2m"), Some(&g2)).unwrap();
+        assert!(!same(&g2, &g3), "a new timeout starts a new store");
+        assert!(g3.tracing.is_none());
+    }
+}
