@@ -136,6 +136,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
             ] {
                 println!("{label:<28} {}", sum(&metrics, name, filter));
             }
+            flows_side_by_side(&metrics, &json);
         }
     }
     gateway.shutdown();
@@ -178,4 +179,73 @@ fn sum(text: &str, name: &str, filter: &str) -> u64 {
         .filter(|l| l.split(['{', ' ']).next() == Some(name) && l.contains(filter))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
+}
+
+/// The load tester's truth about its multi-round flows beside what the gateway followed.
+fn flows_side_by_side(metrics: &str, report: &std::path::Path) {
+    let lt: serde_json::Value = std::fs::read(report)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let flows = &lt["flows"];
+    // Flows of two legs or more: the gateway follows a flow from its first input_required.
+    let (mut multi, mut legs) = (0u64, 0u64);
+    if let Some(by_legs) = flows["by_legs"].as_object() {
+        for (k, v) in by_legs {
+            let (k, v) = (k.parse::<u64>().unwrap_or(0), v.as_u64().unwrap_or(0));
+            if k >= 2 {
+                multi += v;
+                legs += k * v;
+            }
+        }
+    }
+    let per = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}", a / b)
+        } else {
+            "-".into()
+        }
+    };
+    let f = |name: &str, filter: &str| sum_f(metrics, name, filter);
+    let gw_done = f("mcp_edge_mrtr_flows_total", "outcome=\"completed\"");
+    println!("\nMRTR flows                   load tester   gateway");
+    println!("  multi-round completed      {multi:<13} {gw_done}");
+    println!(
+        "  rounds per completed flow  {:<13} {}",
+        per(legs as f64, multi as f64),
+        per(
+            f("mcp_edge_mrtr_flow_rounds_sum", ""),
+            f("mcp_edge_mrtr_flow_rounds_count", "")
+        )
+    );
+    println!(
+        "  abandoned                  {:<13} {} (+{} still waiting; counted after flows.timeout)",
+        flows["abandoned"]
+            .as_u64()
+            .map_or("-".into(), |n| n.to_string()),
+        f("mcp_edge_mrtr_flows_total", "outcome=\"abandoned\""),
+        f("mcp_edge_mrtr_flows_tracked", "")
+    );
+    println!(
+        "  failed                     {:<13} {}",
+        flows["failed"]
+            .as_u64()
+            .map_or("-".into(), |n| n.to_string()),
+        f("mcp_edge_mrtr_flows_total", "outcome=\"failed\"")
+    );
+    println!(
+        "  mean flow duration (s)     {:<13} {}",
+        "",
+        per(
+            f("mcp_edge_mrtr_flow_duration_seconds_sum", ""),
+            f("mcp_edge_mrtr_flow_duration_seconds_count", "")
+        )
+    );
+}
+
+fn sum_f(text: &str, name: &str, filter: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.split(['{', ' ']).next() == Some(name) && l.contains(filter))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, |a, b| a + b)
 }

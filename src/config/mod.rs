@@ -20,6 +20,10 @@ mod auth_keys;
 pub mod cache;
 pub mod tls;
 pub use cache::CacheConfig;
+pub mod concurrency;
+pub mod flows;
+pub use concurrency::ConcurrencyLimitConfig;
+pub use flows::{FlowsConfig, TracingConfig};
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize)]
@@ -86,6 +90,15 @@ pub struct Config {
     /// OAuth 2.1 resource server at the edge (see [`auth::AuthConfig`]); absent = no auth.
     #[serde(default)]
     pub auth: Option<auth::AuthConfig>,
+    /// Requests in flight at once per route or tool; past it 503 (see `config::concurrency`).
+    #[serde(default)]
+    pub concurrency_limits: Vec<ConcurrencyLimitConfig>,
+    /// MRTR flow tracking (see `config::flows`).
+    #[serde(default)]
+    pub flows: FlowsConfig,
+    /// OpenTelemetry span export, off by default (see `config::flows`).
+    #[serde(default)]
+    pub tracing: TracingConfig,
 }
 
 fn d_dns_refresh() -> Duration {
@@ -1056,6 +1069,8 @@ impl Config {
                 err(line_of(text, leaf, ""), format!("{key}: {msg}"))
             })?;
         self.validate_auth(text, file)?;
+        concurrency::validate(&self.concurrency_limits, &route_names, text, file)?;
+        flows::validate(&self.flows, &self.tracing, text, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),

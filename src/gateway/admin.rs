@@ -44,7 +44,10 @@ impl ServeHttp for AdminApp {
                     text(503, "text/plain", msg)
                 }
             }
-            "/metrics" => text(200, "text/plain; version=0.0.4", gw.metrics.render()),
+            "/metrics" => {
+                gw.sweep_flows();
+                text(200, "text/plain; version=0.0.4", gw.metrics.render())
+            }
             "/-/cache/purge" if post => {
                 let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
                 text(status, "text/plain", msg)

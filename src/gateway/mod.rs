@@ -32,7 +32,11 @@ mod auth_stage;
 pub mod balance;
 pub mod cache;
 pub mod client_hello;
+pub mod concurrency;
 pub mod dns;
+pub mod flow_metrics;
+pub mod flows;
+pub mod follow;
 pub mod forward;
 pub mod health;
 pub mod inspect;
@@ -45,6 +49,7 @@ pub mod route;
 pub mod server;
 pub mod state;
 pub mod tls;
+pub mod trace;
 pub mod upstream_tls;
 pub mod validate;
 
@@ -60,7 +65,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::mcp::methods::name_field;
-use crate::mcp::scan::InputRequiredScanner;
+use crate::mcp::result_scan::ResultScanner;
 use crate::mcp::Rejection;
 use answer::{refused_error, respond, too_large};
 use inspect::BodyHold;
@@ -153,6 +158,23 @@ impl ProxyHttp for Proxy {
             }
         }
 
+        // 3b. Concurrency: take a slot of every limit covering the request, or shed it (503).
+        if !gw.concurrency.is_empty() {
+            let input = concurrency::ConcurrencyInput {
+                route: &route.name,
+                method: ctx.method.as_deref(),
+                name: ctx.name.as_deref(),
+            };
+            match concurrency::admit(&gw.concurrency, &gw.metrics.concurrency, &input).await {
+                Ok(slots) => ctx.slots = Some(slots),
+                Err(shed) => {
+                    let (rej, retry_after) = concurrency::refusal(&shed);
+                    ctx.extra_headers.push(("retry-after", retry_after));
+                    return refuse_with_id(session, ctx, rej).await;
+                }
+            }
+        }
+
         // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
         invite_body(session, ctx).await?;
 
@@ -213,13 +235,27 @@ impl ProxyHttp for Proxy {
     /// Forward: the request as the client sent it, minus hop-by-hop headers.
     async fn upstream_request_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         upstream: &mut pingora::http::RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
         auth_stage::upstream_headers(ctx, upstream)?;
         for name in forward::hop_by_hop_names(&upstream.headers) {
             upstream.remove_header(name.as_str());
+        }
+        // Trace: the request's ids are chosen here, and the upstream is told its parent span.
+        if let Some(tracing) = &ctx.gw.tracing {
+            let ratio = tracing.config.sample_ratio;
+            let headers = &session.req_header().headers;
+            let leg = ctx.trace.get_or_insert_with(|| {
+                trace::begin_request(headers, ctx.progress.envelope(), ratio)
+            });
+            if tracing.config.propagate {
+                upstream.insert_header(crate::mcp::header::TRACEPARENT, leg.traceparent())?;
+                if let Some(ts) = &leg.tracestate {
+                    upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
+                }
+            }
         }
         Ok(())
     }
@@ -280,12 +316,17 @@ impl ProxyHttp for Proxy {
             let status = upstream_response.status.as_u16();
             gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
         }
-        let json = upstream_response
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-        if json && name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
-            ctx.scanner = Some(InputRequiredScanner::default());
+        let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
+        let starts = |p: &[u8]| content_type.is_some_and(|v| v.as_bytes().starts_with(p));
+        if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
+            // With flows and tracing off, only the input_required metric needs the body.
+            let follow = gw.flows.is_some() || gw.tracing.is_some();
+            ctx.scanner = match (starts(b"application/json"), follow) {
+                (true, true) => Some(ResultScanner::json()),
+                (true, false) => Some(ResultScanner::input_required_only()),
+                (false, true) if starts(b"text/event-stream") => Some(ResultScanner::sse()),
+                _ => None,
+            };
         }
         auth_stage::on_response_header(ctx, upstream_response);
         // The edge cache: collect a cacheable response, watch streams for invalidations.
@@ -301,9 +342,7 @@ impl ProxyHttp for Proxy {
     ) -> Result<Option<Duration>> {
         auth_stage::on_response_body(ctx, body, end_of_stream);
         if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
-            if !scanner.found() {
-                scanner.feed(chunk);
-            }
+            scanner.feed(chunk);
         }
         cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
         Ok(None)
@@ -422,6 +461,21 @@ impl ProxyHttp for Proxy {
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
         ctx.release_instance();
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        // Flows and spans: the leg's round, its flow's end, its span (nothing when both are off).
+        if ctx.trace.is_none() {
+            if let Some(tracing) = &ctx.gw.tracing {
+                // Answered before any upstream: the ids are chosen now.
+                let headers = &session.req_header().headers;
+                let ratio = tracing.config.sample_ratio;
+                ctx.trace = Some(trace::begin_request(
+                    headers,
+                    ctx.progress.envelope(),
+                    ratio,
+                ));
+            }
+        }
+        follow::finished(ctx, status);
+        ctx.slots = None;
         let outcome = observe::Outcome::of(ctx, status, session.body_bytes_sent());
         ctx.gw.metrics.record(&outcome);
         observe::access_log(&outcome);

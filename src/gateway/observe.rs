@@ -87,6 +87,10 @@ pub struct Metrics {
     pub task_routing: IntCounterVec,
     /// The auth stage's metrics (`auth_*`).
     pub auth: Arc<crate::auth::metrics::AuthMetrics>,
+    /// MRTR flow metrics ([`super::flows`]).
+    pub flows: super::flows::FlowMetrics,
+    /// Concurrency-limit metrics ([`super::concurrency`]).
+    pub concurrency: super::concurrency::ConcurrencyMetrics,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -166,6 +170,8 @@ impl Metrics {
             retry_legs: counter("mrtr_retry_legs_total", "MRTR retry legs (requests carrying requestState or inputResponses).", &["method", "name"])?,
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
             task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
+            flows: super::flows::FlowMetrics::register(&registry)?,
+            concurrency: super::concurrency::ConcurrencyMetrics::register(&registry)?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),

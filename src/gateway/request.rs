@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::mcp::scan::InputRequiredScanner;
+use crate::mcp::result_scan::ResultScanner;
 use crate::mcp::Envelope;
 
 use super::answer::Refusal;
@@ -93,8 +93,12 @@ pub struct RequestCtx {
     pub answer: Option<Refusal>,
     /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
     pub extra_headers: Vec<(&'static str, String)>,
-    /// Spots `input_required` in a JSON response as it streams past.
-    pub scanner: Option<InputRequiredScanner>,
+    /// Reads what a JSON or SSE response says about its MRTR flow as it streams past.
+    pub scanner: Option<ResultScanner>,
+    /// The slots of the concurrency limits this request holds (released when it is dropped).
+    pub slots: Option<super::concurrency::Held>,
+    /// The request's trace ids, when tracing is on.
+    pub trace: Option<super::trace::TraceLeg>,
     /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
     pub identity: Option<Arc<crate::auth::Identity>>,
     /// Whether this request's list result is filtered for the caller (auth rules).
@@ -132,6 +136,8 @@ impl RequestCtx {
             list_hold: None,
             list_unreadable: false,
             cache: Default::default(),
+            slots: None,
+            trace: None,
         }
     }
 

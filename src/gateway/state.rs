@@ -13,10 +13,13 @@ use std::time::Duration;
 use crate::config::Config;
 
 use super::balance::Pool;
+use super::concurrency::{self, ConcurrencyLimit};
+use super::flows::FlowStore;
 use super::health;
 use super::limit::{self, Limit, LimitInput, Verdict};
 use super::observe::{Metrics, UpstreamMetrics};
 use super::route::RouteTable;
+use super::trace::Tracing;
 
 /// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
 pub struct Gateway {
@@ -30,6 +33,12 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     /// The edge cache's stores (kept across reloads per route, see [`super::cache`]).
     pub cache: super::cache::CacheSet,
+    /// Concurrency limits, in config order ([`concurrency`]).
+    pub concurrency: Vec<Arc<ConcurrencyLimit>>,
+    /// The MRTR flows followed (`None` with `flows.enabled: false`), per replica.
+    pub flows: Option<Arc<FlowStore>>,
+    /// The span exporter (`None`, the default, when tracing is off).
+    pub tracing: Option<Arc<Tracing>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
@@ -124,6 +133,24 @@ impl Gateway {
             &metrics.registry,
             previous.map(|p| (&p.cache, &p.config, &p.table)),
         )?;
+        let concurrency = concurrency::build(
+            &config.concurrency_limits,
+            previous.map_or(&[][..], |p| &p.concurrency[..]),
+            &metrics.concurrency,
+        );
+        // Flows and the exporter outlive a reload whose settings for them did not change.
+        let flows = match previous {
+            Some(p) if p.config.flows == config.flows => p.flows.clone(),
+            _ => config
+                .flows
+                .enabled
+                .then(|| Arc::new(FlowStore::new(&config.flows))),
+        };
+        let tracing = match previous {
+            Some(p) if p.config.tracing == config.tracing => p.tracing.clone(),
+            _ if config.tracing.enabled => Some(Arc::new(Tracing::new(&config.tracing)?)),
+            _ => None,
+        };
         let upstream_metrics = pools
             .iter()
             .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
@@ -144,6 +171,9 @@ impl Gateway {
             limit_shared,
             metrics,
             cache,
+            concurrency,
+            flows,
+            tracing,
             upstream_header,
             upstream_metrics,
             peers,
@@ -186,6 +216,13 @@ impl Gateway {
             .upstream_up
             .with_label_values(&[&p.name, inst])
             .set(p.health.usable(i) as i64);
+    }
+
+    /// Count the flows whose next leg did not come in time as abandoned (before a scrape).
+    pub fn sweep_flows(&self) {
+        if let Some(f) = &self.flows {
+            f.sweep(std::time::Instant::now(), &self.metrics.flows);
+        }
     }
 
     /// The first limit that refuses this request, counting every decision.

@@ -51,6 +51,8 @@ const META_MEMBERS: &[&str] = &[
     meta::CLIENT_INFO,
     meta::LOG_LEVEL,
     meta::PROGRESS_TOKEN,
+    meta::TRACEPARENT,
+    meta::TRACESTATE,
 ];
 
 /// What the gateway and the backend need to know about a request body.
@@ -77,6 +79,11 @@ pub struct Envelope {
     pub has_input_responses: bool,
     /// `params.protocolVersion` when it is a string: what a 2025-era `initialize` asks for.
     pub legacy_version: Option<String>,
+    /// The [digest](super::digest) of `params.requestState` when it is a string.
+    pub request_state_digest: Option<u64>,
+    /// `params._meta.traceparent` / `tracestate` when strings (W3C trace context).
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 impl Envelope {
@@ -155,6 +162,9 @@ impl PartialEq for Envelope {
             && self.has_request_state == o.has_request_state
             && self.has_input_responses == o.has_input_responses
             && self.legacy_version == o.legacy_version
+            && self.request_state_digest == o.request_state_digest
+            && self.traceparent == o.traceparent
+            && self.tracestate == o.tracestate
     }
 }
 
@@ -340,10 +350,11 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Params, "requestState") => {
                     st.env.has_request_state = true;
-                    map.next_value_seed(Walk {
+                    let state = map.next_value_seed(MaybeString {
                         faults: &mut st.faults,
                         depth,
                     })?;
+                    st.env.request_state_digest = state.as_deref().map(super::digest::state_digest);
                 }
                 (Level::Params, "inputResponses") => {
                     st.env.has_input_responses = true;
@@ -354,6 +365,18 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
                 }
                 (Level::Meta, meta::PROTOCOL_VERSION) => {
                     st.env.protocol_version = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
+                    })?
+                }
+                (Level::Meta, meta::TRACEPARENT) => {
+                    st.env.traceparent = map.next_value_seed(MaybeString {
+                        faults: &mut st.faults,
+                        depth,
+                    })?
+                }
+                (Level::Meta, meta::TRACESTATE) => {
+                    st.env.tracestate = map.next_value_seed(MaybeString {
                         faults: &mut st.faults,
                         depth,
                     })?

@@ -19,6 +19,9 @@ pub const NAME: &str = "mcp-name";
 pub const PARAM_PREFIX: &str = "mcp-param-";
 /// The legacy session header; never minted nor echoed in this revision.
 pub const SESSION_ID: &str = "mcp-session-id";
+/// W3C trace context headers (OpenTelemetry propagation); the gateway continues and forwards them.
+pub const TRACEPARENT: &str = "traceparent";
+pub const TRACESTATE: &str = "tracestate";
 /// The response header the gateway adds to name the instance that served a request.
 pub const DEFAULT_UPSTREAM_HEADER: &str = "x-mcp-edge-upstream";
 

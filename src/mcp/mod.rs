@@ -15,14 +15,19 @@
 //! - [`sse`]: reading a `text/event-stream` answer (an incremental parser).
 //! - [`caching`]: `ttlMs`/`cacheScope`, the cacheable methods, invalidating notifications,
 //!   `x-mcp-header` value comparison.
+//! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
+//!   MRTR flow (result type, state digest), read as it streams past.
 
 pub mod caching;
 pub mod check;
+pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod header;
+mod json_scan;
 pub mod mrtr;
 pub mod response;
+pub mod result_scan;
 pub mod scan;
 pub mod sse;
 pub mod strict;
@@ -48,6 +53,9 @@ pub mod meta {
     pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
     pub const PROGRESS_TOKEN: &str = "progressToken";
+    /// W3C trace context carried in `_meta` (OpenTelemetry propagation).
+    pub const TRACEPARENT: &str = "traceparent";
+    pub const TRACESTATE: &str = "tracestate";
     /// mcp-edge's own result `_meta` key: the id of the backend instance that produced a result
     /// (a completed call, or the `input_required` that asked). Not a spec key.
     pub const EDGE_INSTANCE: &str = "io.mcp-edge/instance";

@@ -201,6 +201,10 @@ rate_limits:
     match: { method: tools/call, name: limited_tool }
     rate: 1/m
     burst: 1
+concurrency_limits:
+  - name: check-concurrency
+    match: { method: tools/call, name: echo }
+    max_in_flight: 64
 EOF
 "$BIN" check --config "$TMP/gateway.yaml" >/dev/null || die "mcp-edge check refused the test config"
 "$BIN" serve --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>&1 &
@@ -231,6 +235,10 @@ traffic() {
   mcp tools/call echo '"name":"echo","arguments":{}'
   mcp tools/call needs_input '"name":"needs_input","arguments":{}'
   mcp tools/call needs_input '"name":"needs_input","arguments":{},"requestState":"opaque","inputResponses":{}'
+  # the third leg of the flow completes it (MRTR flow metrics)
+  mcp tools/call needs_input '"name":"needs_input","arguments":{},"requestState":"opaque","inputResponses":{"q":{"action":"accept"}}'
+  # a state this gateway never handed out: an untracked retry leg
+  mcp tools/call echo '"name":"echo","arguments":{},"requestState":"never-seen"'
   mcp tools/call other_tool '"name":"echo","arguments":{}'            # header/body mismatch
   mcp tools/call limited_tool '"name":"limited_tool","arguments":{}'  # 1/m, burst 1
   mcp tools/call broken_tool '"name":"broken_tool","arguments":{}'    # dead pool

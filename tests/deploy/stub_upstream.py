@@ -2,7 +2,8 @@
 """A tiny MCP upstream for tests/deploy/check.sh: answers every POST with a JSON-RPC result.
 
 `tools/call` of a tool named `needs_input` answers `resultType: input_required` (so the gateway's
-mrtr_input_required_total moves); anything else is `complete`. Prints its port on stdout, and
+mrtr_input_required_total moves) until a retry carries a non-empty `inputResponses` (then the
+gateway sees an MRTR flow complete); anything else is `complete`. Prints its port on stdout, and
 exits on its own after --lifetime seconds in case nobody stops it.
 """
 import argparse
@@ -21,7 +22,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             req = {}
         params = req.get("params") or {}
-        if req.get("method") == "tools/call" and params.get("name") == "needs_input":
+        if req.get("method") == "tools/call" and params.get("name") == "needs_input" and not params.get("inputResponses"):
             result = {"resultType": "input_required", "inputRequests": {}, "requestState": "opaque"}
         else:
             result = {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}

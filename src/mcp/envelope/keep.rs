@@ -150,6 +150,13 @@ pub(super) fn fill(env: &mut Envelope, params: &Map<String, Value>) {
         .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
         .is_some_and(Value::is_object);
     env.has_request_state = params.contains_key(crate::mcp::mrtr::REQUEST_STATE);
+    env.request_state_digest = params
+        .get(crate::mcp::mrtr::REQUEST_STATE)
+        .and_then(Value::as_str)
+        .map(crate::mcp::digest::state_digest);
+    env.legacy_version = string(params.get("protocolVersion"));
+    env.traceparent = string(meta_obj.and_then(|m| m.get(meta::TRACEPARENT)));
+    env.tracestate = string(meta_obj.and_then(|m| m.get(meta::TRACESTATE)));
     env.has_input_responses = params.contains_key(crate::mcp::mrtr::INPUT_RESPONSES);
 }
 

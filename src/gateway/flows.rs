@@ -1,0 +1,425 @@
+//! Flow stage: an MRTR call followed across its legs, statelessly and in bounded memory.
+//!
+//! When a `tools/call`, `prompts/get` or `resources/read` response is `input_required` with a
+//! `requestState`, the store remembers the state's [digest](crate::mcp::digest) (never the
+//! state) with the method, name, round, start of the flow, when the leg was answered, the
+//! instance and the leg's span. A later request carrying the same state is the flow's next
+//! round: the wait between the two legs (the user's think time) is observed, and whether it
+//! went to the same instance. A `complete` result ends the flow (its rounds and duration are
+//! observed), an error fails it, and a state not seen again within `flows.timeout` is counted
+//! as abandoned. A flow starts at its first `input_required`: a call answered at once is not a
+//! flow.
+//!
+//! The store is per replica. Entries expire in the order they were made (one timeout for all),
+//! so a FIFO of deadlines finds the expired ones without a scan; past `flows.max_tracked`
+//! entries the oldest is dropped and counted as evicted.
+
+pub use super::flow_metrics::FlowMetrics;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::config::FlowsConfig;
+use crate::mcp::result_scan::{ResultKind, Verdict};
+
+/// A span of one leg, for links between the legs of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanRef {
+    pub trace_id: u128,
+    pub span_id: u64,
+    pub sampled: bool,
+}
+
+/// What the store keeps of a flow between two legs.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub method: &'static str,
+    pub name: Arc<str>,
+    /// The round of the leg that was answered `input_required`.
+    pub round: u32,
+    pub flow_started: Instant,
+    pub answered: Instant,
+    /// (pool, instance) that served that leg.
+    pub instance: Option<(usize, usize)>,
+    pub span: Option<SpanRef>,
+    seq: u64,
+}
+
+/// One finished leg, as the flow stage sees it.
+#[derive(Debug, Clone)]
+pub struct Leg {
+    pub method: &'static str,
+    pub name: Arc<str>,
+    /// The digest of the request's `requestState`, if it carried one.
+    pub request_state: Option<u64>,
+    pub verdict: Verdict,
+    /// The leg failed whatever its body said (an HTTP error, the gateway's own error).
+    pub failed: bool,
+    /// The gateway refused the leg with an invitation to retry (429, 503 + `Retry-After`): the
+    /// flow goes on with the same state.
+    pub retry_invited: bool,
+    pub instance: Option<(usize, usize)>,
+    pub started: Instant,
+    pub span: Option<SpanRef>,
+}
+
+/// What the store knew about a leg's flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegFlow {
+    /// The leg's round (1 for a flow's first leg).
+    pub round: u32,
+    /// The previous leg's span, to link to.
+    pub previous_span: Option<SpanRef>,
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<u64, Entry>,
+    /// (digest, deadline, seq) in the order entries were made, stale ones included.
+    order: VecDeque<(u64, Instant, u64)>,
+    seq: u64,
+}
+
+/// The bounded store of flows waiting for their next leg.
+pub struct FlowStore {
+    inner: Mutex<Inner>,
+    pub timeout: Duration,
+    pub max: usize,
+}
+
+impl FlowStore {
+    pub fn new(cfg: &FlowsConfig) -> Self {
+        FlowStore {
+            inner: Mutex::new(Inner::default()),
+            timeout: cfg.timeout,
+            max: cfg.max_tracked.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Flows followed now.
+    pub fn len(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Count the flows whose state expired unseen as abandoned.
+    pub fn sweep(&self, now: Instant, m: &FlowMetrics) {
+        let mut inner = self.lock();
+        expire(&mut inner, now, m);
+        m.tracked.set(inner.map.len() as i64);
+    }
+
+    /// Record a finished leg: its round, the wait since the previous leg, the flow's end.
+    pub fn finish_leg(&self, leg: &Leg, now: Instant, m: &FlowMetrics) -> Option<LegFlow> {
+        let mut inner = self.lock();
+        expire(&mut inner, now, m);
+        let out = self.leg(&mut inner, leg, now, m);
+        m.tracked.set(inner.map.len() as i64);
+        out
+    }
+
+    fn leg(&self, inner: &mut Inner, leg: &Leg, now: Instant, m: &FlowMetrics) -> Option<LegFlow> {
+        let labels = [leg.method, &*leg.name];
+        if leg.retry_invited {
+            // The same state will come again: the flow goes on, this leg does not count.
+            let prev = inner.map.get(&leg.request_state?)?;
+            return Some(LegFlow {
+                round: prev.round + 1,
+                previous_span: prev.span,
+            });
+        }
+        let prev = leg.request_state.and_then(|d| inner.map.remove(&d));
+        if let Some(p) = &prev {
+            let wait = leg.started.saturating_duration_since(p.answered);
+            m.round_wait
+                .with_label_values(&labels)
+                .observe(wait.as_secs_f64());
+            if let (Some(a), Some(b)) = (p.instance, leg.instance) {
+                let same = if a == b { "same" } else { "other" };
+                m.placement
+                    .with_label_values(&[leg.method, &leg.name, same])
+                    .inc();
+            }
+        } else if leg.request_state.is_some() {
+            m.untracked.with_label_values(&labels).inc();
+            return None;
+        }
+        let round = prev.as_ref().map_or(1, |p| p.round + 1);
+        let kind = if leg.failed {
+            ResultKind::Error
+        } else {
+            leg.verdict.kind
+        };
+        match (kind, leg.verdict.state_digest, &prev) {
+            (ResultKind::InputRequired, Some(digest), _) => {
+                let flow_started = prev.as_ref().map_or(leg.started, |p| p.flow_started);
+                self.insert(inner, digest, leg, round, flow_started, now, m);
+            }
+            (ResultKind::Complete, _, Some(p)) => {
+                m.flows
+                    .with_label_values(&[leg.method, &leg.name, "completed"])
+                    .inc();
+                m.rounds
+                    .with_label_values(&labels)
+                    .observe(f64::from(round));
+                let d = now.saturating_duration_since(p.flow_started);
+                m.duration
+                    .with_label_values(&labels)
+                    .observe(d.as_secs_f64());
+            }
+            // An error, a response that said nothing, or input_required without a state to
+            // follow: the flow ends here as far as this replica can tell.
+            (_, _, Some(_)) => {
+                m.flows
+                    .with_label_values(&[leg.method, &leg.name, "failed"])
+                    .inc();
+            }
+            (_, _, None) => return None,
+        }
+        Some(LegFlow {
+            round,
+            previous_span: prev.and_then(|p| p.span),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &self,
+        inner: &mut Inner,
+        digest: u64,
+        leg: &Leg,
+        round: u32,
+        flow_started: Instant,
+        now: Instant,
+        m: &FlowMetrics,
+    ) {
+        while inner.map.len() >= self.max && !inner.map.contains_key(&digest) {
+            let Some((d, _, seq)) = inner.order.pop_front() else {
+                break;
+            };
+            if inner.map.get(&d).is_some_and(|e| e.seq == seq) {
+                inner.map.remove(&d);
+                m.evicted.inc();
+            }
+        }
+        inner.seq += 1;
+        let seq = inner.seq;
+        inner.order.push_back((digest, now + self.timeout, seq));
+        inner.map.insert(
+            digest,
+            Entry {
+                method: leg.method,
+                name: leg.name.clone(),
+                round,
+                flow_started,
+                answered: now,
+                instance: leg.instance,
+                span: leg.span,
+                seq,
+            },
+        );
+        if inner.order.len() > 2 * self.max + 64 {
+            // Drop the marks of flows that already ended (bounds the FIFO, not only the map).
+            let Inner { map, order, .. } = inner;
+            order.retain(|(d, _, seq)| map.get(d).is_some_and(|e| e.seq == *seq));
+        }
+    }
+}
+
+fn expire(inner: &mut Inner, now: Instant, m: &FlowMetrics) {
+    while let Some(&(d, deadline, seq)) = inner.order.front() {
+        if deadline > now {
+            break;
+        }
+        inner.order.pop_front();
+        if inner.map.get(&d).is_some_and(|e| e.seq == seq) {
+            if let Some(e) = inner.map.remove(&d) {
+                m.flows
+                    .with_label_values(&[e.method, &e.name, "abandoned"])
+                    .inc();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus::Registry;
+
+    fn store(max: usize, timeout: Duration) -> (FlowStore, FlowMetrics) {
+        let cfg = FlowsConfig {
+            enabled: true,
+            timeout,
+            max_tracked: max,
+        };
+        (
+            FlowStore::new(&cfg),
+            FlowMetrics::register(&Registry::new()).unwrap(),
+        )
+    }
+
+    fn leg(
+        state: Option<u64>,
+        kind: ResultKind,
+        next: Option<u64>,
+        at: Instant,
+        inst: usize,
+    ) -> Leg {
+        Leg {
+            method: "tools/call",
+            name: Arc::from("deploy"),
+            request_state: state,
+            verdict: Verdict {
+                kind,
+                state_digest: next,
+            },
+            failed: false,
+            retry_invited: false,
+            instance: Some((0, inst)),
+            started: at,
+            span: None,
+        }
+    }
+
+    fn outcome(m: &FlowMetrics, o: &str) -> u64 {
+        m.flows
+            .with_label_values(&["tools/call", "deploy", o])
+            .get()
+    }
+
+    #[test]
+    fn a_three_round_flow_completes_with_its_rounds_waits_and_duration() {
+        let (s, m) = store(10, Duration::from_secs(60));
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let f1 = s.finish_leg(
+            &leg(None, ResultKind::InputRequired, Some(1), t0, 0),
+            t0 + ms(10),
+            &m,
+        );
+        assert_eq!(f1.unwrap().round, 1);
+        let f2 = s.finish_leg(
+            &leg(Some(1), ResultKind::InputRequired, Some(2), t0 + ms(510), 1),
+            t0 + ms(520),
+            &m,
+        );
+        assert_eq!(f2.unwrap().round, 2);
+        let f3 = s.finish_leg(
+            &leg(Some(2), ResultKind::Complete, None, t0 + ms(1520), 1),
+            t0 + ms(1530),
+            &m,
+        );
+        assert_eq!(f3.unwrap().round, 3);
+        assert_eq!(outcome(&m, "completed"), 1);
+        let rounds = m.rounds.with_label_values(&["tools/call", "deploy"]);
+        assert_eq!(
+            (rounds.get_sample_count(), rounds.get_sample_sum()),
+            (1, 3.0)
+        );
+        let d = m
+            .duration
+            .with_label_values(&["tools/call", "deploy"])
+            .get_sample_sum();
+        assert!((d - 1.53).abs() < 1e-6, "{d}");
+        let w = m.round_wait.with_label_values(&["tools/call", "deploy"]);
+        assert_eq!(w.get_sample_count(), 2);
+        assert!((w.get_sample_sum() - 1.5).abs() < 1e-6);
+        let p = |x| {
+            m.placement
+                .with_label_values(&["tools/call", "deploy", x])
+                .get()
+        };
+        assert_eq!((p("same"), p("other")), (1, 1));
+        assert!(s.is_empty());
+        // A call answered at once is no flow; a replayed state is untracked.
+        assert!(s
+            .finish_leg(&leg(None, ResultKind::Complete, None, t0, 0), t0, &m)
+            .is_none());
+        assert!(s
+            .finish_leg(&leg(Some(2), ResultKind::Complete, None, t0, 0), t0, &m)
+            .is_none());
+        assert_eq!(
+            m.untracked
+                .with_label_values(&["tools/call", "deploy"])
+                .get(),
+            1
+        );
+    }
+
+    #[test]
+    fn unseen_states_are_abandoned_after_the_timeout_and_errors_fail() {
+        let (s, m) = store(10, Duration::from_secs(5));
+        let t0 = Instant::now();
+        s.finish_leg(
+            &leg(None, ResultKind::InputRequired, Some(7), t0, 0),
+            t0,
+            &m,
+        );
+        s.finish_leg(
+            &leg(None, ResultKind::InputRequired, Some(8), t0, 0),
+            t0,
+            &m,
+        );
+        s.sweep(t0 + Duration::from_secs(4), &m);
+        assert_eq!((outcome(&m, "abandoned"), s.len()), (0, 2));
+        let mut err = leg(Some(8), ResultKind::Complete, None, t0, 0);
+        err.failed = true;
+        s.finish_leg(&err, t0 + Duration::from_secs(1), &m);
+        assert_eq!(outcome(&m, "failed"), 1);
+        s.sweep(t0 + Duration::from_secs(6), &m);
+        assert_eq!((outcome(&m, "abandoned"), s.len()), (1, 0));
+        // A retry invited by the gateway keeps the flow.
+        s.finish_leg(
+            &leg(None, ResultKind::InputRequired, Some(9), t0, 0),
+            t0,
+            &m,
+        );
+        let mut shed = leg(Some(9), ResultKind::Unknown, None, t0, 0);
+        shed.retry_invited = true;
+        assert_eq!(s.finish_leg(&shed, t0, &m).unwrap().round, 2);
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn a_flood_of_states_never_grows_the_store_past_its_bound() {
+        let (s, m) = store(100, Duration::from_secs(600));
+        let t0 = Instant::now();
+        for i in 0..10_000u64 {
+            s.finish_leg(
+                &leg(None, ResultKind::InputRequired, Some(i), t0, 0),
+                t0,
+                &m,
+            );
+            assert!(s.len() <= 100);
+        }
+        assert_eq!(s.len(), 100);
+        assert_eq!(m.evicted.get(), 9_900);
+        assert!(s.lock().order.len() <= 2 * 100 + 64);
+        // The newest are kept.
+        assert!(s
+            .finish_leg(&leg(Some(9_999), ResultKind::Complete, None, t0, 0), t0, &m)
+            .is_some());
+        // Completed flows leave stale marks that are compacted away.
+        for i in 0..10_000u64 {
+            s.finish_leg(
+                &leg(None, ResultKind::InputRequired, Some(20_000 + i), t0, 0),
+                t0,
+                &m,
+            );
+            s.finish_leg(
+                &leg(Some(20_000 + i), ResultKind::Complete, None, t0, 0),
+                t0,
+                &m,
+            );
+        }
+        assert!(s.lock().order.len() <= 2 * 100 + 64);
+    }
+}

@@ -1,0 +1,334 @@
+//! The byte-level JSON tokenizer under [`super::result_scan`]: tracks strings, escapes and
+//! nesting of a JSON-RPC response and reads only `result`/`error` and, inside `result`,
+//! `resultType` and `requestState` (hashed as it passes, decoded). Fixed memory.
+
+use super::digest::StateHasher;
+use super::result_scan::{ResultKind, Verdict};
+
+/// The members this scanner reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Member {
+    #[default]
+    Other,
+    Result,
+    Error,
+    ResultType,
+    RequestState,
+}
+
+/// What the string being read is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Str {
+    #[default]
+    Ignored,
+    /// A key at depth 1 or 2: compared in `buf`.
+    Key,
+    /// The value of `result.resultType`: compared in `buf`.
+    ResultType,
+    /// The value of `result.requestState`: hashed.
+    State,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct JsonScan {
+    /// Nesting depth (the response object is depth 1).
+    depth: u32,
+    /// Bit d: the container at depth d (d < 64) is an object.
+    objects: u64,
+    /// The next string at this depth is a key.
+    expect_key: bool,
+    in_string: Option<Str>,
+    /// Inside a string: 0 none, 1 after a backslash, 2..=5 reading `\u` hex digits.
+    escape: u8,
+    unit: u32,
+    high_surrogate: Option<u32>,
+    buf: [u8; 16],
+    len: usize,
+    overflow: bool,
+    /// The last key read at depth 1 and at depth 2.
+    key1: Member,
+    key2: Member,
+    /// The value of the current depth-1 member `result` is an object.
+    pub(super) in_result: bool,
+    pub(super) saw_result: bool,
+    pub(super) saw_error: bool,
+    result_type: Option<ResultKind>,
+    hasher: Option<StateHasher>,
+    state_digest: Option<u64>,
+    bad_state: bool,
+}
+
+impl JsonScan {
+    pub(super) fn feed(&mut self, chunk: &[u8]) {
+        let mut i = 0;
+        while i < chunk.len() {
+            // Inside a string, plain bytes up to the next quote or backslash pass in one go.
+            if let (Some(kind), 0) = (self.in_string, self.escape) {
+                let rest = &chunk[i..];
+                let n = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                if n > 0 {
+                    self.plain(kind, &rest[..n]);
+                    i += n;
+                    continue;
+                }
+            }
+            self.step(chunk[i]);
+            i += 1;
+        }
+    }
+
+    pub(super) fn verdict(&self) -> Verdict {
+        let kind = if self.saw_error {
+            ResultKind::Error
+        } else if self.saw_result {
+            self.result_type.unwrap_or(ResultKind::Complete)
+        } else {
+            ResultKind::Unknown
+        };
+        Verdict {
+            kind,
+            state_digest: self.state_digest.filter(|_| !self.bad_state),
+        }
+    }
+
+    fn is_object(&self, depth: u32) -> bool {
+        depth < 64 && self.objects & (1 << depth) != 0
+    }
+
+    pub(super) fn step(&mut self, b: u8) {
+        if let Some(kind) = self.in_string {
+            self.string_byte(kind, b);
+            return;
+        }
+        match b {
+            b'{' | b'[' => {
+                self.value_starts(b);
+                self.depth = self.depth.saturating_add(1);
+                if self.depth < 64 {
+                    if b == b'{' {
+                        self.objects |= 1 << self.depth;
+                    } else {
+                        self.objects &= !(1 << self.depth);
+                    }
+                }
+                self.expect_key = b == b'{';
+            }
+            b'}' | b']' => {
+                if self.depth == 2 {
+                    self.in_result = false;
+                }
+                self.depth = self.depth.saturating_sub(1);
+                self.expect_key = false;
+            }
+            b',' => self.expect_key = self.is_object(self.depth),
+            b':' => self.expect_key = false,
+            b'"' => {
+                let kind = if self.expect_key {
+                    if self.depth <= 2 {
+                        Str::Key
+                    } else {
+                        Str::Ignored
+                    }
+                } else {
+                    self.value_starts(b);
+                    match (self.depth, self.key2) {
+                        (2, Member::ResultType) if self.in_result => Str::ResultType,
+                        (2, Member::RequestState) if self.in_result => {
+                            self.hasher = Some(StateHasher::default());
+                            Str::State
+                        }
+                        _ => Str::Ignored,
+                    }
+                };
+                self.len = 0;
+                self.overflow = false;
+                self.in_string = Some(kind);
+            }
+            _ => {
+                if !b.is_ascii_whitespace() {
+                    self.value_starts(b);
+                }
+            }
+        }
+    }
+
+    /// A value begins at the current depth: act on the member it belongs to.
+    fn value_starts(&mut self, first: u8) {
+        if self.expect_key {
+            return;
+        }
+        if self.depth == 1 {
+            match self.key1 {
+                Member::Result => {
+                    self.saw_result = true;
+                    self.in_result = first == b'{';
+                }
+                Member::Error => self.saw_error = true,
+                _ => {}
+            }
+            self.key1 = Member::Other;
+        } else if self.depth == 2 && self.in_result && first != b'"' {
+            // resultType / requestState that is not a string: not ours to read.
+            self.key2 = Member::Other;
+        }
+    }
+
+    fn string_byte(&mut self, kind: Str, b: u8) {
+        match self.escape {
+            0 => match b {
+                b'"' => self.string_ends(kind),
+                b'\\' => self.escape = 1,
+                _ => self.push(kind, b),
+            },
+            1 => {
+                self.escape = 0;
+                let c = match b {
+                    b'"' | b'\\' | b'/' => b,
+                    b'b' => 0x08,
+                    b'f' => 0x0c,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'u' => {
+                        self.escape = 2;
+                        self.unit = 0;
+                        return;
+                    }
+                    _ => {
+                        self.bad(kind);
+                        return;
+                    }
+                };
+                self.push(kind, c);
+            }
+            _ => {
+                let Some(d) = (b as char).to_digit(16) else {
+                    self.escape = 0;
+                    self.bad(kind);
+                    return;
+                };
+                self.unit = self.unit << 4 | d;
+                if self.escape < 5 {
+                    self.escape += 1;
+                    return;
+                }
+                self.escape = 0;
+                self.code_unit(kind, self.unit);
+            }
+        }
+    }
+
+    fn code_unit(&mut self, kind: Str, u: u32) {
+        let c = match (self.high_surrogate.take(), u) {
+            (None, 0xD800..=0xDBFF) => {
+                self.high_surrogate = Some(u);
+                return;
+            }
+            (Some(h), 0xDC00..=0xDFFF) => 0x10000 + ((h - 0xD800) << 10) + (u - 0xDC00),
+            (Some(_), _) | (None, 0xDC00..=0xDFFF) => {
+                self.bad(kind);
+                return;
+            }
+            (None, u) => u,
+        };
+        let mut utf8 = [0u8; 4];
+        let n = char::from_u32(c).map_or(0, |ch| ch.encode_utf8(&mut utf8).len());
+        for &b in &utf8[..n] {
+            self.push(kind, b);
+        }
+    }
+
+    fn bad(&mut self, kind: Str) {
+        match kind {
+            Str::State => self.bad_state = true,
+            _ => self.overflow = true,
+        }
+    }
+
+    /// Unescaped string bytes (no quote, no backslash).
+    fn plain(&mut self, kind: Str, bytes: &[u8]) {
+        if self.high_surrogate.take().is_some() {
+            self.bad(kind);
+        }
+        match kind {
+            Str::Ignored => {}
+            Str::State => {
+                if let Some(h) = self.hasher.as_mut() {
+                    h.write(bytes);
+                }
+            }
+            Str::Key | Str::ResultType => {
+                let room = self.buf.len() - self.len;
+                if bytes.len() > room {
+                    self.overflow = true;
+                } else {
+                    self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+                    self.len += bytes.len();
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, kind: Str, b: u8) {
+        if self.high_surrogate.is_some() {
+            self.high_surrogate = None;
+            self.bad(kind);
+        }
+        match kind {
+            Str::Ignored => {}
+            Str::State => {
+                if let Some(h) = self.hasher.as_mut() {
+                    h.write(&[b]);
+                }
+            }
+            Str::Key | Str::ResultType => {
+                if self.len < self.buf.len() {
+                    self.buf[self.len] = b;
+                    self.len += 1;
+                } else {
+                    self.overflow = true;
+                }
+            }
+        }
+    }
+
+    fn string_ends(&mut self, kind: Str) {
+        self.in_string = None;
+        if self.high_surrogate.take().is_some() {
+            self.bad(kind);
+        }
+        let text: &[u8] = if self.overflow {
+            b""
+        } else {
+            &self.buf[..self.len]
+        };
+        match kind {
+            Str::Ignored => {}
+            Str::Key => {
+                let m = match (self.depth, text) {
+                    (1, b"result") => Member::Result,
+                    (1, b"error") => Member::Error,
+                    (2, b"resultType") if self.in_result => Member::ResultType,
+                    (2, b"requestState") if self.in_result => Member::RequestState,
+                    _ => Member::Other,
+                };
+                if self.depth == 1 {
+                    self.key1 = m;
+                } else {
+                    self.key2 = m;
+                }
+            }
+            Str::ResultType => {
+                self.result_type = Some(match text {
+                    b"input_required" => ResultKind::InputRequired,
+                    _ => ResultKind::Complete,
+                });
+                self.key2 = Member::Other;
+            }
+            Str::State => {
+                self.state_digest = self.hasher.take().map(|h| h.finish());
+                self.key2 = Member::Other;
+            }
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! What a response says about its MRTR flow, read as its chunks stream past (never copied nor
+//! buffered): whether the JSON-RPC response is an error, a `complete` result or an
+//! `input_required` one, and the [digest](super::digest) of the result's `requestState`.
+//!
+//! Only the members of the response object (`result`, `error`) and of `result` (`resultType`,
+//! `requestState`) are read, by a byte-level tokenizer that tracks strings, escapes and nesting,
+//! so look-alikes inside content (`"text":"\"resultType\":\"input_required\""`) or deeper
+//! objects are not taken for them. Memory is fixed: a key is compared in a 16-byte buffer and the
+//! state is hashed as it passes. `text/event-stream` bodies are read event by event (the `data:`
+//! lines of each); the last event that is a response (`result` or `error`) decides.
+
+use super::json_scan::JsonScan;
+
+/// What the response was, as far as MRTR flows are concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResultKind {
+    /// No JSON-RPC response was seen (not JSON, cut off, or only notifications).
+    #[default]
+    Unknown,
+    /// A result whose `resultType` is `complete` or absent.
+    Complete,
+    /// A result whose `resultType` is `input_required`.
+    InputRequired,
+    /// A JSON-RPC error response.
+    Error,
+}
+
+/// The verdict on one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Verdict {
+    pub kind: ResultKind,
+    /// The digest of `result.requestState` when it is a string.
+    pub state_digest: Option<u64>,
+}
+
+/// How much of a body is read at most (the verdict is what was seen by then).
+pub const SCAN_LIMIT: usize = 4 << 20;
+
+/// Reads a JSON or SSE response body chunk by chunk.
+#[derive(Debug, Default)]
+pub struct ResultScanner {
+    json: JsonScan,
+    sse: Option<SseLines>,
+    verdict: Verdict,
+    scanned: usize,
+    /// Only `input_required` is looked for, the old way (flows and tracing off).
+    light: Option<super::scan::InputRequiredScanner>,
+}
+
+impl ResultScanner {
+    /// A scanner for a `application/json` body.
+    pub fn json() -> Self {
+        Self::default()
+    }
+
+    /// A JSON scanner that only spots `input_required` (for its metric), at the cost of the
+    /// scanner that came before this one; the verdict has no state digest and never says
+    /// complete or error.
+    pub fn input_required_only() -> Self {
+        ResultScanner {
+            light: Some(Default::default()),
+            ..Self::default()
+        }
+    }
+
+    /// A scanner for a `text/event-stream` body.
+    pub fn sse() -> Self {
+        ResultScanner {
+            sse: Some(SseLines::default()),
+            ..Self::default()
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if let Some(light) = self.light.as_mut() {
+            if !light.found() {
+                light.feed(chunk);
+            }
+            return;
+        }
+        if self.scanned >= SCAN_LIMIT || self.done() {
+            return;
+        }
+        let chunk = &chunk[..chunk.len().min(SCAN_LIMIT - self.scanned)];
+        self.scanned += chunk.len();
+        let Some(sse) = self.sse.as_mut() else {
+            self.json.feed(chunk);
+            return;
+        };
+        let mut i = 0;
+        while i < chunk.len() {
+            if sse.in_data_body() {
+                // The rest of a data line goes to the JSON reader in one piece.
+                let rest = &chunk[i..];
+                let n = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+                if n > 0 {
+                    self.json.feed(&rest[..n]);
+                    sse.col += n;
+                    i += n;
+                    continue;
+                }
+            }
+            let b = chunk[i];
+            i += 1;
+            match sse.step(b) {
+                SseByte::Data(d) => self.json.step(d),
+                SseByte::Skip => {}
+                SseByte::EventEnd => {
+                    let v = std::mem::take(&mut self.json).verdict();
+                    if v.kind != ResultKind::Unknown {
+                        self.verdict = v;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The verdict so far (for SSE, the last complete event that was a response; for JSON, the
+    /// body read so far).
+    pub fn verdict(&self) -> Verdict {
+        if let Some(light) = &self.light {
+            return Verdict {
+                kind: if light.found() {
+                    ResultKind::InputRequired
+                } else {
+                    ResultKind::Unknown
+                },
+                state_digest: None,
+            };
+        }
+        match self.sse {
+            Some(_) => {
+                let pending = self.json.verdict();
+                if pending.kind != ResultKind::Unknown {
+                    pending
+                } else {
+                    self.verdict
+                }
+            }
+            None => self.json.verdict(),
+        }
+    }
+
+    /// Nothing later in the body can change the verdict (a JSON body whose `error` or whole
+    /// `result` was read).
+    pub fn done(&self) -> bool {
+        self.sse.is_none()
+            && (self.json.saw_error || (self.json.saw_result && !self.json.in_result))
+    }
+
+    /// `resultType` is `input_required` (the old scanner's question).
+    pub fn found(&self) -> bool {
+        self.verdict().kind == ResultKind::InputRequired
+    }
+}
+
+enum SseByte {
+    Data(u8),
+    Skip,
+    EventEnd,
+}
+
+/// Splits an event stream into the bytes of its `data:` lines (joined by `\n`, as the spec
+/// joins them) and event ends (a blank line). `\r` is ignored.
+#[derive(Debug, Default)]
+struct SseLines {
+    /// Bytes of the current line seen (0: at a line start).
+    col: usize,
+    /// This line is a `data:` line (its prefix is done).
+    data: bool,
+    /// This line cannot be a `data:` line.
+    other: bool,
+    /// A data line was seen in this event (the next one is joined with `\n`).
+    has_data: bool,
+}
+
+const DATA: &[u8] = b"data:";
+
+impl SseLines {
+    /// Past `data:` and its optional space: the bytes up to the line's end are data.
+    fn in_data_body(&self) -> bool {
+        self.data && self.col > DATA.len()
+    }
+
+    fn step(&mut self, b: u8) -> SseByte {
+        if b == b'\r' {
+            return SseByte::Skip;
+        }
+        if b == b'\n' {
+            let blank = self.col == 0;
+            let was_data = self.data;
+            self.col = 0;
+            self.data = false;
+            self.other = false;
+            if blank {
+                self.has_data = false;
+                return SseByte::EventEnd;
+            }
+            return if was_data {
+                SseByte::Data(b'\n')
+            } else {
+                SseByte::Skip
+            };
+        }
+        self.col += 1;
+        if self.data {
+            // One space after the colon is part of the syntax, not of the data.
+            if self.col == DATA.len() + 1 && b == b' ' {
+                return SseByte::Skip;
+            }
+            return SseByte::Data(b);
+        }
+        if self.other {
+            return SseByte::Skip;
+        }
+        if b == DATA[self.col - 1] {
+            if self.col == DATA.len() {
+                self.data = true;
+                self.has_data = true;
+            }
+        } else {
+            self.other = true;
+        }
+        SseByte::Skip
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::digest::state_digest;
+
+    fn scan(body: &str, piece: usize, sse: bool) -> Verdict {
+        let mut s = if sse {
+            ResultScanner::sse()
+        } else {
+            ResultScanner::json()
+        };
+        body.as_bytes().chunks(piece).for_each(|c| s.feed(c));
+        s.verdict()
+    }
+
+    fn all_chunkings(body: &str, sse: bool) -> Verdict {
+        let v = scan(body, body.len(), sse);
+        for piece in 1..body.len() {
+            assert_eq!(scan(body, piece, sse), v, "piece {piece} of {body}");
+        }
+        v
+    }
+
+    #[test]
+    fn reads_the_result_type_and_the_state_digest() {
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType" : "input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"requestState":"no"}}},"requestState":"v1.abc\/d\u00e9"}}"#;
+        let v = all_chunkings(body, false);
+        assert_eq!(v.kind, ResultKind::InputRequired);
+        assert_eq!(v.state_digest, Some(state_digest("v1.abc/dé")));
+        let done = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"resultType\":\"input_required\",\"requestState\":\"x\"}"}],"resultType":"complete"}}"#;
+        assert_eq!(
+            all_chunkings(done, false),
+            Verdict {
+                kind: ResultKind::Complete,
+                state_digest: None
+            }
+        );
+        let no_type = r#"{"id":3,"jsonrpc":"2.0","result":{"content":[]}}"#;
+        assert_eq!(all_chunkings(no_type, false).kind, ResultKind::Complete);
+        let err = r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"bad","data":{"result":{"resultType":"input_required"}}}}"#;
+        assert_eq!(all_chunkings(err, false).kind, ResultKind::Error);
+        assert_eq!(all_chunkings("not json", false).kind, ResultKind::Unknown);
+        let surrogate =
+            r#"{"result":{"resultType":"input_required","requestState":"\ud83d\ude00!"}}"#;
+        assert_eq!(
+            all_chunkings(surrogate, false).state_digest,
+            Some(state_digest("😀!"))
+        );
+        let lone = r#"{"result":{"resultType":"input_required","requestState":"\ud83d!"}}"#;
+        assert_eq!(all_chunkings(lone, false).state_digest, None);
+    }
+
+    #[test]
+    fn deeper_look_alikes_are_not_read() {
+        let body = r#"{"result":{"x":{"resultType":"input_required","requestState":"s"},"resultType":"complete"}}"#;
+        assert_eq!(
+            all_chunkings(body, false),
+            Verdict {
+                kind: ResultKind::Complete,
+                state_digest: None
+            }
+        );
+        assert!(!ResultScanner::json().found());
+        let mut light = ResultScanner::input_required_only();
+        light.feed(br#"{"result":{"resultType":"input_required","requestState":"s"}}"#);
+        assert!(light.found());
+        assert_eq!(light.verdict().state_digest, None);
+    }
+
+    #[test]
+    fn sse_takes_the_last_response_event() {
+        let body = concat!(
+            ": keep-alive\n\n",
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"result\":{}}}\n\n",
+            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\r\ndata: \"result\":{\"resultType\":\"input_required\",\"requestState\":\"abc\"}}\r\n\r\n",
+        );
+        let v = all_chunkings(body, true);
+        assert_eq!(v.kind, ResultKind::InputRequired);
+        assert_eq!(v.state_digest, Some(state_digest("abc")));
+        let progress_only = "data: {\"method\":\"notifications/progress\",\"params\":{}}\n\n";
+        assert_eq!(all_chunkings(progress_only, true).kind, ResultKind::Unknown);
+        // The stream ended without the blank line: the pending event still counts.
+        let unterminated = "data: {\"id\":1,\"result\":{\"resultType\":\"complete\"}}\n";
+        assert_eq!(all_chunkings(unterminated, true).kind, ResultKind::Complete);
+    }
+}
