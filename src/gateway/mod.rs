@@ -2,28 +2,30 @@
 //!
 //! | pingora phase             | stage (file)                                                  |
 //! |---------------------------|---------------------------------------------------------------|
-//! | `request_filter`          | **admit** the head ([`admission`]), **route** ([`route`]) and **limit** ([`limit`]) on the claimed `Mcp-Method`/`Mcp-Name`; refuse early what the headers alone doom |
-//! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]) |
-//! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), body unchanged |
-//! | `request_body_filter`     | **inspect** (hold the bounded body, parse once) and **validate** ([`inspect`], [`validate`]) |
-//! | `response_filter`         | name the instance that served the response; passive health   |
-//! | `fail_to_proxy`           | **answer** a refusal or an upstream failure ([`answer`])     |
-//! | `logging`                 | **observe**: metrics and one access-log line ([`observe`])   |
+//! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen |
+//! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]) |
+//! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
+//! | `request_body_filter`     | larger bodies: **inspect** and **validate** chunk by chunk (held, then released whole) |
+//! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning |
+//! | `fail_to_proxy`           | **answer** a refusal or an upstream failure ([`answer`]); stale-if-error |
+//! | `logging`                 | **observe**: flows and spans ([`follow`], [`flows`]), metrics and one access-log line ([`observe`], [`labels`]) |
 //!
-//! A request's state is one [`RequestCtx`] ([`request`]); where its body is, is one
-//! [`request::Progress`]. The rules a request runs under are one [`Gateway`] ([`state`]),
-//! rebuilt on reload by [`server`]; [`admin`] serves `/metrics`, `/healthz` and `/readyz`.
+//! The session-facing steps these phases share (refusing, reading a small body before choosing
+//! an upstream, holding a large one) are in `steps`. A request's state is one [`RequestCtx`]
+//! ([`request`]); where its body is, is one [`request::Progress`]. The rules a request runs
+//! under are one [`Gateway`] ([`state`]), rebuilt on reload by [`server`] (listeners and TLS:
+//! [`listeners`], [`tls`]; re-resolution: [`dns`]); [`admin`] serves `/metrics`, `/healthz`,
+//! `/readyz`, `POST /-/reload` and `POST /-/cache/purge`.
 //!
-//! **Why the body is held in `request_body_filter`.** The check needs the whole body, and the
-//! body must reach the upstream byte for byte. pingora can replay a pre-read body only through
-//! its retry buffer, which stops at 64 KiB (bodies above it would hang). So the route is chosen
-//! from the claimed headers, the connection to the instance is made, and the body chunks are
-//! held until the end of the stream, checked, then released in one piece. A request that fails
-//! the check is cut off before its body is sent: the instance never sees it complete, and the
-//! client gets the error. There is no size cliff: every body up to `limits.max_body_bytes`
-//! takes the same path. Requests the headers alone doom (missing or malformed MCP headers, a
-//! version older than 2026-07-28) are answered in `request_filter` without an upstream.
-//! When a route's sample skips the check, the body streams through untouched.
+//! **Where the body is checked.** The check needs the whole body, and the body must reach the
+//! upstream byte for byte. pingora replays a body read before the upstream is chosen only from
+//! its retry buffer, which stops at 64 KiB. So bodies up to 64 KiB (and empty ones) are read and
+//! checked in `request_filter`, before any instance is chosen: a refused one never reaches an
+//! upstream at all. Larger or chunked bodies are routed on the claimed headers and held chunk by
+//! chunk in `request_body_filter`, checked at the end, then released in one piece, or cut off
+//! before they are complete. Requests the headers alone doom (missing or malformed MCP headers,
+//! a version older than 2026-07-28) are answered in `request_filter` without an upstream. When
+//! sampling skips the check, the body streams through untouched.
 
 pub mod admin;
 pub mod admission;
@@ -48,6 +50,7 @@ pub mod request;
 pub mod route;
 pub mod server;
 pub mod state;
+mod steps;
 pub mod tls;
 pub mod trace;
 pub mod upstream_tls;
@@ -60,20 +63,22 @@ use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::ErrorType;
-use serde_json::value::RawValue;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
-use crate::mcp::Rejection;
-use answer::{refused_error, respond, too_large};
+use answer::{respond, too_large};
 use inspect::BodyHold;
 use limit::LimitInput;
 use request::Progress;
 pub use request::RequestCtx;
 pub use server::{build_server, serve, Live, RunningGateway};
 pub use state::Gateway;
+use steps::{
+    cut_off, hold_chunk, invite_body, keep_alive_policy, preread, refuse, refuse_with_id,
+    settle_doomed,
+};
 
 /// The pingora service.
 pub struct Proxy {
@@ -480,214 +485,4 @@ impl ProxyHttp for Proxy {
         ctx.gw.metrics.record(&outcome);
         observe::access_log(&outcome);
     }
-}
-
-/// Refuse a request before any upstream is involved.
-async fn refuse(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    rej: Rejection,
-    id: Option<Box<RawValue>>,
-) -> Result<bool> {
-    retry_hint(ctx, &rej);
-    if !ctx.progress.body_read() {
-        // The rest of the body is not worth draining: close the connection after answering.
-        ctx.progress = Progress::Abandoned;
-        session.set_keepalive(None);
-    }
-    respond(
-        session,
-        rej.status,
-        rej.body(id.as_deref()),
-        &ctx.extra_headers,
-    )
-    .await?;
-    ctx.answer = Some((rej, id));
-    Ok(true)
-}
-
-/// How much body a refusal decided on the headers reads to find the request id.
-const ID_PREFIX_MAX: usize = 4096;
-
-/// Refuse a request decided on its headers, echoing its id: from the envelope when the body was
-/// already read, otherwise from a small body (at most [`ID_PREFIX_MAX`] bytes are read; a larger
-/// body, or one never invited with `100 Continue`, is answered without its id and the
-/// connection closed).
-async fn refuse_with_id(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    rej: Rejection,
-) -> Result<bool> {
-    let id = match &mut ctx.progress {
-        Progress::Checked(env) => env.id.take(),
-        _ if ctx.expects_continue => None,
-        _ => match inspect::read_whole(session, ID_PREFIX_MAX).await {
-            Ok(body) => {
-                ctx.body_len = body.len();
-                ctx.progress = Progress::Drained;
-                inspect::id_of(&body)
-            }
-            Err(_) => None,
-        },
-    };
-    refuse(session, ctx, rej, id).await
-}
-
-/// The headers alone doom the request: read the body to echo its id and answer, unless it is a
-/// notification that passes without MCP headers (`None`: carry on routing it, already checked).
-/// The retry buffer keeps such a small body forwardable.
-async fn settle_doomed(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
-    let gw = ctx.gw.clone();
-    session.enable_retry_buffering();
-    let body = match inspect::read_whole(session, gw.config.limits.max_body_bytes).await {
-        Ok(b) => b,
-        Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
-    };
-    ctx.body_len = body.len();
-    ctx.progress = Progress::Drained;
-    let headers = &session.req_header().headers;
-    match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
-        Err((rej, id)) => refuse(session, ctx, rej, id).await.map(Some),
-        Ok(env) if session.as_ref().retry_buffer_truncated() => {
-            let rej = Rejection::header_mismatch(
-                "mcp-method-missing",
-                "A notification larger than 64 KiB must carry the Mcp-Method header",
-            );
-            refuse(session, ctx, rej, env.id).await.map(Some)
-        }
-        Ok(env) => {
-            ctx.progress = Progress::Checked(env);
-            Ok(None)
-        }
-    }
-}
-
-/// Client connections: an idle keep-alive connection closes after `timeouts.client_idle`
-/// (pingora keeps HTTP/1.1 connections forever by default), and pipelined plain HTTP/1.1
-/// requests are served in order (without this, pingora answers the first with
-/// `Connection: keep-alive`, then closes and drops the second).
-fn keep_alive_policy(session: &mut Session, gw: &Gateway) {
-    if session.get_keepalive() == Some(0) {
-        let idle = gw.config.timeouts.client_idle.as_secs().max(1);
-        session.set_keepalive(Some(idle));
-    }
-    // Plain HTTP/1.1 only: over TLS, pingora's read-ahead of a pipelined request lost a
-    // request now and then during a zero-downtime upgrade (tests/gateway_tls_reload.rs), and
-    // TLS clients that want concurrency use h2. Over TLS, pipelined bytes close the connection
-    // after the first answer (pingora's default).
-    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
-    if let pingora::protocols::http::ServerSession::H1(h1) = session.as_downstream_mut() {
-        h1.set_pipelining_enabled(!tls);
-    }
-}
-
-/// Headers an answer's status calls for: `Allow` on 405, `Retry-After` on 503.
-fn retry_hint(ctx: &mut RequestCtx, rej: &Rejection) {
-    match rej.status {
-        405 => ctx.extra_headers.push(("allow", "POST".to_string())),
-        503 if !ctx.extra_headers.iter().any(|(k, _)| *k == "retry-after") => {
-            ctx.extra_headers.push(("retry-after", "1".to_string()))
-        }
-        _ => {}
-    }
-}
-
-/// Send `100 Continue` if the client waits for it (once, just before the body is read).
-async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> Result<()> {
-    if std::mem::take(&mut ctx.expects_continue) {
-        session.write_continue_response().await?;
-    }
-    Ok(())
-}
-
-/// Read and check a small body before any upstream is chosen (`None`: it passed; carry on).
-/// A refused request then never reaches an instance at all, whatever its size (an empty body
-/// included), and a slow body holds no upstream connection.
-async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
-    let gw = ctx.gw.clone();
-    let (limit, deadline) = (
-        gw.config.limits.max_body_bytes,
-        gw.config.timeouts.request_body,
-    );
-    session.enable_retry_buffering();
-    let budget = (&gw.held, gw.config.limits.max_held_bytes);
-    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
-    let body = match tokio::time::timeout(deadline, read).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(rej)) => return refuse(session, ctx, rej, None).await.map(Some),
-        Err(_) => {
-            let rej = answer::body_timeout(deadline);
-            return refuse(session, ctx, rej, None).await.map(Some);
-        }
-    };
-    ctx.body_len = body.len();
-    let headers = &session.req_header().headers;
-    match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
-        Ok(env) => {
-            ctx.progress = Progress::Checked(env);
-            // The edge cache (and G34): after the check, before any upstream is chosen.
-            cache::flow::on_checked(session, ctx, &body).await
-        }
-        Err((rej, id)) => {
-            ctx.progress = Progress::Drained;
-            refuse(session, ctx, rej, id).await.map(Some)
-        }
-    }
-}
-
-/// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the
-/// gateway's body budget) and, at the end of the stream, check the whole body and release it.
-fn hold_chunk(
-    session: &Session,
-    body: &mut Option<Bytes>,
-    end_of_stream: bool,
-    ctx: &mut RequestCtx,
-) -> Result<()> {
-    let limits = &ctx.gw.config.limits;
-    let (limit, budget) = (limits.max_body_bytes, limits.max_held_bytes);
-    let deadline = ctx.gw.config.timeouts.request_body;
-    if ctx.started.elapsed() > deadline {
-        return Err(cut_off(ctx, answer::body_timeout(deadline), None));
-    }
-    let n = body.as_ref().map_or(0, Bytes::len);
-    if let Err(rej) = ctx.held.reserve(&ctx.gw.held, n, budget) {
-        return Err(cut_off(ctx, rej, None));
-    }
-    let Progress::Holding(hold) = &mut ctx.progress else {
-        return Ok(());
-    };
-    match hold.feed(body.take(), end_of_stream, limit) {
-        Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
-        // An empty chunk is skipped by pingora; `None` would end the upstream body.
-        Ok(None) => {
-            *body = Some(Bytes::new());
-            Ok(())
-        }
-        Ok(Some(full)) => {
-            ctx.body_len = full.len();
-            let headers = &session.req_header().headers;
-            match inspect::inspect_and_validate(&ctx.gw.metrics, headers, &full) {
-                Ok(env) => {
-                    ctx.progress = Progress::Checked(env);
-                    *body = Some(full);
-                    ctx.count_delivery();
-                    Ok(())
-                }
-                Err((rej, id)) => Err(cut_off(ctx, rej, id)),
-            }
-        }
-    }
-}
-
-/// Record the gateway's refusal of a request whose upstream request is under way, and the error
-/// that cuts the upstream request off before its body is complete.
-fn cut_off(ctx: &mut RequestCtx, rej: Rejection, id: Option<Box<RawValue>>) -> Box<Error> {
-    retry_hint(ctx, &rej);
-    ctx.progress = match id {
-        // The id was read, so was the whole body.
-        Some(_) => Progress::Drained,
-        None => Progress::Abandoned,
-    };
-    ctx.answer = Some((rej, id));
-    refused_error()
 }
