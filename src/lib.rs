@@ -20,3 +20,4 @@ pub mod demo;
 pub mod gateway;
 pub mod loadtest;
 pub mod mcp;
+pub mod tls_util;

@@ -17,7 +17,6 @@
 mod cli;
 mod dispatch;
 pub mod http;
-pub mod jcs;
 pub mod ledger;
 mod mrtr;
 pub mod state;

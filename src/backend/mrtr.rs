@@ -13,6 +13,7 @@ use super::http::{in_band, json_response, reject, Body, Instance};
 use super::state::{request_digest, StateCodec, StateError};
 use super::tasks::serve as tasks;
 use super::tools::{self, Call, Outcome, TaskSupport};
+use crate::mcp::caching::param_matches;
 use crate::mcp::header::{self, Claim};
 use crate::mcp::mrtr::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
 use crate::mcp::{codes, meta, result_body, result_type, Rejection};
@@ -223,30 +224,4 @@ fn check_param_headers(
         }
     }
     Ok(())
-}
-
-fn param_matches(header_value: &str, arg: &Value) -> bool {
-    match arg {
-        Value::String(s) => s == header_value,
-        Value::Bool(b) => header_value == if *b { "true" } else { "false" },
-        Value::Number(n) => match (n.as_f64(), header_value.parse::<f64>()) {
-            (Some(a), Ok(b)) => a == b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn params_compare_by_type() {
-        assert!(param_matches("prod", &json!("prod")));
-        assert!(!param_matches("Prod", &json!("prod")));
-        assert!(param_matches("42", &json!(42.0)));
-        assert!(param_matches("true", &json!(true)));
-        assert!(!param_matches("1", &json!(true)));
-    }
 }

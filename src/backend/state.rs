@@ -379,7 +379,7 @@ pub fn principal_of(bearer: Option<&str>) -> String {
 }
 
 /// Digest (hex SHA-256) of the salient params of a request: method, NUL, name (or uri), NUL and
-/// the RFC 8785 canonical JSON of the arguments ([`super::jcs`]), so key order and number
+/// the RFC 8785 canonical JSON of the arguments ([`crate::mcp::jcs`]), so key order and number
 /// spelling do not matter and an implementation in another language gets the same digest.
 pub fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
     let mut buf = Vec::with_capacity(64);
@@ -387,7 +387,7 @@ pub fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
     buf.push(0);
     buf.extend_from_slice(name.as_bytes());
     buf.push(0);
-    super::jcs::write(arguments, &mut buf);
+    crate::mcp::jcs::write(arguments, &mut buf);
     hex(&Sha256::digest(&buf))
 }
 

@@ -24,6 +24,7 @@ pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod jcs;
 mod json_scan;
 pub mod mrtr;
 pub mod response;

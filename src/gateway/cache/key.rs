@@ -1,7 +1,7 @@
 //! Cache keys: what of a request decides its result.
 //!
 //! A key is a SHA-256 over the pool, the method, the `MCP-Protocol-Version` header and the
-//! request's `params` in a canonical form (object keys sorted, no whitespace), with the
+//! request's `params` in RFC 8785 canonical form ([`crate::mcp::jcs`]), with the
 //! `_meta` keys that never change a result left out (client identity, progress, trace
 //! context; see [`crate::mcp::caching::META_KEYS_NOT_AFFECTING_RESULTS`]). Everything else in
 //! `params` counts: `uri`, `cursor`, prompt/resource arguments, the protocol version and client
@@ -83,48 +83,13 @@ pub fn of_request(pool: &str, method: &str, version: &str, body: &[u8]) -> Optio
     let has_cursor = params.contains_key("cursor");
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let mut canon = Vec::with_capacity(body.len());
-    canonical(&Value::Object(params), &mut canon);
+    crate::mcp::jcs::write(&Value::Object(params), &mut canon);
     h.update(&canon);
     Some(Request {
         key: Key(h.finalize().into()),
         has_cursor,
         uri,
     })
-}
-
-/// JSON with object keys sorted and no whitespace, so that equal params give equal bytes
-/// whatever order or spacing the client wrote them in.
-fn canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                // Serialising a string cannot fail.
-                let _ = serde_json::to_writer(&mut *out, k);
-                out.push(b':');
-                canonical(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical(x, out);
-            }
-            out.push(b']');
-        }
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! RFC 8785 JSON Canonicalization Scheme (JCS): the one byte string of a JSON value that an
 //! implementation in any language produces, so backends written in other languages can share a
-//! state key and compute the same parameter digest ([`super::state::request_digest`]).
+//! state key and compute the same parameter digest (`backend::state::request_digest`); the edge
+//! cache keys requests on it too.
 //!
 //! - object members sorted by their names as UTF-16 code units (RFC 8785 §3.2.3);
 //! - numbers as IEEE 754 doubles printed the way ECMAScript's `Number.prototype.toString` does
