@@ -105,8 +105,18 @@ fn load(
     })
 }
 
+/// These tests measure losses (zero requests lost through a hand-over, a reload, a drain) on a
+/// 2-core machine: they run one at a time, so that one test's load (a SIGKILLed instance,
+/// ten reloads under load) is not another test's measurement.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_readmitted() {
+    let _serial = one_at_a_time();
     let key = key_file();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let mut procs = Procs(ports.iter().map(|p| backend(*p, &key)).collect());
@@ -171,6 +181,7 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
 
 #[test]
 fn ten_reloads_under_load_lose_nothing_and_keep_limiter_state() {
+    let _serial = one_at_a_time();
     let key = key_file();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let _procs = Procs(ports.iter().map(|p| backend(*p, &key)).collect());
@@ -234,6 +245,7 @@ fn ten_reloads_under_load_lose_nothing_and_keep_limiter_state() {
 
 #[test]
 fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
+    let _serial = one_at_a_time();
     let up = Upstreams::start(1);
     let dir = std::env::temp_dir().join(format!("mcp-edge-reload-{}", free_port()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -316,6 +328,7 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
 
 #[test]
 fn graceful_shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
+    let _serial = one_at_a_time();
     let up = Upstreams::start(1);
     let cfg = config(
         &[("default", &up.addrs, "balance: round_robin")],
@@ -355,6 +368,7 @@ fn graceful_shutdown_finishes_requests_in_flight_and_refuses_new_connections() {
 
 #[test]
 fn a_client_that_stops_reading_an_sse_stream_is_dropped_after_the_write_timeout() {
+    let _serial = one_at_a_time();
     let up = Upstreams::start(1);
     let gw = simple_gateway(&up, "timeouts: {downstream_write: 500ms}\n");
     // 64 KiB events every 5 ms: socket buffers fill within a second if nobody reads.
@@ -386,6 +400,7 @@ fn a_client_that_stops_reading_an_sse_stream_is_dropped_after_the_write_timeout(
 
 #[test]
 fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
+    let _serial = one_at_a_time();
     let up = Upstreams::start(1);
     let dir = std::env::temp_dir().join(format!("mcp-edge-upgrade-{}", free_port()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -108,10 +108,9 @@ pub(super) fn keep_alive_policy(session: &mut Session, gw: &Gateway) {
         let idle = gw.config.timeouts.client_idle.as_secs().max(1);
         session.set_keepalive(Some(idle));
     }
-    // Plain HTTP/1.1 only: over TLS, pingora's read-ahead of a pipelined request lost a
-    // request now and then during a zero-downtime upgrade (tests/gateway_tls_reload.rs), and
-    // TLS clients that want concurrency use h2. Over TLS, pipelined bytes close the connection
-    // after the first answer (pingora's default).
+    // Plain HTTP/1.1 only: TLS clients that want concurrency use h2, and over TLS pingora's
+    // pipelining path is less exercised. Over TLS, pipelined bytes close the connection after
+    // the first answer (pingora's default).
     let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
     if let pingora::protocols::http::ServerSession::H1(h1) = session.as_downstream_mut() {
         h1.set_pipelining_enabled(!tls);
