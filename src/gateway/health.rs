@@ -152,7 +152,7 @@ impl PoolHealth {
 }
 
 /// The `server/discover` request an MCP health check sends.
-pub(crate) fn discover_request(addr: SocketAddr) -> Vec<u8> {
+fn discover_request(addr: SocketAddr) -> Vec<u8> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
         methods::DISCOVER,
@@ -171,6 +171,37 @@ pub(crate) fn discover_request(addr: SocketAddr) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Send `server/discover` on an open connection to `addr` (plain or TLS) and say whether the
+/// answer is a 200 (`None`: the connection failed).
+pub(crate) async fn discover_answers_200<S>(
+    s: &mut S,
+    addr: SocketAddr,
+    endpoint: &str,
+) -> Option<bool>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut req = discover_request(addr);
+    if endpoint != crate::mcp::DEFAULT_ENDPOINT {
+        let text = String::from_utf8(req).ok()?;
+        req = text
+            .replacen(crate::mcp::DEFAULT_ENDPOINT, endpoint, 1)
+            .into_bytes();
+    }
+    s.write_all(&req).await.ok()?;
+    let mut buf = [0u8; 64];
+    let mut got = 0;
+    while got < 12 {
+        let n = s.read(&mut buf[got..]).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    // "HTTP/1.1 200"
+    Some(buf[..got].starts_with(b"HTTP/1.") && buf.get(9..12) == Some(b"200"))
+}
+
 /// Probe one instance; true when it passes.
 pub async fn probe(
     addr: SocketAddr,
@@ -183,25 +214,7 @@ pub async fn probe(
         if kind == HealthCheckKind::Tcp {
             return Some(true);
         }
-        let mut req = discover_request(addr);
-        if endpoint != crate::mcp::DEFAULT_ENDPOINT {
-            let text = String::from_utf8(req).ok()?;
-            req = text
-                .replacen(crate::mcp::DEFAULT_ENDPOINT, endpoint, 1)
-                .into_bytes();
-        }
-        s.write_all(&req).await.ok()?;
-        let mut buf = [0u8; 64];
-        let mut got = 0;
-        while got < 12 {
-            let n = s.read(&mut buf[got..]).await.ok()?;
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
-        // "HTTP/1.1 200"
-        Some(buf[..got].starts_with(b"HTTP/1.") && buf.get(9..12) == Some(b"200"))
+        discover_answers_200(&mut s, addr, endpoint).await
     };
     matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
 }

@@ -16,7 +16,6 @@ use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::tls::{read_chain, read_key, read_roots};
 use crate::config::tls::UpstreamHttp;
@@ -164,24 +163,7 @@ impl PoolPeers {
             if kind == HealthCheckKind::Tcp {
                 return Some(true);
             }
-            let mut req = super::health::discover_request(addr);
-            if endpoint != crate::mcp::DEFAULT_ENDPOINT {
-                let text = String::from_utf8(req).ok()?;
-                req = text
-                    .replacen(crate::mcp::DEFAULT_ENDPOINT, endpoint, 1)
-                    .into_bytes();
-            }
-            s.write_all(&req).await.ok()?;
-            let mut buf = [0u8; 64];
-            let mut got = 0;
-            while got < 12 {
-                let n = s.read(&mut buf[got..]).await.ok()?;
-                if n == 0 {
-                    break;
-                }
-                got += n;
-            }
-            Some(buf[..got].starts_with(b"HTTP/1.") && buf.get(9..12) == Some(b"200"))
+            super::health::discover_answers_200(&mut s, addr, endpoint).await
         };
         matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
     }
