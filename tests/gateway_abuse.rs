@@ -84,6 +84,131 @@ fn i13_1_a_body_trickled_byte_by_byte_is_cut_at_the_body_deadline() {
     let _ = trickle.join();
 }
 
+/// Metrics text from the gateway's admin listener.
+fn metrics(gw: &mcp_edge::gateway::RunningGateway) -> String {
+    let r = raw(
+        gw.admin_addr.unwrap(),
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    String::from_utf8(r.body).unwrap()
+}
+
+/// Requests answered 408 / -31005 (the client's fault), as the metrics count them.
+fn incomplete_requests(m: &str) -> f64 {
+    m.lines()
+        .filter(|l| l.starts_with("mcp_edge_requests_total{"))
+        .filter(|l| l.contains("code=\"-31005\"") && l.contains("status=\"4xx\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn i13_1_a_request_head_trickled_byte_by_byte_is_cut_at_the_head_deadline() {
+    // Each byte comes well within pingora's per-read timeout, so only a deadline for the whole
+    // head can stop this client.
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, "timeouts: { request_head: 1s }\n");
+    let body = call(1, "get_weather");
+    let head = head_for(body.len(), &[]);
+    let s = TcpStream::connect(gw.mcp_addr).unwrap();
+    let started = Instant::now();
+    let writer = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for b in head.iter().take(60) {
+            if (&writer).write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let r = read_one(&s);
+    assert_eq!((r.status, r.error_code()), (408, -31005), "{}", r.text());
+    assert!(r.text().contains("timeouts.request_head"), "{}", r.text());
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    let _ = trickle.join();
+    assert_eq!(up.count(), 0);
+    assert_eq!(incomplete_requests(&metrics(&gw)), 1.0);
+}
+
+#[test]
+fn i13_1_a_client_that_connects_and_sends_nothing_gets_408_at_the_head_deadline() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, "timeouts: { request_head: 1s }\n");
+    let s = TcpStream::connect(gw.mcp_addr).unwrap();
+    let started = Instant::now();
+    let r = read_one(&s);
+    assert_eq!((r.status, r.error_code()), (408, -31005), "{}", r.text());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // The connection is closed after the answer.
+    let mut rest = Vec::new();
+    let _ = (&s).read_to_end(&mut rest);
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+}
+
+#[test]
+fn i13_1_the_head_deadline_counts_from_each_requests_first_byte_not_from_idle_time() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, "timeouts: { request_head: 500ms }\n");
+    let s = TcpStream::connect(gw.mcp_addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    for id in 1..=2 {
+        let body = call(id, "get_weather");
+        (&s).write_all(&head_for(body.len(), &[])).unwrap();
+        (&s).write_all(body.as_bytes()).unwrap();
+        let reply = common::read_reply(&mut r).unwrap();
+        assert_eq!((reply.status, reply.json()["id"].clone()), (200, id.into()));
+        // Idle for longer than the head deadline: keep-alive idleness is `client_idle`'s.
+        std::thread::sleep(Duration::from_millis(900));
+    }
+    // A third request whose head stops half way is cut.
+    let head = head_for(10, &[]);
+    (&s).write_all(&head[..head.len() / 2]).unwrap();
+    let reply = common::read_reply(&mut r).unwrap();
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (408, -31005),
+        "{}",
+        reply.text()
+    );
+    assert_eq!(up.count(), 2);
+}
+
+#[test]
+fn i13_1_a_body_after_100_continue_is_under_the_body_deadline_not_the_head_deadline() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(
+        &up,
+        "timeouts: { request_head: 500ms, request_body: 10s }\n",
+    );
+    let body = call(1, "get_weather");
+    let s = TcpStream::connect(gw.mcp_addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    (&s).write_all(&head_for(body.len(), &[("Expect", "100-continue".into())]))
+        .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut r, &mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 100"), "{line:?}");
+    let mut blank = String::new();
+    std::io::BufRead::read_line(&mut r, &mut blank).unwrap();
+    // The body arrives in four parts over about 1.2 s, more than the head deadline.
+    for part in body.as_bytes().chunks(body.len().div_ceil(4)) {
+        std::thread::sleep(Duration::from_millis(300));
+        (&s).write_all(part).unwrap();
+    }
+    let reply = common::read_reply(&mut r).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
 #[test]
 fn i13_1_an_idle_keep_alive_connection_is_closed_after_client_idle() {
     let up = Upstreams::start(1);
@@ -175,7 +300,8 @@ fn i13_2_pipelined_requests_are_answered_in_order() {
 #[test]
 fn i13_2_bytes_after_a_request_never_blame_an_instance() {
     let up = Upstreams::start(1);
-    let gw = simple_gateway(&up, "");
+    // The trailing bytes read as the start of a head that never ends: 408 at the head deadline.
+    let gw = simple_gateway(&up, "timeouts: { request_head: 1s }\n");
     let a = call(1, "get_weather");
     let mut req = head_for(a.len(), &[]);
     req.extend_from_slice(a.as_bytes());
@@ -189,7 +315,7 @@ fn i13_2_bytes_after_a_request_never_blame_an_instance() {
     // Whatever follows answers the garbage as the client's (or closes); never a 502.
     if let Ok(next) = common::read_reply(&mut r) {
         assert!(
-            next.status == 400 || next.status == 431,
+            matches!(next.status, 400 | 408 | 431),
             "{} {}",
             next.status,
             next.text()

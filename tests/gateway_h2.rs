@@ -331,3 +331,32 @@ fn a_stream_reset_mid_body_never_reaches_the_upstream_and_pseudo_headers_route_a
         "a request reset before its body ended never reached the upstream"
     );
 }
+
+#[test]
+fn h2_connections_are_not_cut_by_the_http1_request_head_deadline() {
+    // h2c (plain, prior knowledge) and h2 over TLS pass under the head deadline untouched: a
+    // connection idle for longer than `request_head` between two requests keeps working.
+    let up = Upstreams::start(1);
+    let e = edge(&up, "timeouts: { request_head: 300ms }\n");
+    rt().block_on(async {
+        let plain = connect_plain(e.h2c).await;
+        let tls = connect_tls(e.tls, "localhost", client_config(&e.ca.pem, None, &[b"h2"])).await;
+        for (mut send, scheme) in [(plain, "http"), (tls, "https")] {
+            for id in 1..=2u64 {
+                if id == 2 {
+                    tokio::time::sleep(Duration::from_millis(800)).await;
+                }
+                let h = call_headers("echo");
+                let req = request("localhost", scheme, &refs(&h));
+                let (status, _, body) = exchange(&mut send, req, call(id, "echo").as_bytes()).await;
+                assert_eq!(
+                    status,
+                    200,
+                    "{scheme} #{id}: {}",
+                    String::from_utf8_lossy(&body)
+                );
+            }
+        }
+    });
+    assert_eq!(up.count(), 4);
+}

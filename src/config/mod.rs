@@ -725,6 +725,10 @@ pub struct Timeouts {
     /// (`downstream_read` bounds each single wait); then it gets 408 / -31005.
     #[serde(default = "d_request_body", with = "humantime_serde_compat")]
     pub request_body: Duration,
+    /// The longest a client may take to send a whole HTTP/1 request head, counted from the
+    /// accept (first request) or the first byte (next requests); then it gets 408 / -31005.
+    #[serde(default = "d_request_head", with = "humantime_serde_compat")]
+    pub request_head: Duration,
 }
 
 impl Default for Timeouts {
@@ -737,6 +741,7 @@ impl Default for Timeouts {
             downstream_write: d_downstream_write(),
             upstream_idle: d_idle(),
             request_body: d_request_body(),
+            request_head: d_request_head(),
             client_idle: d_client_idle(),
         }
     }
@@ -789,6 +794,9 @@ fn d_client_idle() -> Duration {
 }
 fn d_request_body() -> Duration {
     Duration::from_secs(30)
+}
+fn d_request_head() -> Duration {
+    Duration::from_secs(10)
 }
 fn d_idle() -> Duration {
     Duration::from_secs(60)
@@ -960,6 +968,14 @@ impl Config {
                     "pools.{name}.hash_key: only used with `balance: hash`; add it or remove hash_key"
                 )));
             }
+        }
+        if self.timeouts.request_head.is_zero() {
+            return Err(err(
+                line_of(text, "request_head", ""),
+                "timeouts.request_head: must be above 0s (0s would refuse every request); \
+                 use e.g. `request_head: 10s`"
+                    .into(),
+            ));
         }
         let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
         let caches = self

@@ -275,6 +275,12 @@ impl<SV> HasServerOptions for pingora::proxy::HttpProxy<SV, ()> {
     }
 }
 
+impl<A: HasServerOptions> HasServerOptions for super::head_deadline::HeadDeadlineApp<A> {
+    fn set_server_options(&mut self, o: HttpServerOptions) {
+        self.inner_mut().set_server_options(o);
+    }
+}
+
 /// Certificates read and checked, waiting to be swapped in.
 pub struct Staged<'a> {
     owner: &'a Listeners,

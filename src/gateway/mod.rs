@@ -2,6 +2,7 @@
 //!
 //! | pingora phase             | stage (file)                                                  |
 //! |---------------------------|---------------------------------------------------------------|
+//! | (below pingora)           | the whole HTTP/1 request head under a deadline ([`head_deadline`]), before pingora has parsed it |
 //! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen |
 //! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]) |
 //! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
@@ -40,6 +41,7 @@ pub mod flow_metrics;
 pub mod flows;
 pub mod follow;
 pub mod forward;
+pub mod head_deadline;
 pub mod health;
 pub mod inspect;
 pub mod labels;

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::head_deadline::HeadDeadlineApp;
 use super::health::Change;
 use super::listeners::Listeners;
 use super::{admin, Gateway, Proxy};
@@ -295,11 +296,14 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     listeners.register(&gateway.metrics.registry)?;
     let live = Arc::new(Live::new(gateway, source).with_listeners(listeners.clone()));
     // One proxy service per h2c setting (pingora sets h2c per service), each with its listeners.
+    // Each service's app is the proxy under the request-head deadline (`head_deadline`).
     let proxies = listeners.attach_mcp(|| {
-        pingora::proxy::http_proxy_service_with_name(
-            &server.configuration,
-            Proxy::new(live.clone()),
-            "mcp-edge",
+        let mut proxy =
+            pingora::proxy::HttpProxy::new(Proxy::new(live.clone()), server.configuration.clone());
+        proxy.handle_init_modules();
+        pingora::services::listening::Service::new(
+            "mcp-edge".to_string(),
+            HeadDeadlineApp::new(proxy, live.clone()),
         )
     })?;
     for proxy in proxies {
