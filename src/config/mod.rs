@@ -153,6 +153,11 @@ pub struct ShutdownConfig {
     /// in a directory private to this user, see `gateway::server::upgrade_socket`).
     #[serde(default)]
     pub upgrade_socket: Option<std::path::PathBuf>,
+    /// After the listeners close, how long kept-alive client connections stay open: a request
+    /// that arrives on one (or on a connection still in its TLS handshake) is served and
+    /// answered `Connection: close`; then the idle ones are closed. Capped by `grace_period`.
+    #[serde(default = "d_close_idle_after", with = "humantime_serde_compat")]
+    pub close_idle_after: Duration,
 }
 
 impl Default for ShutdownConfig {
@@ -161,8 +166,13 @@ impl Default for ShutdownConfig {
             grace_period: d_grace(),
             wind_down: d_wind_down(),
             upgrade_socket: None,
+            close_idle_after: d_close_idle_after(),
         }
     }
+}
+
+fn d_close_idle_after() -> Duration {
+    Duration::from_secs(2)
 }
 
 fn d_grace() -> Duration {

@@ -135,7 +135,15 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for HeadDeadlineApp<A> {
         self.inner.process_new(Box::new(watched), shutdown).await
     }
 
+    /// The listeners have closed. pingora's own cleanup drops every connection that waits for
+    /// a request at once, including one whose TLS handshake just finished and whose first
+    /// request is on its way, so that request is reset. The drop is deferred by
+    /// `shutdown.close_idle_after`: meanwhile, requests that arrive are served and answered
+    /// `Connection: close` (pingora does that once shutdown has begun).
     async fn cleanup(&self) {
+        let shutdown = &self.live.load().config.shutdown;
+        let wait = shutdown.close_idle_after.min(shutdown.grace_period);
+        tokio::time::sleep(wait).await;
         self.inner.cleanup().await
     }
 }

@@ -214,4 +214,3 @@ impl Drop for Tracing {
         let _ = self.provider.shutdown_with_timeout(Duration::from_secs(2));
     }
 }
-
