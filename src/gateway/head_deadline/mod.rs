@@ -23,6 +23,9 @@
 //! fault, counted in `requests_total` like the body deadline) and `Connection: close`, and the
 //! read fails so that pingora drops the connection. The scan touches head bytes only; a body
 //! or a response is passed through without a look.
+//!
+//! Being the service's app, [`HeadDeadlineApp`] also decides when idle connections are dropped
+//! after the listeners close (`shutdown.close_idle_after`, see its `cleanup`).
 
 use std::future::Future;
 use std::io;
