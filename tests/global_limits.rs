@@ -399,8 +399,10 @@ fn the_redis_script_decides_like_the_local_governor_limiter() {
             !seq[3].1 && !seq[4].1,
             "the 4th and 5th are over the burst: {seq:?}"
         );
+        // At least two (a loaded machine may let more time pass before the next calls; the
+        // comparison with governor above is what holds exactly).
         assert!(
-            seq[5].1 && seq[6].1 && !seq[7].1,
+            seq[5].1 && seq[6].1,
             "after 110 ms (two intervals of 50 ms) two more are admitted: {seq:?}"
         );
     });
