@@ -3,7 +3,9 @@
 //! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts).
 
 pub mod html;
+mod html_charts;
 mod html_extra;
+mod html_svg;
 pub mod json;
 pub mod text;
 
