@@ -240,6 +240,7 @@ pub fn render(r: &Report) -> String {
         );
     }
     o.push_str("</table></section>");
+    o.push_str(&super::tasks::html(r, LAT_HEAD, lat_cells));
 
     o.push_str(r#"<div class="grid2"><section><h2>Errors</h2>"#);
     if r.errors() == 0 {

@@ -7,6 +7,7 @@ mod html_charts;
 mod html_extra;
 mod html_svg;
 pub mod json;
+pub mod tasks;
 pub mod text;
 
 use std::time::Duration;
