@@ -89,7 +89,7 @@ pub fn text(r: &Report) -> String {
     let all = t.landing_all();
     let _ = writeln!(
         out,
-        "  landing: {} of task requests answered by the task's owner{}",
+        "  landing: task requests answered by the task's owner: {}{}",
         share(&all),
         if all.unknown > 0 {
             format!(" · {} without a known instance", all.unknown)
