@@ -137,3 +137,66 @@ async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
     );
     gw.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_past_its_limit_is_cancelled_and_counted_abandoned() {
+    // Straight to one backend process: the instance comes from result `_meta` here.
+    let port = free_port();
+    let _procs = Procs(vec![backend(port)]);
+    let dir = std::env::temp_dir().join(format!("mcp-edge-lt-tasks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("long.yaml");
+    std::fs::write(
+        &file,
+        "name: long\nflows:\n  - tool: slow_compute\n    arguments: {seconds: 60}\n    tasks: true\n",
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let args = LoadTestArgs::from_cli([
+        "--target",
+        &url,
+        "--scenario",
+        file.to_str().unwrap(),
+        "--flows",
+        "2",
+        "--concurrency",
+        "2",
+        "--task-limit",
+        "1500ms",
+        "--task-cancel-share",
+        "0",
+        "--timeout",
+        "20s",
+        "--quiet",
+    ])
+    .unwrap();
+    let started = std::time::Instant::now();
+    let report = execute(&args).await.unwrap();
+    let t = &report.measures.tasks;
+    let text = report.summary_text();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{text}"
+    );
+    assert_eq!((t.created, t.abandoned, t.completed), (2, 2, 0), "{text}");
+    // Given up means told to the server: one tasks/cancel each.
+    assert_eq!(t.req(TaskReq::Cancel).requests, 2, "{text}");
+    assert!(t.req(TaskReq::Get).requests >= 4, "{text}");
+    assert_eq!(report.measures.flows_failed, 2, "{text}");
+    assert!(report.errors() >= 2, "abandoned tasks are errors: {text}");
+    assert!(
+        !report.check(&args).is_empty(),
+        "the run fails its error rate"
+    );
+    let all = t.landing_all();
+    assert_eq!(
+        (all.owner, all.other, all.unknown),
+        (t.requests(), 0, 0),
+        "{text}"
+    );
+    assert!(text.contains("2 abandoned"), "{text}");
+    let json = report.to_json();
+    assert_eq!(json["tasks"]["abandoned"], 2);
+    assert_eq!(json["tasks"]["landing"]["all"]["owner_share"], 1.0);
+    assert!(report.to_html().contains("<h2>Tasks</h2>"));
+}
