@@ -89,6 +89,7 @@ fn bench(c: &mut Criterion) {
         verdict: Verdict {
             kind: ResultKind::InputRequired,
             state_digest: Some(state_digest(&states[from])),
+            ..Verdict::default()
         },
         failed: false,
         retry_invited: false,

@@ -3,7 +3,9 @@
 //! Starts a reference backend pool on the loopback instances the config names (three, from the
 //! embedded `gateway.yaml`, sharing one state key), the gateway in front of them, and a short
 //! MRTR load test through the gateway; prints the load test's summary, what the gateway saw
-//! (from its own `/metrics`), and the paths of the HTML and JSON reports; then stops everything.
+//! (from its own `/metrics`), then a short Tasks-extension phase (the `tasks` scenario, its
+//! counts beside the gateway's), and the paths of the HTML and JSON reports; then stops
+//! everything.
 
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -35,6 +37,9 @@ pub struct DemoArgs {
     /// Where the HTML and JSON reports go.
     #[arg(long, default_value = "reports")]
     pub report_dir: PathBuf,
+    /// Tasks-extension flows of the short tasks phase after the MRTR load test (0: none).
+    #[arg(long, default_value_t = 12)]
+    pub task_flows: u64,
 }
 
 /// Run the demo; Ok(true) when every check of the load test passed.
@@ -139,6 +144,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
             flows_side_by_side(&metrics, &json);
         }
     }
+    // 5. A short tasks phase: long-running calls followed through tasks/*.
+    let tasks_passed =
+        args.task_flows == 0 || tasks_phase(&args, &format!("http://{mcp}{endpoint}"), admin)?;
+    let passed = passed && tasks_passed;
     gateway.shutdown();
     backends.shutdown();
     println!("\nreports   {} and {}", html.display(), json.display());
@@ -248,4 +257,69 @@ fn sum_f(text: &str, name: &str, filter: &str) -> f64 {
         .filter(|l| l.split(['{', ' ']).next() == Some(name) && l.contains(filter))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .fold(0.0, |a, b| a + b)
+}
+
+/// The `tasks` scenario for `--task-flows` flows: its Tasks section, and the gateway's counts
+/// beside the load tester's. Ok(true) when every task ended and no request failed.
+fn tasks_phase(args: &DemoArgs, target: &str, admin: Option<SocketAddr>) -> anyhow::Result<bool> {
+    let lt = LoadTestArgs {
+        target: target.to_string(),
+        scenario: "tasks".into(),
+        flows: Some(args.task_flows),
+        duration: None,
+        concurrency: args.concurrency.clamp(1, 8),
+        max_error_rate: Some(0.0),
+        ..LoadTestArgs::default()
+    };
+    println!(
+        "\ntasks     {} Tasks-extension flows (deploy_async, slow_compute), {} at a time, {:.0}% cancelled",
+        args.task_flows,
+        lt.concurrency,
+        lt.task_cancel_share * 100.0
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(crate::loadtest::execute(&lt))?;
+    print!("{}", crate::loadtest::report::tasks::text(&report));
+    let t = &report.measures.tasks;
+    if let Some(metrics) = admin.and_then(scrape) {
+        let g = |name: &str, filter: &str| sum(&metrics, name, filter);
+        println!("\nTasks                        load tester   gateway");
+        for (label, ours, theirs) in [
+            (
+                "  created",
+                t.created,
+                g("mcp_edge_tasks_created_total", ""),
+            ),
+            (
+                "  completed",
+                t.completed,
+                g("mcp_edge_tasks_ended_total", "status=\"completed\""),
+            ),
+            (
+                "  cancelled",
+                t.cancelled,
+                g("mcp_edge_tasks_ended_total", "status=\"cancelled\""),
+            ),
+            (
+                "  failed",
+                t.failed,
+                g("mcp_edge_tasks_ended_total", "status=\"failed\""),
+            ),
+            (
+                "  task requests to owner",
+                t.landing_all().owner,
+                g("mcp_edge_task_routing_total", "result=\"owner\""),
+            ),
+        ] {
+            println!("{label:<28} {ours:<13} {theirs}");
+        }
+    }
+    let failures = report.check(&lt);
+    for f in &failures {
+        eprintln!("tasks check failed: {f}");
+    }
+    Ok(failures.is_empty() && t.created > 0 && t.ended() == t.created)
 }

@@ -1,7 +1,7 @@
 //! The load tester against the real thing: three reference backend instances behind the
 //! gateway on loopback. Retry legs land across instances and complete; a pool whose instances
 //! do not share a state key (a stateful pool in disguise) is caught; `mcp-edge demo` runs end
-//! to end and writes its reports.
+//! to end (its tasks phase's counts equal the gateway's) and writes its reports.
 
 mod common;
 mod support;
@@ -173,6 +173,30 @@ fn the_demo_runs_end_to_end_and_writes_its_reports() {
     );
     assert!(stdout.contains("demo passed"), "{stdout}");
     assert!(stdout.contains("spoofed headers refused"), "{stdout}");
+    // The tasks phase: 12 tasks, and the gateway counted what the load tester saw.
+    let table = stdout
+        .split("Tasks                        load tester   gateway\n")
+        .nth(1)
+        .expect("the tasks table");
+    let rows: Vec<(String, u64, u64)> = table
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            let n = cells.len();
+            let label = cells[..n - 2].join(" ");
+            (
+                label,
+                cells[n - 2].parse().unwrap(),
+                cells[n - 1].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 5, "{stdout}");
+    assert_eq!(rows[0], ("created".to_string(), 12, 12), "{stdout}");
+    for (label, ours, theirs) in &rows {
+        assert_eq!(ours, theirs, "{label}: {stdout}");
+    }
     let html = std::fs::read_to_string(dir.join("demo.html")).unwrap();
     assert!(html.contains("<svg"));
     assert!(

@@ -17,6 +17,8 @@ pub struct FlowMetrics {
     pub untracked: IntCounterVec,
     pub evicted: IntCounter,
     pub tracked: IntGauge,
+    /// Tasks by tool ([`super::task_count`]).
+    pub tasks: super::task_count::TaskMetrics,
 }
 
 impl FlowMetrics {
@@ -46,6 +48,7 @@ impl FlowMetrics {
             untracked: counter("mrtr_untracked_legs_total", "Retry legs whose requestState this replica does not follow (expired, evicted, or minted through another replica).", &mn)?,
             evicted: IntCounter::new("mrtr_flows_evicted_total", "Flows dropped unfinished because flows.max_tracked were followed at once.")?,
             tracked: IntGauge::new("mrtr_flows_tracked", "Flows followed now (waiting for their next leg).")?,
+            tasks: super::task_count::TaskMetrics::register(r)?,
         };
         r.register(Box::new(m.evicted.clone()))?;
         r.register(Box::new(m.tracked.clone()))?;

@@ -83,6 +83,8 @@ struct Inner {
 /// The bounded store of flows waiting for their next leg.
 pub struct FlowStore {
     inner: Mutex<Inner>,
+    /// Tasks by tool, with the same bounds ([`super::task_count`]).
+    pub tasks: super::task_count::TaskMap,
     pub timeout: Duration,
     pub max: usize,
 }
@@ -91,6 +93,7 @@ impl FlowStore {
     pub fn new(cfg: &FlowsConfig) -> Self {
         FlowStore {
             inner: Mutex::new(Inner::default()),
+            tasks: super::task_count::TaskMap::new(cfg.timeout, cfg.max_tracked),
             timeout: cfg.timeout,
             max: cfg.max_tracked.max(1),
         }
@@ -162,7 +165,8 @@ impl FlowStore {
                 let flow_started = prev.as_ref().map_or(leg.started, |p| p.flow_started);
                 self.insert(inner, digest, leg, round, flow_started, now, m);
             }
-            (ResultKind::Complete, _, Some(p)) => {
+            // A call answered with a task completed its MRTR rounds: the task goes on.
+            (ResultKind::Complete | ResultKind::Task, _, Some(p)) => {
                 m.flows
                     .with_label_values(&[leg.method, &leg.name, "completed"])
                     .inc();
@@ -280,6 +284,7 @@ mod tests {
             verdict: Verdict {
                 kind,
                 state_digest: next,
+                ..Verdict::default()
             },
             failed: false,
             retry_invited: false,

@@ -2,7 +2,7 @@
 //! plain [`flows`](super::flows) store and [`trace`](super::trace) exporter, called once from
 //! `logging`. With flows and tracing off it returns at its first line.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::flows::{Leg, LegFlow};
 use super::observe::method_label;
@@ -22,6 +22,21 @@ pub fn finished(ctx: &mut RequestCtx, status: u16) {
         .as_ref()
         .map(|s| s.verdict())
         .unwrap_or_default();
+    if let Some(store) = gw.flows.as_ref() {
+        let ok = ctx.answer.is_none() && (200..300).contains(&status);
+        let tool = || {
+            let admit = ctx.progress.envelope().is_some();
+            gw.metrics.names.label(ctx.name.as_deref(), admit)
+        };
+        let answer = super::task_count::TaskAnswer {
+            method: ctx.method.as_deref(),
+            name: ctx.name.as_deref(),
+            ok,
+            verdict,
+        };
+        let (tasks, m) = (&store.tasks, &gw.metrics.flows.tasks);
+        super::task_count::observe(tasks, m, answer, tool, Instant::now());
+    }
     let flow = gw.flows.as_ref().and_then(|store| {
         let method = ctx.method.as_deref()?;
         name_field(method)?;
@@ -30,7 +45,7 @@ pub fn finished(ctx: &mut RequestCtx, status: u16) {
             return None; // not a flow's leg: the common case costs two checks
         }
         let leg = leg(ctx, status, verdict, request_state);
-        store.finish_leg(&leg, std::time::Instant::now(), &gw.metrics.flows)
+        store.finish_leg(&leg, Instant::now(), &gw.metrics.flows)
     });
     if let (Some(tracing), Some(leg)) = (&gw.tracing, &ctx.trace) {
         if !leg.sampled {

@@ -53,6 +53,7 @@ pub mod route;
 pub mod server;
 pub mod state;
 mod steps;
+pub mod task_count;
 pub mod tls;
 pub mod trace;
 pub mod upstream_tls;

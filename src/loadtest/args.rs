@@ -16,12 +16,12 @@ pub const DEFAULT_TARGET: &str = "http://127.0.0.1:8080/mcp";
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 const SCENARIO_HELP: &str = "Scenario: a built-in name or a YAML/JSON file with weighted flows.\n\
-Built-in: mixed (default), mrtr, multi-round, plain, create_repo, deploy, charge, onboard, echo \
-(these call the reference backend's tools).\n\
+Built-in: mixed (default), mrtr, multi-round, plain, create_repo, deploy, charge, onboard, echo, \
+tasks (these call the reference backend's tools; tasks follows Tasks-extension tasks).\n\
 auto: one flow per tool the target lists (arguments from each inputSchema; destructive or \
 non-idempotent tools left out unless --include-destructive).\n\
 File: {name, max_rounds?: 8, flows: [{tool: NAME | method: METHOD, arguments?: {..}, weight?: 1, \
-answers?: {property: value | \"$args.ARG\"}, param_headers?: {HeaderSuffix: argument}, \
+answers?: {property: value | \"$args.ARG\"}, param_headers?: {HeaderSuffix: argument}, tasks?: false, \
 checks?: [{is_error: false} | {pointer: /p, equals: V} | {pointer: /p, contains: T} | {pointer: /p, matches: RE} | \
 {output_schema: true}]}]}\n\
 String arguments may use $uuid, $seq, $rand(A,B) and $feed.COLUMN (with --feed).";
@@ -128,6 +128,14 @@ pub struct LoadTestArgs {
     /// Share of flows that answer elicitations with `cancel`.
     #[arg(long, default_value_t = 0.0)]
     pub cancel_share: f64,
+    /// Share of the tasks of task-following flows (`--scenario tasks`) cancelled with
+    /// `tasks/cancel` after their first poll.
+    #[arg(long, default_value_t = 0.2)]
+    pub task_cancel_share: f64,
+    /// Longest a followed task may take, from its creating call to a terminal status; past
+    /// it the task is cancelled and counted as abandoned.
+    #[arg(long, default_value = "30s", value_parser = crate::config::parse_duration)]
+    pub task_limit: Duration,
     /// https targets: accept any certificate (testing only).
     #[arg(long)]
     pub insecure: bool,
@@ -252,6 +260,7 @@ impl LoadTestArgs {
             ("--max-check-failure-rate", self.max_check_failure_rate),
             ("--decline-share", Some(self.decline_share)),
             ("--cancel-share", Some(self.cancel_share)),
+            ("--task-cancel-share", Some(self.task_cancel_share)),
         ] {
             if v.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
                 bail!("{name} must be between 0 and 1");
@@ -259,6 +268,9 @@ impl LoadTestArgs {
         }
         if self.duration.is_some_and(|d| d.is_zero()) || self.flows == Some(0) {
             bail!("--duration and --flows must be positive");
+        }
+        if self.task_limit.is_zero() {
+            bail!("--task-limit must be positive (e.g. 30s)");
         }
         if self.decline_share + self.cancel_share > 1.0 {
             bail!("--decline-share and --cancel-share add up to more than 1");

@@ -80,6 +80,7 @@ pub fn flow_for(tool: &Value) -> Option<FlowSpec> {
         answers: Map::new(),
         param_headers,
         checks,
+        tasks: false,
     })
 }
 

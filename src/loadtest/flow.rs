@@ -14,6 +14,8 @@ use super::leg::{send_leg, LegMode, Outcome};
 use super::measure::{FlowEnd, LegError, LegKind};
 use super::run::{Ctx, Draw};
 use super::scenario::pick_weighted;
+use super::task_flow::{follow, TaskStart};
+use super::task_measure::TaskEnd;
 use super::template::RetryParts;
 
 /// Run one flow (or one bad request) to its end and record every leg.
@@ -119,7 +121,24 @@ pub(super) async fn run_one(ctx: &Ctx, shard: usize, d: Draw, intended: Instant)
             (true, _) => LegKind::Retry,
         };
         let mut next = None;
+        let mut task = None;
         let end = match outcome {
+            Outcome::Task { task_id } if tpl.tasks => {
+                task = Some(task_id);
+                None
+            }
+            Outcome::Task { .. } => {
+                e = Some(LegError {
+                    kind: "unexpected_task",
+                    status: None,
+                    code: None,
+                    message: Some(
+                        "the call was answered with a task, but this flow does not follow tasks (set `tasks: true`)"
+                            .into(),
+                    ),
+                });
+                Some(FlowEnd::Failed)
+            }
             Outcome::Complete { result } => {
                 final_result = result;
                 Some(FlowEnd::Completed)
@@ -176,8 +195,22 @@ pub(super) async fn run_one(ctx: &Ctx, shard: usize, d: Draw, intended: Instant)
                 first,
             )
         });
+        let owner = if task.is_some() { inst.clone() } else { None };
         if round == 1 {
             first_instance = inst;
+        }
+        if let Some(task_id) = task {
+            let start = TaskStart {
+                tpl,
+                principal,
+                task_id,
+                owner,
+                cancel: d.cancel_task,
+                created_sent: send_at,
+            };
+            let (end, result) = follow_task(ctx, shard, start).await;
+            final_result = result;
+            break (end, Instant::now());
         }
         if let Some(end) = end {
             break (end, now);
@@ -220,4 +253,41 @@ pub(super) async fn run_one(ctx: &Ctx, shard: usize, d: Draw, intended: Instant)
         }
         m.record_flow(op, end, round, at - intended, ctx.sec(at), is_call)
     });
+}
+
+/// Follow a task the flow's call created, record its end, and say how the flow ends: a
+/// completed task whose result is not a tool error, or a cancel the flow drew, is the flow's
+/// planned end; anything else fails it.
+async fn follow_task(
+    ctx: &Ctx,
+    shard: usize,
+    start: TaskStart<'_>,
+) -> (FlowEnd, Option<serde_json::Value>) {
+    let created_sent = start.created_sent;
+    let f = follow(ctx, shard, start).await;
+    let tool_error = f.end == TaskEnd::Completed
+        && f.result
+            .as_ref()
+            .and_then(|r| r.get("isError"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+    ctx.record(shard, |m| {
+        m.tasks.record_end(f.end, f.polls, f.at - created_sent);
+        if tool_error {
+            m.tasks.tool_errors += 1;
+            let text = f.result.as_ref().and_then(super::reply::result_text);
+            m.tally.error(&LegError {
+                kind: "tool_error",
+                status: None,
+                code: None,
+                message: text,
+            });
+        }
+    });
+    let end = match f.end {
+        TaskEnd::Completed if !tool_error => FlowEnd::Completed,
+        TaskEnd::Cancelled => FlowEnd::Completed,
+        _ => FlowEnd::Failed,
+    };
+    (end, f.result)
 }

@@ -28,6 +28,10 @@ pub(super) enum Outcome {
     Failed {
         result: Option<Value>,
     },
+    /// The call created a task (Tasks extension), to be followed by [`super::task_flow`].
+    Task {
+        task_id: String,
+    },
 }
 
 /// How to read a leg's answer.
@@ -103,7 +107,9 @@ pub(super) async fn send_leg(
     let reply = parse_reply(&payload, id);
     if instance.is_none() {
         let meta = match &reply {
-            Ok(Reply::Complete { meta, .. }) | Ok(Reply::InputRequired { meta, .. }) => *meta,
+            Ok(Reply::Complete { meta, .. })
+            | Ok(Reply::InputRequired { meta, .. })
+            | Ok(Reply::Task { meta, .. }) => *meta,
             _ => None,
         };
         instance = meta.and_then(instance_from_meta).map(Bytes::from);
@@ -172,6 +178,13 @@ pub(super) async fn send_leg(
             };
             (Outcome::Complete { result }, None, instance)
         }
+        Ok(Reply::Task { task_id, .. }) => (
+            Outcome::Task {
+                task_id: task_id.into_owned(),
+            },
+            None,
+            instance,
+        ),
         Ok(Reply::InputRequired {
             input_requests,
             request_state,

@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 
 pub use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
 use super::tally::Tally;
+use super::task_measure::TaskMeasures;
 
 /// Significant figures of every latency histogram.
 pub const SIGFIG: u8 = 3;
@@ -95,6 +96,8 @@ pub struct Measures {
     pub window: Histogram<u64>,
     /// Error messages, content checks, declined flows, stages.
     pub tally: Tally,
+    /// Tasks-extension flows: requests after the creating call, ends, landing.
+    pub tasks: TaskMeasures,
 }
 
 impl Measures {
@@ -118,10 +121,11 @@ impl Measures {
             timeline: Vec::new(),
             window: new_hist(),
             tally: Tally::default(),
+            tasks: TaskMeasures::default(),
         }
     }
 
-    fn bucket(&mut self, sec: usize) -> &mut Bucket {
+    pub(super) fn bucket(&mut self, sec: usize) -> &mut Bucket {
         if self.timeline.len() <= sec {
             self.timeline.resize(sec + 1, Bucket::default());
         }
@@ -272,6 +276,7 @@ impl Measures {
             *self.errors_by_kind.entry(k).or_default() += v;
         }
         self.tally.merge(&o.tally);
+        self.tasks.merge(&o.tasks);
         self.bad_sent += o.bad_sent;
         self.bad_rejected += o.bad_rejected;
         self.landing.retry_known += o.landing.retry_known;
@@ -291,15 +296,18 @@ impl Measures {
         }
     }
 
-    /// Requests sent (every leg, bad ones included).
+    /// Requests sent (every leg, bad ones and task requests included).
     pub fn requests(&self) -> u64 {
-        self.legs.iter().map(|l| l.requests).sum()
+        self.legs.iter().map(|l| l.requests).sum::<u64>() + self.tasks.requests()
     }
 
-    /// Errors: failed legs plus abandoned and unsent flows. Bad requests rejected as expected
-    /// are not errors.
+    /// Errors: failed legs (task requests included) plus abandoned and unsent flows and
+    /// abandoned or lost tasks. Bad requests rejected as expected are not errors.
     pub fn errors(&self) -> u64 {
-        self.legs.iter().map(|l| l.errors).sum::<u64>() + self.flows_abandoned + self.flows_unsent
+        self.legs.iter().map(|l| l.errors).sum::<u64>()
+            + self.flows_abandoned
+            + self.flows_unsent
+            + self.tasks.errors()
     }
 
     pub fn leg(&self, kind: LegKind) -> &LegStats {

@@ -12,8 +12,10 @@
 //!   [`feed`] (templates and data feeds), [`checks`] (content checks); [`flows`] re-exports the
 //!   first four;
 //! - the run: `run` (closed and open loop, [`stages`]), `flow` (one flow), `leg` (one leg on the
-//!   wire), `progress`, [`client`] and [`tls`] (HTTP/1.1, https, HTTP/2);
-//! - results: [`measure`] (histograms and counters, with [`stats`]), [`tally`] (error messages, checks, stages),
+//!   wire), `task_flow` (a task a call created, followed to its end: Tasks extension),
+//!   `progress`, [`client`] and [`tls`] (HTTP/1.1, https, HTTP/2);
+//! - results: [`measure`] (histograms and counters, with [`stats`]; [`task_measure`] for
+//!   tasks), [`tally`] (error messages, checks, stages),
 //!   [`report`] (summary, JSON and HTML reports, exit criteria).
 //!
 //! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
@@ -43,6 +45,8 @@ pub mod scenario;
 pub mod stages;
 pub mod stats;
 pub mod tally;
+mod task_flow;
+pub mod task_measure;
 pub mod template;
 pub mod tls;
 

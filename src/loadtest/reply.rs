@@ -1,6 +1,6 @@
 //! Reading a reply: the JSON-RPC payload of a response body (the body itself, or the last
 //! event of an SSE stream, read with [`crate::mcp::sse`]), what it says ([`Reply`]: complete,
-//! input required, error) and which instance served it. Pure; no I/O.
+//! input required, a task, error) and which instance served it. Pure; no I/O.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -44,6 +44,8 @@ struct WireResult<'a> {
     meta: Option<&'a RawValue>,
     #[serde(rename = "isError", default)]
     is_error: Option<bool>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +65,11 @@ pub enum Reply<'a> {
     InputRequired {
         input_requests: Option<&'a str>,
         request_state: Option<&'a str>,
+        meta: Option<&'a str>,
+    },
+    /// `resultType: task` (Tasks extension): the call created the task `task_id`.
+    Task {
+        task_id: Cow<'a, str>,
         meta: Option<&'a str>,
     },
     /// A JSON-RPC error.
@@ -125,6 +132,10 @@ pub fn parse_reply(json: &[u8], expected_id: u64) -> Result<Reply<'_>, ReplyProb
                 meta,
             })
         }
+        Some(result_type::TASK) => match res.task_id {
+            Some(task_id) if !task_id.is_empty() => Ok(Reply::Task { task_id, meta }),
+            _ => Err(ReplyProblem::Invalid),
+        },
         Some(_) => Err(ReplyProblem::Invalid),
     }
 }
@@ -217,6 +228,16 @@ mod tests {
                 3
             ),
             Err(ReplyProblem::Invalid)
+        );
+        assert_eq!(
+            parse_reply(
+                br#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"task","taskId":"0123456789abcdef.x","status":"working"}}"#,
+                3
+            ),
+            Ok(Reply::Task {
+                task_id: "0123456789abcdef.x".into(),
+                meta: None
+            })
         );
         assert_eq!(parse_reply(b"<html>", 3), Err(ReplyProblem::NotJson));
         let with_meta = format!(

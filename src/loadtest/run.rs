@@ -47,6 +47,9 @@ pub(super) struct Ctx {
     pub(super) user_authorization: bool,
     pub(super) decline_share: f64,
     pub(super) cancel_share: f64,
+    pub(super) task_cancel_share: f64,
+    /// Longest a followed task may take (`--task-limit`).
+    pub(super) task_limit: Duration,
     pub(super) stages: Option<Stages>,
     pub(super) cumulative: Vec<u64>,
     pub(super) total_weight: u64,
@@ -75,6 +78,8 @@ pub(super) struct Draw {
     pub(super) action: ElicitAction,
     /// Seeds the flow's own templates ($uuid, $rand, a random feed row).
     pub(super) seed: u64,
+    /// A task this flow creates is cancelled with tasks/cancel.
+    pub(super) cancel_task: bool,
 }
 
 impl Ctx {
@@ -110,6 +115,7 @@ impl Ctx {
             pick: rng.gen_range(0..self.total_weight),
             action,
             seed: rng.gen(),
+            cancel_task: self.task_cancel_share > 0.0 && rng.gen::<f64>() < self.task_cancel_share,
         }
     }
 
@@ -170,6 +176,8 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
         extra_headers: plan.extra,
         decline_share: opts.decline_share,
         cancel_share: opts.cancel_share,
+        task_cancel_share: opts.task_cancel_share,
+        task_limit: opts.task_limit,
         stages: opts.stages.clone(),
         cumulative,
         total_weight: acc,
@@ -312,7 +320,12 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
         }
     }
     // Let the flows in progress finish, within a bound.
-    let grace = opts.timeout.saturating_mul(scenario.max_rounds.min(3)) + Duration::from_secs(1);
+    let mut grace =
+        opts.timeout.saturating_mul(scenario.max_rounds.min(3)) + Duration::from_secs(1);
+    if scenario.has_tasks() {
+        // A followed task ends within its limit, then one cancel and one poll.
+        grace = grace.max(opts.task_limit + opts.timeout.saturating_mul(2));
+    }
     let drained = tokio::time::timeout(grace, async {
         while let Some(r) = set.join_next().await {
             if let Err(e) = r {

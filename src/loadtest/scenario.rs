@@ -47,6 +47,11 @@ pub struct FlowSpec {
     /// Checks on the final result of each flow (see [`CheckSpec`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
+    /// Declare the Tasks extension: a call answered with a task is followed through
+    /// `tasks/get` (with backoff), `tasks/update` (answering its input requests) and, for a
+    /// share of them (`--task-cancel-share`), `tasks/cancel`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tasks: bool,
 }
 
 fn one() -> u32 {
@@ -67,7 +72,13 @@ impl FlowSpec {
             answers: Map::new(),
             param_headers: BTreeMap::new(),
             checks: Vec::new(),
+            tasks: false,
         }
+    }
+
+    pub(crate) fn with_tasks(mut self) -> Self {
+        self.tasks = true;
+        self
     }
 
     pub(crate) fn plain(method: &str, weight: u32) -> Self {
@@ -132,6 +143,10 @@ pub const BUILTIN_SCENARIOS: &[(&str, &str)] = &[
     ("charge", "charge only"),
     ("onboard", "onboard only"),
     ("echo", "echo only (one leg, no MRTR)"),
+    (
+        "tasks",
+        "Tasks extension: deploy_async 3 (confirm through tasks/update), slow_compute 1; polls tasks/get, cancels --task-cancel-share",
+    ),
 ];
 
 fn builtin_flows() -> [FlowSpec; 7] {
@@ -152,7 +167,31 @@ fn builtin_flows() -> [FlowSpec; 7] {
     ]
 }
 
+/// The flows of the `tasks` scenario: the reference backend's task tools, short runs.
+fn task_flows() -> Vec<FlowSpec> {
+    vec![
+        FlowSpec::call(
+            "deploy_async",
+            json!({"service": "payments", "environment": "staging", "seconds": 1}),
+            3,
+        )
+        .answer("confirmation", json!(format!("{ARG_REF_PREFIX}service")))
+        .with_tasks(),
+        FlowSpec::call(
+            "slow_compute",
+            json!({"seconds": 0.5, "label": "loadtest"}),
+            1,
+        )
+        .with_tasks(),
+    ]
+}
+
 impl Scenario {
+    /// Does any flow follow tasks?
+    pub fn has_tasks(&self) -> bool {
+        self.flows.iter().any(|f| f.tasks)
+    }
+
     /// A built-in scenario by name.
     pub fn builtin(name: &str) -> Option<Scenario> {
         let [create_repo, deploy, charge, onboard, echo, list, discover] = builtin_flows();
@@ -171,6 +210,7 @@ impl Scenario {
             "deploy" => vec![equal(deploy)],
             "charge" => vec![equal(charge)],
             "echo" => vec![equal(echo)],
+            "tasks" => task_flows(),
             _ => return None,
         };
         Some(Scenario {

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::answer::default_answers;
 use super::scenario::{FlowSpec, ARG_REF_PREFIX};
-use crate::mcp::{self, header, meta, methods};
+use crate::mcp::{self, header, meta, methods, tasks};
 
 /// A flow compiled for sending: pre-serialized body parts and pre-built headers.
 #[derive(Debug, Clone)]
@@ -31,6 +31,8 @@ pub struct FlowTemplate {
     pub bad_headers: HeaderMap,
     /// The answer table with `$args.X` references resolved.
     pub answers: Map<String, Value>,
+    /// The flow declares the Tasks extension and follows the tasks its call creates.
+    pub tasks: bool,
 }
 
 /// The MRTR part of a retry leg.
@@ -47,6 +49,13 @@ const BODY_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
 /// The client capabilities the load tester declares: everything MRTR can ask for.
 pub fn client_capabilities() -> Value {
     json!({"elicitation": {}, "sampling": {}, "roots": {}})
+}
+
+/// [`client_capabilities`] plus the Tasks extension (for flows that follow tasks).
+pub fn client_capabilities_with_tasks() -> Value {
+    let mut c = client_capabilities();
+    c["extensions"] = json!({ tasks::EXTENSION: {} });
+    c
 }
 
 fn hv(s: &str) -> anyhow::Result<HeaderValue> {
@@ -81,7 +90,12 @@ impl FlowTemplate {
         }
         let mut meta_obj = Map::new();
         meta_obj.insert(meta::PROTOCOL_VERSION.into(), json!(mcp::PROTOCOL_VERSION));
-        meta_obj.insert(meta::CLIENT_CAPABILITIES.into(), client_capabilities());
+        let caps = if spec.tasks {
+            client_capabilities_with_tasks()
+        } else {
+            client_capabilities()
+        };
+        meta_obj.insert(meta::CLIENT_CAPABILITIES.into(), caps);
         let mut tail = Vec::with_capacity(160);
         tail.extend_from_slice(br#""_meta":"#);
         serde_json::to_writer(&mut tail, &meta_obj)?;
@@ -155,6 +169,7 @@ impl FlowTemplate {
             headers,
             bad_headers,
             answers,
+            tasks: spec.tasks,
         })
     }
 

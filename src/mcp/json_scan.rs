@@ -1,9 +1,10 @@
 //! The byte-level JSON tokenizer under [`super::result_scan`]: tracks strings, escapes and
 //! nesting of a JSON-RPC response and reads only `result`/`error` and, inside `result`,
-//! `resultType` and `requestState` (hashed as it passes, decoded). Fixed memory.
+//! `resultType`, `requestState` (hashed as it passes, decoded) and, for the Tasks extension,
+//! `taskId` (hashed the same way) and `status`. Fixed memory.
 
 use super::digest::StateHasher;
-use super::result_scan::{ResultKind, Verdict};
+use super::result_scan::{ResultKind, TaskStatus, Verdict};
 
 /// The members this scanner reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -14,6 +15,8 @@ enum Member {
     Error,
     ResultType,
     RequestState,
+    TaskId,
+    Status,
 }
 
 /// What the string being read is.
@@ -27,6 +30,10 @@ enum Str {
     ResultType,
     /// The value of `result.requestState`: hashed.
     State,
+    /// The value of `result.taskId`: hashed.
+    TaskId,
+    /// The value of `result.status`: compared in `buf`.
+    Status,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +63,10 @@ pub(super) struct JsonScan {
     hasher: Option<StateHasher>,
     state_digest: Option<u64>,
     bad_state: bool,
+    task_hasher: Option<StateHasher>,
+    task_digest: Option<u64>,
+    bad_task: bool,
+    task_status: Option<TaskStatus>,
 }
 
 impl JsonScan {
@@ -88,6 +99,8 @@ impl JsonScan {
         Verdict {
             kind,
             state_digest: self.state_digest.filter(|_| !self.bad_state),
+            task_digest: self.task_digest.filter(|_| !self.bad_task),
+            task_status: self.task_status,
         }
     }
 
@@ -137,6 +150,11 @@ impl JsonScan {
                             self.hasher = Some(StateHasher::default());
                             Str::State
                         }
+                        (2, Member::TaskId) if self.in_result => {
+                            self.task_hasher = Some(StateHasher::default());
+                            Str::TaskId
+                        }
+                        (2, Member::Status) if self.in_result => Str::Status,
                         _ => Str::Ignored,
                     }
                 };
@@ -241,6 +259,7 @@ impl JsonScan {
     fn bad(&mut self, kind: Str) {
         match kind {
             Str::State => self.bad_state = true,
+            Str::TaskId => self.bad_task = true,
             _ => self.overflow = true,
         }
     }
@@ -257,7 +276,12 @@ impl JsonScan {
                     h.write(bytes);
                 }
             }
-            Str::Key | Str::ResultType => {
+            Str::TaskId => {
+                if let Some(h) = self.task_hasher.as_mut() {
+                    h.write(bytes);
+                }
+            }
+            Str::Key | Str::ResultType | Str::Status => {
                 let room = self.buf.len() - self.len;
                 if bytes.len() > room {
                     self.overflow = true;
@@ -281,7 +305,12 @@ impl JsonScan {
                     h.write(&[b]);
                 }
             }
-            Str::Key | Str::ResultType => {
+            Str::TaskId => {
+                if let Some(h) = self.task_hasher.as_mut() {
+                    h.write(&[b]);
+                }
+            }
+            Str::Key | Str::ResultType | Str::Status => {
                 if self.len < self.buf.len() {
                     self.buf[self.len] = b;
                     self.len += 1;
@@ -310,6 +339,8 @@ impl JsonScan {
                     (1, b"error") => Member::Error,
                     (2, b"resultType") if self.in_result => Member::ResultType,
                     (2, b"requestState") if self.in_result => Member::RequestState,
+                    (2, b"taskId") if self.in_result => Member::TaskId,
+                    (2, b"status") if self.in_result => Member::Status,
                     _ => Member::Other,
                 };
                 if self.depth == 1 {
@@ -321,12 +352,21 @@ impl JsonScan {
             Str::ResultType => {
                 self.result_type = Some(match text {
                     b"input_required" => ResultKind::InputRequired,
+                    b"task" => ResultKind::Task,
                     _ => ResultKind::Complete,
                 });
                 self.key2 = Member::Other;
             }
             Str::State => {
                 self.state_digest = self.hasher.take().map(|h| h.finish());
+                self.key2 = Member::Other;
+            }
+            Str::TaskId => {
+                self.task_digest = self.task_hasher.take().map(|h| h.finish());
+                self.key2 = Member::Other;
+            }
+            Str::Status => {
+                self.task_status = TaskStatus::from_wire(text);
                 self.key2 = Member::Other;
             }
         }

@@ -1,6 +1,7 @@
 //! What a response says about its MRTR flow, read as its chunks stream past (never copied nor
 //! buffered): whether the JSON-RPC response is an error, a `complete` result or an
-//! `input_required` one, and the [digest](super::digest) of the result's `requestState`.
+//! `input_required` one (or a task, and its id's digest and status: Tasks extension), and the
+//! [digest](super::digest) of the result's `requestState`.
 //!
 //! Only the members of the response object (`result`, `error`) and of `result` (`resultType`,
 //! `requestState`) are read, by a byte-level tokenizer that tracks strings, escapes and nesting,
@@ -23,6 +24,53 @@ pub enum ResultKind {
     InputRequired,
     /// A JSON-RPC error response.
     Error,
+    /// A result whose `resultType` is `task` (Tasks extension: a `CreateTaskResult`).
+    Task,
+}
+
+/// A task's `status` (Tasks extension), as read from `result.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The status named by a wire value, if it is one of the spec's.
+    pub fn from_wire(v: &[u8]) -> Option<TaskStatus> {
+        use super::tasks::status;
+        Some(match v {
+            v if v == status::WORKING.as_bytes() => TaskStatus::Working,
+            v if v == status::INPUT_REQUIRED.as_bytes() => TaskStatus::InputRequired,
+            v if v == status::COMPLETED.as_bytes() => TaskStatus::Completed,
+            v if v == status::FAILED.as_bytes() => TaskStatus::Failed,
+            v if v == status::CANCELLED.as_bytes() => TaskStatus::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        use super::tasks::status;
+        match self {
+            TaskStatus::Working => status::WORKING,
+            TaskStatus::InputRequired => status::INPUT_REQUIRED,
+            TaskStatus::Completed => status::COMPLETED,
+            TaskStatus::Failed => status::FAILED,
+            TaskStatus::Cancelled => status::CANCELLED,
+        }
+    }
+
+    /// A status no task leaves.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
 }
 
 /// The verdict on one response.
@@ -31,6 +79,11 @@ pub struct Verdict {
     pub kind: ResultKind,
     /// The digest of `result.requestState` when it is a string.
     pub state_digest: Option<u64>,
+    /// The [digest](super::digest) of `result.taskId` when it is a string (a `CreateTaskResult`
+    /// or a `DetailedTask`).
+    pub task_digest: Option<u64>,
+    /// `result.status` when it is a task status.
+    pub task_status: Option<TaskStatus>,
 }
 
 /// How much of a body is read at most (the verdict is what was seen by then).
@@ -125,7 +178,7 @@ impl ResultScanner {
                 } else {
                     ResultKind::Unknown
                 },
-                state_digest: None,
+                ..Verdict::default()
             };
         }
         match self.sse {
@@ -259,7 +312,7 @@ mod tests {
             all_chunkings(done, false),
             Verdict {
                 kind: ResultKind::Complete,
-                state_digest: None
+                ..Verdict::default()
             }
         );
         let no_type = r#"{"id":3,"jsonrpc":"2.0","result":{"content":[]}}"#;
@@ -284,7 +337,7 @@ mod tests {
             all_chunkings(body, false),
             Verdict {
                 kind: ResultKind::Complete,
-                state_digest: None
+                ..Verdict::default()
             }
         );
         assert!(!ResultScanner::json().found());
@@ -292,6 +345,33 @@ mod tests {
         light.feed(br#"{"result":{"resultType":"input_required","requestState":"s"}}"#);
         assert!(light.found());
         assert_eq!(light.verdict().state_digest, None);
+    }
+
+    #[test]
+    fn reads_task_ids_and_statuses() {
+        let created = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"0123456789abcdef.x\/y","status":"working","_meta":{"taskId":"no","status":"failed"}}}"#;
+        let v = all_chunkings(created, false);
+        assert_eq!(v.kind, ResultKind::Task);
+        assert_eq!(v.task_digest, Some(state_digest("0123456789abcdef.x/y")));
+        assert_eq!(v.task_status, Some(TaskStatus::Working));
+        let got = r#"{"jsonrpc":"2.0","id":2,"result":{"taskId":"t1","status":"completed","result":{"status":"failed","content":[]}}}"#;
+        let v = all_chunkings(got, false);
+        assert_eq!(v.kind, ResultKind::Complete);
+        assert_eq!(v.task_digest, Some(state_digest("t1")));
+        assert_eq!(v.task_status, Some(TaskStatus::Completed));
+        assert!(v.task_status.unwrap().is_terminal());
+        let odd = r#"{"result":{"taskId":7,"status":"sleeping_forever_and_ever"}}"#;
+        let v = all_chunkings(odd, false);
+        assert_eq!((v.task_digest, v.task_status), (None, None));
+        for st in [
+            "working",
+            "input_required",
+            "completed",
+            "failed",
+            "cancelled",
+        ] {
+            assert_eq!(TaskStatus::from_wire(st.as_bytes()).unwrap().as_str(), st);
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 #[allow(unused_imports)] // each test crate uses a different subset
 pub use crate::common::{post, raw, read_reply, Reply};
 
+pub mod backends;
 pub mod cache;
 pub mod scripted;
 

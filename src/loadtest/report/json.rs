@@ -17,7 +17,12 @@
 //! `checks`: [{name, passed, reason}], `passed`,
 //! `error_groups`: [{kind, status, code, message, count}] (most common first),
 //! `content_checks`: [{check, passed, failed, first_failure}],
-//! `elicitation` {declined, cancelled}, `stages`: [{stage, start_s, end_s, target, requests,
+//! `elicitation` {declined, cancelled},
+//! `tasks` (null when no task was followed): {created, completed, cancelled, failed, abandoned,
+//! lost, tool_errors, polls_per_task {mean, p50, max}, time_to_completion_ms, requests
+//! {"tasks/get"|"tasks/update"|"tasks/cancel": {count, errors, latency_ms}}, landing
+//! {"tasks/get"|..|all: {owner, other, unknown, owner_share}}},
+//! `stages`: [{stage, start_s, end_s, target, requests,
 //! errors, flows_completed, latency_ms}] (empty without --stages),
 //! `preflight` (null with --no-preflight): {server_name, server_version, protocol_versions,
 //! tool_count, pages, tools, x_mcp_header_tools, discover_error, list_error, auto_excluded}.
@@ -113,6 +118,7 @@ pub fn render(r: &Report) -> Value {
             "check": l, "passed": c.passed, "failed": c.failed, "first_failure": c.sample,
         })).collect::<Vec<_>>(),
         "elicitation": {"declined": m.tally.declined, "cancelled": m.tally.cancelled},
+        "tasks": super::tasks::json(r, lat),
         "stages": r.args.stages.iter().flat_map(|s| s.0.iter().enumerate().map(|(i, st)| {
             let (a, b) = s.span(i);
             let t = m.tally.stages.get(i).cloned().unwrap_or_default();

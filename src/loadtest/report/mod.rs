@@ -3,8 +3,11 @@
 //! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts).
 
 pub mod html;
+mod html_charts;
 mod html_extra;
+mod html_svg;
 pub mod json;
+pub mod tasks;
 pub mod text;
 
 use std::time::Duration;

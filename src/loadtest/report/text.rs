@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::{LatencySummary, Report};
 use crate::loadtest::measure::LegKind;
 
-fn table(rows: &[Vec<String>], right_from: usize) -> String {
+pub(super) fn table(rows: &[Vec<String>], right_from: usize) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -50,7 +50,7 @@ fn f(v: f64) -> String {
     }
 }
 
-fn lat_row(name: &str, s: &LatencySummary, errors: Option<u64>) -> Vec<String> {
+pub(super) fn lat_row(name: &str, s: &LatencySummary, errors: Option<u64>) -> Vec<String> {
     let mut r = vec![name.to_string(), s.count.to_string()];
     r.push(errors.map_or("".into(), |e| e.to_string()));
     if s.count == 0 {
@@ -64,7 +64,7 @@ fn lat_row(name: &str, s: &LatencySummary, errors: Option<u64>) -> Vec<String> {
 /// Error groups listed in the summary.
 const MAX_GROUP_ROWS: usize = 10;
 
-const LAT_HEADER: [&str; 9] = [
+pub(super) const LAT_HEADER: [&str; 9] = [
     "", "count", "errors", "mean", "p50", "p90", "p99", "p99.9", "max",
 ];
 
@@ -196,6 +196,7 @@ pub fn render(r: &Report) -> String {
         }
         out.push_str(&table(&rows, 1));
     }
+    out.push_str(&super::tasks::text(r));
 
     if r.errors() > 0 {
         out.push('\n');
