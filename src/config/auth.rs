@@ -202,7 +202,7 @@ impl AuthConfig {
             self.principal_claim
         );
         for r in &self.rules {
-            let m = |p: &Option<crate::gateway::route::Pattern>| {
+            let m = |p: &Option<crate::config::Pattern>| {
                 p.as_ref().map_or("*".to_string(), |p| p.to_string())
             };
             out.push_str(&format!(

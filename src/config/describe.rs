@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{cache, redis, route_name, Balance, Config, HashKey, HealthCheckKind};
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 impl Config {
     /// The route table as `mcp-edge check` prints it.

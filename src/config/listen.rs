@@ -5,7 +5,7 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 
 use super::tls;
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(from = "tls::ListenFile")]

@@ -30,6 +30,7 @@ pub use flows::{FlowsConfig, TracingConfig};
 mod describe;
 mod limits;
 mod listen;
+mod pattern;
 mod pools;
 mod rate_limits;
 mod routes;
@@ -38,6 +39,7 @@ mod validate;
 mod values;
 pub use limits::{Limits, MetricsConfig};
 pub use listen::{Listen, OriginsConfig};
+pub use pattern::Pattern;
 pub use pools::{
     Balance, EjectionConfig, HashKey, HealthCheckKind, HealthConfig, PoolConfig, Retries,
 };

@@ -4,7 +4,7 @@ use serde::{Deserialize, Deserializer};
 use std::fmt;
 
 use super::{OnStoreError, Scope};
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 /// One rate limit.
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Deserializer};
 
 use super::{auth, CacheConfig};
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
