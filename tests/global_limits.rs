@@ -334,7 +334,7 @@ fn check_prints_each_limits_scope_and_policy_and_refuses_a_global_limit_without_
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("bad.yaml:6: rate_limits[0].scope: global needs a `redis:` section"),
+        err.contains("bad.yaml:6:12: rate_limits[0].scope: global needs a `redis:` section"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -32,6 +32,7 @@ mod limits;
 mod listen;
 mod pattern;
 mod pools;
+mod positions;
 mod rate_limits;
 mod routes;
 mod timeouts;
@@ -43,10 +44,10 @@ pub use pattern::Pattern;
 pub use pools::{
     Balance, EjectionConfig, HashKey, HealthCheckKind, HealthConfig, PoolConfig, Retries,
 };
+pub use positions::{Pos, Positions};
 pub use rate_limits::{KeyPart, LimitMatch, Per, Rate, RateLimitConfig};
 pub use routes::{route_name, DefaultRoute, Match, RouteConfig, Validation};
 pub use timeouts::{ShutdownConfig, Timeouts};
-pub(crate) use validate::line_of;
 pub(crate) use values::humantime_serde_compat;
 pub use values::parse_duration;
 
@@ -168,15 +169,31 @@ fn de_upstream_header<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     pub file: String,
+    /// 1-based line of the offending key or value.
     pub line: Option<usize>,
+    /// 1-based column on that line.
+    pub column: Option<usize>,
     pub message: String,
+}
+
+impl ConfigError {
+    /// An error at `pos` (None: the file as a whole).
+    pub fn at(file: &str, pos: Option<Pos>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line: pos.map(|p| p.line),
+            column: pos.map(|p| p.column),
+            message: message.into(),
+        }
+    }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}", self.file, l, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{}:{l}:{c}: {}", self.file, self.message),
+            (Some(l), None) => write!(f, "{}:{l}: {}", self.file, self.message),
+            _ => write!(f, "{}: {}", self.file, self.message),
         }
     }
 }
@@ -190,10 +207,8 @@ impl Config {
     /// Load and validate a file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: file.clone(),
-            line: None,
-            message: format!("cannot read the config file: {e}"),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::at(&file, None, format!("cannot read the config file: {e}"))
         })?;
         Self::parse(&text, &file)
     }
@@ -206,13 +221,13 @@ impl Config {
             if let Some(i) = message.rfind(" at line ") {
                 message.truncate(i);
             }
-            ConfigError {
-                file: file.to_string(),
-                line: e.location().map(|l| l.line()),
-                message,
-            }
+            let pos = e.location().map(|l| Pos {
+                line: l.line(),
+                column: l.column(),
+            });
+            ConfigError::at(file, pos, message)
         })?;
-        cfg.validate(text, file)?;
+        cfg.validate(&Positions::of(text), file)?;
         Ok(cfg)
     }
 }

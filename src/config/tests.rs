@@ -96,3 +96,75 @@ fn upstream_header_can_be_turned_off() {
     let c = Config::parse(&format!("{MIN}upstream_header: x-served-by\n"), "t").unwrap();
     assert_eq!(c.upstream_header.as_deref(), Some("x-served-by"));
 }
+
+/// `file:line:column: key: ...` for an error expected at `line`, `column`.
+fn expect_at(e: &ConfigError, line: usize, column: usize, key: &str, fix: &str) {
+    assert_eq!((e.line, e.column), (Some(line), Some(column)), "{e}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(&format!("t.yaml:{line}:{column}: {key}: ")),
+        "{shown}"
+    );
+    assert!(shown.contains(fix), "{shown}");
+}
+
+#[test]
+fn a_duplicate_name_points_at_the_second_occurrence() {
+    let text = format!(
+        "{MIN}rate_limits:\n  - name: a\n    rate: 1/s\n  - name: b\n    rate: 1/s\n  - name: a\n    rate: 2/s\n"
+    );
+    expect_at(&err(&text), 9, 11, "rate_limits[2].name", "must be unique");
+    let text = format!(
+        "{MIN}concurrency_limits:\n  - {{name: a, max_in_flight: 1}}\n  - {{name: a, max_in_flight: 2}}\n"
+    );
+    expect_at(
+        &err(&text),
+        6,
+        12,
+        "concurrency_limits[1].name",
+        "must be unique",
+    );
+}
+
+#[test]
+fn a_dangling_reference_points_at_itself_not_at_the_same_text_elsewhere() {
+    // The text `tools` first appears as the name of a valid route; the faulty reference is the
+    // second route's `pool: tools`.
+    let text = "pools:\n  default:\n    instances: [127.0.0.1:7001]\nroutes:\n  - name: tools\n    pool: default\n  - match: {method: tools/call}\n    pool: tools\n";
+    expect_at(
+        &err(text),
+        8,
+        11,
+        "routes[1].pool",
+        "defined pools: default",
+    );
+    let text = "pools:\n  a:\n    instances: [127.0.0.1:7001]\n  b:\n    instances: [127.0.0.1:7002, nowhere]\n";
+    expect_at(
+        &err(text),
+        5,
+        33,
+        "pools.b.instances",
+        "write e.g. 127.0.0.1:7001",
+    );
+}
+
+#[test]
+fn an_unknown_key_names_its_own_line_and_column() {
+    let text = format!("{MIN}timeouts:\n  connect: 1s\n  conect: 2s\n");
+    let e = err(&text);
+    assert_eq!((e.line, e.column), (Some(6), Some(3)), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("t.yaml:6:3: timeouts: unknown field `conect`"),
+        "{e}"
+    );
+    assert!(e.message.contains("expected one of `connect`"), "{e}");
+}
+
+#[test]
+fn a_missing_key_points_at_the_section_that_should_hold_it() {
+    let text = format!("{MIN}rate_limits:\n  - name: a\n    rate: 1/s\n    max_keys: 0\n");
+    expect_at(&err(&text), 7, 15, "rate_limits[0].max_keys", "at least 1");
+    let text = "pools:\n  default:\n    instances: [127.0.0.1:7001]\n    hash_key: principal\n";
+    expect_at(&err(text), 4, 15, "pools.default.hash_key", "balance: hash");
+}

@@ -208,13 +208,6 @@ pub enum UpstreamHttp {
     Auto,
 }
 
-/// The last name in a dotted key, without an index: `listen.extra[0]` -> `extra` (for the line
-/// number of an error).
-pub fn leaf_key(key: &str) -> &str {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    last.split('[').next().unwrap_or(last)
-}
-
 /// The file-free rules: what a listener or pool says must make sense on its own. Returns the
 /// key and the message.
 pub fn check_listeners(
@@ -391,7 +384,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("go together"), "{e}");
-        assert_eq!(super::leaf_key("listen.extra[0]"), "extra");
-        assert_eq!(super::leaf_key("pools.p.tls.sni"), "sni");
     }
 }

@@ -1,24 +1,20 @@
 //! Validation after parsing: the checks that span keys or sections (dangling pool and route
 //! references, duplicate names, sample shares, TLS, auth, Redis), each failing with the file,
-//! the line, the key and the fix.
+//! the line and column of the offending key or value ([`Positions`]), the key and the fix.
 
 use std::net::ToSocketAddrs;
 
 use super::{
     concurrency, flows, redis, route_name, tls, Balance, Config, ConfigError, HashKey,
-    HealthCheckKind, KeyPart,
+    HealthCheckKind, KeyPart, Positions,
 };
 
 impl Config {
-    pub(super) fn validate(&self, text: &str, file: &str) -> Result<(), ConfigError> {
-        let err = |line: Option<usize>, message: String| ConfigError {
-            file: file.to_string(),
-            line,
-            message,
-        };
+    pub(super) fn validate(&self, pos: &Positions, file: &str) -> Result<(), ConfigError> {
+        let err = |path: &str, message: String| ConfigError::at(file, pos.near(path), message);
         if !self.endpoint.starts_with('/') {
             return Err(err(
-                line_of(text, "endpoint", &self.endpoint),
+                "endpoint",
                 format!(
                     "endpoint: {:?} must be a path starting with '/', e.g. /mcp",
                     self.endpoint
@@ -26,31 +22,28 @@ impl Config {
             ));
         }
         if self.threads == 0 {
-            return Err(err(
-                line_of(text, "threads", "0"),
-                "threads: must be at least 1".into(),
-            ));
+            return Err(err("threads", "threads: must be at least 1".into()));
         }
         if self.pools.is_empty() {
             return Err(err(
-                line_of(text, "pools", ""),
+                "pools",
                 "pools: define at least one pool with instances".into(),
             ));
         }
         for (name, pool) in &self.pools {
             if pool.instances.is_empty() {
                 return Err(err(
-                    line_of(text, name, ""),
+                    &format!("pools.{name}.instances"),
                     format!("pools.{name}.instances: list at least one instance as host:port"),
                 ));
             }
-            for inst in &pool.instances {
+            for (j, inst) in pool.instances.iter().enumerate() {
                 if inst
                     .to_socket_addrs()
                     .map(|mut a| a.next().is_none())
                     .unwrap_or(true)
                 {
-                    return Err(err(line_of(text, "", inst), format!(
+                    return Err(err(&format!("pools.{name}.instances[{j}]"), format!(
                         "pools.{name}.instances: {inst:?} is not a host:port that resolves (write e.g. 127.0.0.1:7001 or backend:7001)"
                     )));
                 }
@@ -58,7 +51,14 @@ impl Config {
             let h = &pool.health;
             if h.check != HealthCheckKind::Off && (h.interval.is_zero() || h.timeout.is_zero()) {
                 return Err(err(
-                    line_of(text, "interval", "0"),
+                    &format!(
+                        "pools.{name}.health.{}",
+                        if h.interval.is_zero() {
+                            "interval"
+                        } else {
+                            "timeout"
+                        }
+                    ),
                     format!(
                         "pools.{name}.health: interval and timeout must be above 0s (0s would \
                          probe without pause); use e.g. `interval: 2s`, or `check: off`"
@@ -66,7 +66,7 @@ impl Config {
                 ));
             }
             if pool.hash_key.is_some() && pool.balance != Balance::Hash {
-                return Err(err(line_of(text, "hash_key", ""), format!(
+                return Err(err(&format!("pools.{name}.hash_key"), format!(
                     "pools.{name}.hash_key: only used with `balance: hash`; add it or remove hash_key"
                 )));
             }
@@ -83,14 +83,14 @@ impl Config {
                 .map(|d| ("default_route".to_string(), d.cache)),
         );
         for (at, c) in caches {
-            if let Some(Err((key, value, message))) = c.map(|c| c.check(&at)) {
-                return Err(err(line_of(text, key, &value), message));
+            if let Some(Err((key, _, message))) = c.map(|c| c.check(&at)) {
+                return Err(err(&format!("{at}.cache.{key}"), message));
             }
         }
         for (i, r) in self.routes.iter().enumerate() {
             if let Some(v) = r.validation.filter(|v| v.sample < self.validation.sample) {
                 return Err(err(
-                    line_of(text, "sample", &v.sample.to_string()),
+                    &format!("routes[{i}].validation.sample"),
                     format!(
                         "routes[{i}].validation.sample: {} is below validation.sample {}. A \
                          client picks its route by what its headers claim, so a route checked \
@@ -101,7 +101,7 @@ impl Config {
                 ));
             }
             if !self.pools.contains_key(&r.pool) {
-                return Err(err(line_of(text, "pool", &r.pool), format!(
+                return Err(err(&format!("routes[{i}].pool"), format!(
                     "routes[{i}].pool: no pool named {:?}; defined pools: {}. Add it under pools: or use one of those",
                     r.pool,
                     known()
@@ -111,7 +111,7 @@ impl Config {
         if let Some(d) = &self.default_route {
             if let Some(v) = d.validation.filter(|v| v.sample < self.validation.sample) {
                 return Err(err(
-                    line_of(text, "sample", &v.sample.to_string()),
+                    "default_route.validation.sample",
                     format!(
                         "default_route.validation.sample: {} is below validation.sample {}; a \
                          route may only raise the share of checked requests",
@@ -121,7 +121,7 @@ impl Config {
             }
             if !self.pools.contains_key(&d.pool) {
                 return Err(err(
-                    line_of(text, "pool", &d.pool),
+                    "default_route.pool",
                     format!(
                         "default_route.pool: no pool named {:?}; defined pools: {}",
                         d.pool,
@@ -141,7 +141,7 @@ impl Config {
             if let Some(r) = &l.matcher.route {
                 if !route_names.contains(r) {
                     return Err(err(
-                        line_of(text, "route", r),
+                        &format!("rate_limits[{i}].match.route"),
                         format!(
                             "rate_limits[{i}].match.route: no route named {r:?}; routes: {}",
                             route_names.join(", ")
@@ -151,13 +151,13 @@ impl Config {
             }
             if l.max_keys == 0 {
                 return Err(err(
-                    line_of(text, "max_keys", ""),
+                    &format!("rate_limits[{i}].max_keys"),
                     format!("rate_limits[{i}].max_keys: must be at least 1"),
                 ));
             }
             if self.rate_limits[..i].iter().any(|o| o.name == l.name) {
                 return Err(err(
-                    line_of(text, "name", &l.name),
+                    &format!("rate_limits[{i}].name"),
                     format!(
                         "rate_limits[{i}].name: {:?} is used twice; limit names must be unique",
                         l.name
@@ -165,8 +165,9 @@ impl Config {
                 ));
             }
         }
-        if let Err((key, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
-            return Err(err(line_of(text, key, ""), message));
+        if let Err((_, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
+            let path = path_of(&message).to_string();
+            return Err(err(&path, message));
         }
         tls::check_listeners(&self.listen.tls, self.listen.mcp, self.listen.admin)
             .and_then(|()| {
@@ -174,16 +175,13 @@ impl Config {
                     .iter()
                     .try_for_each(|(n, p)| tls::check_pool(n, p.tls.as_ref(), p.http))
             })
-            .map_err(|(key, msg)| {
-                let leaf = tls::leaf_key(&key);
-                err(line_of(text, leaf, ""), format!("{key}: {msg}"))
-            })?;
-        self.validate_auth(text, file)?;
-        concurrency::validate(&self.concurrency_limits, &route_names, text, file)?;
-        flows::validate(&self.flows, &self.tracing, text, file)?;
+            .map_err(|(key, msg)| err(&key, format!("{key}: {msg}")))?;
+        self.validate_auth(pos, file)?;
+        concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
+        flows::validate(&self.flows, &self.tracing, pos, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
-                line_of(text, "max_body_bytes", ""),
+                "limits.max_body_bytes",
                 "limits.max_body_bytes: must be at least 1".into(),
             ));
         }
@@ -191,7 +189,7 @@ impl Config {
     }
 
     /// The `auth:` section, and the keys elsewhere that need it.
-    fn validate_auth(&self, text: &str, file: &str) -> Result<(), ConfigError> {
+    fn validate_auth(&self, pos: &Positions, file: &str) -> Result<(), ConfigError> {
         let needs_auth = self
             .rate_limits
             .iter()
@@ -208,32 +206,46 @@ impl Config {
         match &self.auth {
             Some(a) => {
                 let pools: Vec<&str> = self.pools.keys().map(String::as_str).collect();
-                a.validate(&pools, |k, v| line_of(text, k, v), file)
+                a.validate(&pools, |path| pos.near(path), file)
             }
-            None if needs_auth => Err(ConfigError {
-                file: file.to_string(),
-                line: line_of(text, "", "claim:").or_else(|| line_of(text, "auth", "")),
-                message: "claim:<name> keys and routes[].auth need an auth: section (claims come from verified tokens)".into(),
-            }),
+            None if needs_auth => Err(ConfigError::at(
+                file,
+                self.first_auth_use().and_then(|p| pos.near(&p)),
+                "claim:<name> keys and routes[].auth need an auth: section (claims come from verified tokens)",
+            )),
             None => Ok(()),
         }
     }
+
+    /// The path of the first key that needs `auth:` (a claim key, or a route's auth settings).
+    fn first_auth_use(&self) -> Option<String> {
+        let claim = |k: &KeyPart| matches!(k, KeyPart::Claim(_));
+        let limit = self.rate_limits.iter().enumerate().find_map(|(i, l)| {
+            let j = l.key.iter().position(claim)?;
+            Some(format!("rate_limits[{i}].key[{j}]"))
+        });
+        let pool = || {
+            self.pools
+                .iter()
+                .find(|(_, p)| matches!(p.hash_key, Some(HashKey::Claim(_))))
+                .map(|(n, _)| format!("pools.{n}.hash_key"))
+        };
+        let route = || {
+            let i = self.routes.iter().position(|r| r.auth.is_some())?;
+            Some(format!("routes[{i}].auth"))
+        };
+        let default = || {
+            self.default_route
+                .as_ref()
+                .filter(|d| d.auth.is_some())
+                .map(|_| "default_route.auth".to_string())
+        };
+        limit.or_else(pool).or_else(route).or_else(default)
+    }
 }
 
-/// The 1-based line of the first `key: …value…` (or list item containing `value`) in `text`.
-/// Used for errors found after parsing (a dangling pool reference), where the YAML parser can no
-/// longer say where a value came from.
-pub(crate) fn line_of(text: &str, key: &str, value: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start().trim_start_matches("- ");
-            // The key starts the line, or sits inside a flow mapping (`{ sample: 0.1 }`).
-            let key_ok = key.is_empty()
-                || t.starts_with(&format!("{key}:"))
-                || [" ", "{", ","]
-                    .iter()
-                    .any(|p| l.contains(&format!("{p}{key}:")));
-            key_ok && (value.is_empty() || l.contains(value))
-        })
-        .map(|i| i + 1)
+/// The key path an error message starts with (`redis.url: ...` -> `redis.url`): the checks
+/// that return only a message write their key first.
+fn path_of(message: &str) -> &str {
+    message.split_once(": ").map_or(message, |(p, _)| p)
 }
