@@ -10,7 +10,7 @@ pub use super::auth_keys::{AlgName, IntrospectionConfig, JwksConfig};
 use super::{humantime_serde_compat, ConfigError, Match, Pos};
 
 /// The MCP listener acts as an OAuth 2.1 resource server (spec §Authorization).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// This resource's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp`. A token's
@@ -59,7 +59,7 @@ pub struct AuthConfig {
 }
 
 /// Allow or deny.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     #[default]
@@ -69,7 +69,7 @@ pub enum Effect {
 
 /// One authorization rule: when a request matches `match` and its token satisfies `when`,
 /// `effect` decides.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
     /// Names the rule in refusals, metrics and logs.
@@ -91,7 +91,7 @@ impl PartialEq for Match {
 }
 
 /// Conditions on a verified token.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct When {
     /// Scopes the token must all carry.
@@ -104,7 +104,7 @@ pub struct When {
 }
 
 /// A string or a list of strings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
@@ -121,7 +121,7 @@ impl OneOrMany {
 }
 
 /// What goes upstream. The token itself does not, by default (spec: no token passthrough).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ForwardConfig {
     /// Pools that are the token's audience too and get `Authorization` as the client sent it.
@@ -134,7 +134,7 @@ pub struct ForwardConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ListFilterConfig {
     /// Filter list results by the rules (on by default when there are rules).
@@ -156,7 +156,7 @@ impl Default for ListFilterConfig {
 }
 
 /// `routes[].auth` / `default_route.auth`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RouteAuth {
     /// `false`: requests on this route need no token (a token that is sent is still verified).

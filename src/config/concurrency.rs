@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{ConfigError, LimitMatch, Positions};
 
 /// One concurrency limit.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencyLimitConfig {
     /// Names the limit in metrics, logs and the 503 message.
@@ -34,7 +34,7 @@ pub struct ConcurrencyLimitConfig {
 }
 
 /// What one count of a concurrency limit covers.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ConcurrencyKey {
     #[default]
@@ -43,7 +43,7 @@ pub enum ConcurrencyKey {
 }
 
 /// A bounded wait for a slot.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     /// Most requests waiting at once (per key); more are refused at once.

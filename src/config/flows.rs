@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{ConfigError, Positions};
 
 /// Flow tracking: per replica, in memory, bounded.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FlowsConfig {
     /// Follow MRTR flows (on by default; it costs only on MRTR legs).
@@ -43,7 +43,7 @@ fn d_max_tracked() -> usize {
 }
 
 /// Span export with OpenTelemetry OTLP over HTTP/protobuf. Off by default.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TracingConfig {
     #[serde(default)]

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Largest request body accepted (bytes); larger ones get 413.
@@ -39,7 +39,7 @@ fn default_max_header() -> usize {
 }
 
 /// Prometheus metrics.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricsConfig {
     /// How many distinct `name` label values (tool names, prompt names, resource URIs) are kept

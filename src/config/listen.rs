@@ -51,7 +51,7 @@ fn default_admin_addr() -> Option<SocketAddr> {
 
 /// A request that carries `Origin` must name an allowed one, or it gets 403. Requests without
 /// `Origin` (every non-browser client) are not affected.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OriginsConfig {
     /// Allowed origins: exact (`https://app.example.com`) or a glob (`http://localhost:*`).

@@ -35,6 +35,7 @@ mod pools;
 mod positions;
 mod rate_limits;
 mod routes;
+mod schema;
 mod timeouts;
 mod validate;
 mod values;
@@ -47,12 +48,13 @@ pub use pools::{
 pub use positions::{Pos, Positions};
 pub use rate_limits::{KeyPart, LimitMatch, Per, Rate, RateLimitConfig};
 pub use routes::{route_name, DefaultRoute, Match, RouteConfig, Validation};
+pub use schema::schema_json;
 pub use timeouts::{ShutdownConfig, Timeouts};
 pub(crate) use values::humantime_serde_compat;
 pub use values::parse_duration;
 
 /// The configuration of one gateway, as loaded and validated.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
@@ -80,6 +82,7 @@ pub struct Config {
         default = "default_upstream_header",
         deserialize_with = "de_upstream_header"
     )]
+    #[schemars(with = "schema::UpstreamHeader")]
     pub upstream_header: Option<String>,
     pub pools: BTreeMap<String, PoolConfig>,
     /// Ordered routes; the first match wins.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{humantime_serde_compat, tls};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PoolConfig {
     /// `host:port` of each instance.
@@ -33,7 +33,7 @@ pub struct PoolConfig {
 }
 
 /// How instances are probed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HealthCheckKind {
     /// POST `server/discover` with the required MCP headers; healthy on HTTP 200.
@@ -45,7 +45,7 @@ pub enum HealthCheckKind {
     Off,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
     #[serde(default)]
@@ -74,7 +74,7 @@ impl Default for HealthConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EjectionConfig {
     /// Consecutive failed requests (5xx answers, resets after delivery) that eject an instance;
@@ -117,7 +117,7 @@ fn d_eject_max() -> Duration {
     Duration::from_secs(60)
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Balance {
     #[default]
@@ -197,7 +197,7 @@ impl<'de> Deserialize<'de> for HashKey {
 }
 
 /// Which failed requests are tried again on another instance.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retries {
     /// A request that never reached an instance (connection refused or timed out) is tried on up

@@ -7,7 +7,7 @@ use super::{OnStoreError, Scope};
 use crate::config::Pattern;
 
 /// One rate limit.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitConfig {
     /// Names the limit in metrics, logs and the 429 message.
@@ -54,7 +54,7 @@ impl RateLimitConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LimitMatch {
     /// A route name (see `routes[].name`; `default` for the default route).

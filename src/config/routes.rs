@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer};
 use super::{auth, CacheConfig};
 use crate::config::Pattern;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     /// A label for logs, metrics and `check` (default `route-N`).
@@ -28,7 +28,7 @@ pub struct RouteConfig {
 /// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
 /// `*` and `?`). An absent pattern matches anything; a `name` pattern never matches a request
 /// whose method carries no `Mcp-Name`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Match {
     #[serde(default)]
@@ -37,7 +37,7 @@ pub struct Match {
     pub name: Option<Pattern>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DefaultRoute {
     pub pool: String,
@@ -51,7 +51,7 @@ pub struct DefaultRoute {
     pub cache: Option<CacheConfig>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Validation {
     /// The share of requests whose headers are checked against the body (0.0 to 1.0). The rest

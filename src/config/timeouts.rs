@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::humantime_serde_compat;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timeouts {
     /// Connecting to an instance.
@@ -77,7 +77,7 @@ fn d_idle() -> Duration {
 }
 
 /// What SIGTERM does: stop accepting, let requests in flight finish, then stop.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShutdownConfig {
     /// How long requests in flight get to finish after SIGTERM (whole seconds, rounded up).
