@@ -3,7 +3,6 @@
 //! label floods, refusals cheaper than successes, reload and shutdown under abuse, DNS changes,
 //! legacy clients. Loopback only; every wait is bounded.
 
-mod common;
 mod support;
 
 use std::io::{BufReader, Read, Write};
@@ -25,9 +24,9 @@ fn head_for(body_len: usize, extra: &[(&str, String)]) -> Vec<u8> {
     req.into_bytes()
 }
 
-fn read_one(s: &TcpStream) -> common::Reply {
+fn read_one(s: &TcpStream) -> support::http::Reply {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    common::read_reply(&mut BufReader::new(s)).expect("a response")
+    support::http::read_reply(&mut BufReader::new(s)).expect("a response")
 }
 
 #[test]
@@ -94,7 +93,7 @@ fn i13_1_an_idle_keep_alive_connection_is_closed_after_client_idle() {
     s.write_all(body.as_bytes()).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let first = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
     assert_eq!(first.status, 200);
     let idle_since = Instant::now();
     let mut buf = [0u8; 16];
@@ -163,8 +162,8 @@ fn i13_2_pipelined_requests_are_answered_in_order() {
     (&s).write_all(&both).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = BufReader::new(s);
-    let first = common::read_reply(&mut r).unwrap();
-    let second = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
+    let second = support::http::read_reply(&mut r).unwrap();
     assert_eq!((first.status, first.json()["id"].clone()), (200, 1.into()));
     assert_eq!(
         (second.status, second.json()["id"].clone()),
@@ -184,10 +183,10 @@ fn i13_2_bytes_after_a_request_never_blame_an_instance() {
     (&s).write_all(&req).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = BufReader::new(s);
-    let first = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
     assert_eq!(first.status, 200, "{}", first.text());
     // Whatever follows answers the garbage as the client's (or closes); never a 502.
-    if let Ok(next) = common::read_reply(&mut r) {
+    if let Ok(next) = support::http::read_reply(&mut r) {
         assert!(
             next.status == 400 || next.status == 431,
             "{} {}",

@@ -3,13 +3,11 @@
 //! subject passed upstream, a spoofed `Mcp-Name` refused before any upstream sees it complete,
 //! rules reloading with the config, and an open route that cannot be claimed for a guarded call.
 
-mod auth_support;
-mod common;
 mod support;
 
-use auth_support::testkeys::{self, *};
-use auth_support::*;
 use serde_json::json;
+use support::auth::testkeys::{self, *};
+use support::auth::*;
 use support::*;
 
 const RESOURCE: &str = "https://mcp.test/mcp";
@@ -36,7 +34,7 @@ fn call_as(
     if let Some(a) = auth {
         h.push(("Authorization", a));
     }
-    common::request(
+    support::http::request(
         gw.mcp_addr,
         "POST",
         path,
@@ -257,7 +255,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
     let mut h = call_headers("echo");
     h.push(("Authorization", format!("Bearer {plain}")));
     h.push(("x-mcp-edge-subject", "root".into()));
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -283,7 +281,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
         200
     );
 
-    let m = common::raw(
+    let m = support::http::raw(
         gw.admin_addr.unwrap(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     )
@@ -317,7 +315,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     // The open route works without a token ...
     let h = plain_headers("server/discover");
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -326,7 +324,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     // ... but claiming it for a tools/call body is refused, sampling or not.
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",

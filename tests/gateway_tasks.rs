@@ -3,56 +3,17 @@
 //! behind the gateway; every tasks/get reaches the owner, and a dead owner gives the client a
 //! clean JSON-RPC error at once (not a hang, not "unknown task" from another instance).
 
-mod common;
 mod support;
 
-use common::*;
-use support::{config, eventually, free_port};
+use support::http::*;
+use support::scrape;
+use support::spawn::{backend, Procs};
+use support::{config, free_port};
 
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-/// Kills the processes when dropped, so a failing test leaves nothing behind.
-struct Procs(Vec<Child>);
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// One `mcp-edge backend` process on `port` (its default --advertise is 127.0.0.1:port, the
-/// name the gateway's pool lists).
-fn backend(port: u16) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
-        .args(["backend", "--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), || TcpStream::connect(addr).is_ok()),
-        "backend on {port} did not start"
-    );
-    child
-}
-
-fn scrape(gw: &RunningGateway) -> String {
-    String::from_utf8(
-        raw(
-            gw.admin_addr.unwrap(),
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-        )
-        .body,
-    )
-    .unwrap()
-}
 
 fn routing_count(metrics: &str, result: &str) -> u64 {
     metrics
@@ -68,7 +29,7 @@ fn routing_count(metrics: &str, result: &str) -> u64 {
 #[test]
 fn every_task_request_reaches_its_owner_and_a_dead_owner_is_a_clean_error() {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Procs(ports.iter().map(|p| backend(*p)).collect());
+    let mut procs = Procs(ports.iter().map(|p| backend(*p, None)).collect());
     let addrs: Vec<SocketAddr> = ports
         .iter()
         .map(|p| format!("127.0.0.1:{p}").parse().unwrap())

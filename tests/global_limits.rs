@@ -3,14 +3,12 @@
 //! `mcp-edge serve` processes: the shared count across replicas, each `on_store_error` policy
 //! while Redis is down or hung, recovery without a restart, and accuracy under load.
 
-mod common;
-mod limits_support;
 mod support;
 
-use limits_support::{metric, paced, Client, Gateway, Redis};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::limits::{metric, paced, Client, Gateway, Redis};
 use support::*;
 
 fn body(up: &Upstreams, redis: &str, limits: &str) -> String {

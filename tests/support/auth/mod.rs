@@ -3,7 +3,7 @@
 //! config section. Everything stops when dropped.
 #![allow(dead_code)]
 
-#[path = "../../src/auth/testkeys.rs"]
+#[path = "../../../src/auth/testkeys.rs"]
 pub mod testkeys;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,0 +1,42 @@
+//! Processes for the tests that need real ones: `mcp-edge backend` instances on fixed loopback
+//! ports, killed and reaped on drop via [`Procs`].
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::eventually;
+
+/// Kills the processes when dropped, so a failing test leaves nothing behind.
+pub struct Procs(pub Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One `mcp-edge backend` process on `127.0.0.1:port` (its default `--advertise`, the name a
+/// gateway pool lists), with a shared state key file or without one; returns once it accepts.
+pub fn backend(port: u16, key: Option<&Path>) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-edge"));
+    cmd.args(["backend", "--listen", &format!("127.0.0.1:{port}")]);
+    if let Some(k) = key {
+        cmd.arg("--state-key-file").arg(k);
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || TcpStream::connect(addr).is_ok()),
+        "backend on {port} did not start"
+    );
+    child
+}
