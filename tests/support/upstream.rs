@@ -1,6 +1,6 @@
 //! Gateway test upstreams and config builders: a recording upstream, `config(...)` YAML for a
 //! gateway in front of them, `call`/`eventually`/`free_port` helpers. Everything listens on
-//! 127.0.0.1 with ephemeral ports and stops when dropped. Re-exported at `support::`.
+//! 127.0.0.1 and stops when dropped. Re-exported at `support::`.
 
 pub use super::http::{post, raw, read_reply, Reply};
 
@@ -17,13 +17,26 @@ use std::time::{Duration, Instant};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
 
-/// A free loopback port (bound and released; the small race is acceptable in tests).
+/// A free loopback port for a listener the test cannot bind itself (a gateway's, a backend
+/// process's). Handed out below the kernel's ephemeral range (32768+ on Linux), from a
+/// process-wide cursor that starts at a pid-derived offset, each checked bindable: a port
+/// released here is never given to a concurrent test's `bind(:0)` upstream or to an outgoing
+/// connection. (With ephemeral ports, a gateway could find its port taken by another test's
+/// upstream, and the readiness probe would then connect to that upstream.)
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: OnceLock<AtomicU32> = OnceLock::new();
+    let next = NEXT.get_or_init(|| AtomicU32::new(std::process::id().wrapping_mul(7_919) % SPAN));
+    for _ in 0..SPAN {
+        let port = (LOW + next.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{}", LOW + SPAN);
 }
 
 /// What an upstream instance received, one entry per complete request.
