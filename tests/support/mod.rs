@@ -5,6 +5,7 @@
 //!   test's control), JSON-RPC builders for MCP 2026-07-28, an incremental SSE reader;
 //! - `support::upstream` (re-exported as `support::*`): recording upstreams, gateway config
 //!   builders, `call`, `eventually`, `free_port`;
+//! - `support::tasks`: Tasks-extension requests and polling (also at `support::http::`);
 //! - `support::spawn`: `mcp-edge backend` processes, killed on drop;
 //! - `support::metrics` (re-exported): `scrape` a gateway's /metrics, `sample` one metric;
 //! - `support::limits`: a keep-alive client, a real `redis-server`, `mcp-edge serve` processes;
@@ -24,6 +25,7 @@ pub mod loadtest;
 pub mod metrics;
 pub mod scripted;
 pub mod spawn;
+pub mod tasks;
 pub mod tls;
 pub mod upstream;
 
