@@ -18,51 +18,6 @@ fn gateway(up: &Upstreams, jwks: &str, extra: &str) -> mcp_edge::gateway::Runnin
     simple_gateway(up, &auth_yaml(RESOURCE, jwks, extra))
 }
 
-fn url_jwks(s: &JwksServer) -> String {
-    format!(
-        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
-        s.url()
-    )
-}
-
-/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
-fn call_as(
-    gw: &mcp_edge::gateway::RunningGateway,
-    path: &str,
-    token: Option<&str>,
-    claimed: &str,
-    body_name: &str,
-    id: u64,
-) -> Reply {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut h = call_headers(claimed);
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    support::http::request(
-        gw.mcp_addr,
-        "POST",
-        path,
-        &refs(&h),
-        call(id, body_name).as_bytes(),
-    )
-}
-
-fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
-    assert_eq!(r.status, status, "{}", r.text());
-    assert_eq!(
-        r.header("www-authenticate"),
-        Some(challenge),
-        "{}",
-        r.text()
-    );
-    let v = r.json();
-    assert_eq!(v["jsonrpc"], "2.0");
-    assert_eq!(v["id"], id, "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(r.header("x-mcp-edge-upstream").is_none());
-}
-
 fn invalid(description: &str) -> String {
     format!(
         r#"Bearer error="invalid_token", error_description="{description}", scope="mcp", resource_metadata="{MD}""#

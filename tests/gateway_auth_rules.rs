@@ -13,51 +13,6 @@ use support::*;
 const RESOURCE: &str = "https://mcp.test/mcp";
 const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
 
-fn url_jwks(s: &JwksServer) -> String {
-    format!(
-        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
-        s.url()
-    )
-}
-
-/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
-fn call_as(
-    gw: &mcp_edge::gateway::RunningGateway,
-    path: &str,
-    token: Option<&str>,
-    claimed: &str,
-    body_name: &str,
-    id: u64,
-) -> Reply {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut h = call_headers(claimed);
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    support::http::request(
-        gw.mcp_addr,
-        "POST",
-        path,
-        &refs(&h),
-        call(id, body_name).as_bytes(),
-    )
-}
-
-fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
-    assert_eq!(r.status, status, "{}", r.text());
-    assert_eq!(
-        r.header("www-authenticate"),
-        Some(challenge),
-        "{}",
-        r.text()
-    );
-    let v = r.json();
-    assert_eq!(v["jsonrpc"], "2.0");
-    assert_eq!(v["id"], id, "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(r.header("x-mcp-edge-upstream").is_none());
-}
-
 #[test]
 fn principal_limits_cannot_be_escaped_by_inventing_tokens_and_claim_limits_work() {
     let k = ec("lim");
