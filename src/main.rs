@@ -44,6 +44,8 @@ enum Command {
         #[arg(long, short, default_value = "gateway.yaml")]
         config: PathBuf,
     },
+    /// Print the JSON Schema of gateway.yaml (committed as schema/gateway.schema.json).
+    Schema,
     /// Run the reference stateless MRTR backend as a pool of instances.
     Backend(mcp_edge::backend::BackendArgs),
     /// Drive MRTR flows through a gateway and check that retry legs land on any instance.
@@ -129,6 +131,10 @@ fn main() -> ExitCode {
                 println!("warning: {w}");
                 eprintln!("warning: {w}");
             }
+            Ok(())
+        }
+        Command::Schema => {
+            print!("{}", mcp_edge::config::schema_json());
             Ok(())
         }
         Command::Backend(args) => mcp_edge::backend::run(args),

@@ -5,17 +5,15 @@
 //! clean 401 / 403. Skipped (with a message) when the SDK is not installed, unless
 //! `MCP_EDGE_REQUIRE_PEERS=1`, which makes a missing peer a failure.
 
-mod auth_support;
-mod common;
 mod support;
 
-use auth_support::testkeys::{self, *};
-use auth_support::*;
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
+use support::auth::testkeys::{self, *};
+use support::auth::*;
 use support::*;
 
 /// The SDK folder, or why it cannot be used.

@@ -1,15 +1,15 @@
 //! MRTR across instances, pools and processes: the seed's walkthrough, retries that complete
 //! on another instance, shared and foreign keys, the real binary, and charge idempotency.
 
-mod common;
+mod support;
 
-use common::*;
 use mcp_edge::backend::{Pool, PoolOptions, StateKey, StateKeys};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use support::http::*;
 
 fn elicit() -> Value {
     json!({"elicitation": {}})

@@ -1,8 +1,8 @@
 //! Protocol cases B1–B38 (digest §11.B) against a real backend pool over HTTP on 127.0.0.1.
 
-mod common;
+mod support;
 
-use common::*;
+use support::http::*;
 
 use mcp_edge::backend::{Pool, PoolOptions};
 use serde_json::{json, Value};

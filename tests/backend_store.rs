@@ -3,10 +3,10 @@
 //! replayed on each other process is refused (charged once in all), while the same fleet
 //! without the store charges again on every process (the contrast is the proof).
 
-mod common;
 mod support;
 
-use common::*;
+use support::http::*;
+use support::spawn::Procs;
 use support::{eventually, free_port};
 
 use serde_json::{json, Value};
@@ -14,17 +14,6 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// Kills the processes when dropped, so a failing test leaves nothing behind.
-struct Procs(Vec<Child>);
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn wait_port(port: u16, what: &str) {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();

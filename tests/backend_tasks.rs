@@ -2,9 +2,9 @@
 //! task that asks for input and reports progress, ownership by principal, expiry, cancel, the
 //! capability gate and the `Mcp-Name` ↔ `params.taskId` check, and owner hints in task ids.
 
-mod common;
+mod support;
 
-use common::*;
+use support::http::*;
 
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::mcp::tasks::{owner_hint, parse_owner_hint};

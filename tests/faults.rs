@@ -2,49 +2,16 @@
 //! stopped): a backend instance killed and restarted, ten config reloads, a graceful shutdown
 //! with requests in flight, and a client that stops reading an SSE stream.
 
-mod common;
 mod support;
 
 use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::{self, LoadTestArgs};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::spawn::{backend, Procs};
 use support::*;
-
-/// One `mcp-edge backend` process on a fixed loopback port with a shared key file.
-fn backend(port: u16, key: &std::path::Path) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
-        .args([
-            "backend",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--state-key-file",
-        ])
-        .arg(key)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    assert!(
-        eventually(Duration::from_secs(10), || TcpStream::connect(addr).is_ok()),
-        "backend on {port} did not start"
-    );
-    child
-}
-
-/// Kills the processes when dropped, so a failing test leaves nothing behind.
-struct Procs(Vec<Child>);
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn key_file() -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!(
@@ -54,17 +21,6 @@ fn key_file() -> std::path::PathBuf {
     ));
     std::fs::write(&p, "7f".repeat(32)).unwrap();
     p
-}
-
-fn scrape(gw: &RunningGateway) -> String {
-    String::from_utf8(
-        raw(
-            gw.admin_addr.unwrap(),
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-        )
-        .body,
-    )
-    .unwrap()
 }
 
 fn up_value(metrics: &str, instance: &str) -> Option<i64> {
@@ -119,7 +75,7 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
     let _serial = one_at_a_time();
     let key = key_file();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Procs(ports.iter().map(|p| backend(*p, &key)).collect());
+    let mut procs = Procs(ports.iter().map(|p| backend(*p, Some(&key))).collect());
     let addrs: Vec<SocketAddr> = ports
         .iter()
         .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
@@ -151,7 +107,7 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
 
     // Bring it back on the same port: re-admitted by the health checks.
     std::thread::sleep(Duration::from_millis(700));
-    procs.0[2] = backend(ports[2], &key);
+    procs.0[2] = backend(ports[2], Some(&key));
     let restarted_at = Instant::now();
     assert!(
         eventually(Duration::from_secs(3), || up_value(&scrape(&gw), &victim)
@@ -184,7 +140,7 @@ fn ten_reloads_under_load_lose_nothing_and_keep_limiter_state() {
     let _serial = one_at_a_time();
     let key = key_file();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let _procs = Procs(ports.iter().map(|p| backend(*p, &key)).collect());
+    let _procs = Procs(ports.iter().map(|p| backend(*p, Some(&key))).collect());
     let addrs: Vec<SocketAddr> = ports
         .iter()
         .map(|p| format!("127.0.0.1:{p}").parse().unwrap())

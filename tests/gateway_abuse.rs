@@ -3,7 +3,6 @@
 //! label floods, refusals cheaper than successes, reload and shutdown under abuse, DNS changes,
 //! legacy clients. Loopback only; every wait is bounded.
 
-mod common;
 mod support;
 
 use std::io::{BufReader, Read, Write};
@@ -25,9 +24,9 @@ fn head_for(body_len: usize, extra: &[(&str, String)]) -> Vec<u8> {
     req.into_bytes()
 }
 
-fn read_one(s: &TcpStream) -> common::Reply {
+fn read_one(s: &TcpStream) -> support::http::Reply {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    common::read_reply(&mut BufReader::new(s)).expect("a response")
+    support::http::read_reply(&mut BufReader::new(s)).expect("a response")
 }
 
 #[test]
@@ -84,22 +83,13 @@ fn i13_1_a_body_trickled_byte_by_byte_is_cut_at_the_body_deadline() {
     let _ = trickle.join();
 }
 
-/// Metrics text from the gateway's admin listener.
-fn metrics(gw: &mcp_edge::gateway::RunningGateway) -> String {
-    let r = raw(
-        gw.admin_addr.unwrap(),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-    );
-    String::from_utf8(r.body).unwrap()
-}
-
 /// Requests answered 408 / -31005 (the client's fault), as the metrics count them.
 fn incomplete_requests(m: &str) -> f64 {
-    m.lines()
-        .filter(|l| l.starts_with("mcp_edge_requests_total{"))
-        .filter(|l| l.contains("code=\"-31005\"") && l.contains("status=\"4xx\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    sample(
+        m,
+        "mcp_edge_requests_total",
+        &["code=\"-31005\"", "status=\"4xx\""],
+    )
 }
 
 #[test]
@@ -131,7 +121,7 @@ fn i13_1_a_request_head_trickled_byte_by_byte_is_cut_at_the_head_deadline() {
     );
     let _ = trickle.join();
     assert_eq!(up.count(), 0);
-    assert_eq!(incomplete_requests(&metrics(&gw)), 1.0);
+    assert_eq!(incomplete_requests(&scrape(&gw)), 1.0);
 }
 
 #[test]
@@ -164,7 +154,7 @@ fn i13_1_the_head_deadline_counts_from_each_requests_first_byte_not_from_idle_ti
         let body = call(id, "get_weather");
         (&s).write_all(&head_for(body.len(), &[])).unwrap();
         (&s).write_all(body.as_bytes()).unwrap();
-        let reply = common::read_reply(&mut r).unwrap();
+        let reply = support::http::read_reply(&mut r).unwrap();
         assert_eq!((reply.status, reply.json()["id"].clone()), (200, id.into()));
         // Idle for longer than the head deadline: keep-alive idleness is `client_idle`'s.
         std::thread::sleep(Duration::from_millis(900));
@@ -172,7 +162,7 @@ fn i13_1_the_head_deadline_counts_from_each_requests_first_byte_not_from_idle_ti
     // A third request whose head stops half way is cut.
     let head = head_for(10, &[]);
     (&s).write_all(&head[..head.len() / 2]).unwrap();
-    let reply = common::read_reply(&mut r).unwrap();
+    let reply = support::http::read_reply(&mut r).unwrap();
     assert_eq!(
         (reply.status, reply.error_code()),
         (408, -31005),
@@ -205,7 +195,7 @@ fn i13_1_a_body_after_100_continue_is_under_the_body_deadline_not_the_head_deadl
         std::thread::sleep(Duration::from_millis(300));
         (&s).write_all(part).unwrap();
     }
-    let reply = common::read_reply(&mut r).unwrap();
+    let reply = support::http::read_reply(&mut r).unwrap();
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
@@ -219,7 +209,7 @@ fn i13_1_an_idle_keep_alive_connection_is_closed_after_client_idle() {
     s.write_all(body.as_bytes()).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let first = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
     assert_eq!(first.status, 200);
     let idle_since = Instant::now();
     let mut buf = [0u8; 16];
@@ -288,8 +278,8 @@ fn i13_2_pipelined_requests_are_answered_in_order() {
     (&s).write_all(&both).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = BufReader::new(s);
-    let first = common::read_reply(&mut r).unwrap();
-    let second = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
+    let second = support::http::read_reply(&mut r).unwrap();
     assert_eq!((first.status, first.json()["id"].clone()), (200, 1.into()));
     assert_eq!(
         (second.status, second.json()["id"].clone()),
@@ -310,10 +300,10 @@ fn i13_2_bytes_after_a_request_never_blame_an_instance() {
     (&s).write_all(&req).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = BufReader::new(s);
-    let first = common::read_reply(&mut r).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
     assert_eq!(first.status, 200, "{}", first.text());
     // Whatever follows answers the garbage as the client's (or closes); never a 502.
-    if let Ok(next) = common::read_reply(&mut r) {
+    if let Ok(next) = support::http::read_reply(&mut r) {
         assert!(
             matches!(next.status, 400 | 408 | 431),
             "{} {}",

@@ -3,14 +3,12 @@
 //! refusal is checked for its status, `WWW-Authenticate` and JSON-RPC body; the upstream is a
 //! recording one, so "never reached the upstream" is observed, not assumed.
 
-mod auth_support;
-mod common;
 mod support;
 
-use auth_support::testkeys::{self, *};
-use auth_support::*;
 use serde_json::{json, Value};
 use std::time::Duration;
+use support::auth::testkeys::{self, *};
+use support::auth::*;
 use support::*;
 
 const RESOURCE: &str = "https://mcp.test/mcp";
@@ -18,51 +16,6 @@ const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
 
 fn gateway(up: &Upstreams, jwks: &str, extra: &str) -> mcp_edge::gateway::RunningGateway {
     simple_gateway(up, &auth_yaml(RESOURCE, jwks, extra))
-}
-
-fn url_jwks(s: &JwksServer) -> String {
-    format!(
-        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
-        s.url()
-    )
-}
-
-/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
-fn call_as(
-    gw: &mcp_edge::gateway::RunningGateway,
-    path: &str,
-    token: Option<&str>,
-    claimed: &str,
-    body_name: &str,
-    id: u64,
-) -> Reply {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut h = call_headers(claimed);
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    common::request(
-        gw.mcp_addr,
-        "POST",
-        path,
-        &refs(&h),
-        call(id, body_name).as_bytes(),
-    )
-}
-
-fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
-    assert_eq!(r.status, status, "{}", r.text());
-    assert_eq!(
-        r.header("www-authenticate"),
-        Some(challenge),
-        "{}",
-        r.text()
-    );
-    let v = r.json();
-    assert_eq!(v["jsonrpc"], "2.0");
-    assert_eq!(v["id"], id, "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(r.header("x-mcp-edge-upstream").is_none());
 }
 
 fn invalid(description: &str) -> String {
@@ -165,7 +118,7 @@ fn g37_every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
     let mut h = call_headers("echo");
     h.push(("Authorization", format!("Bearer {ok}")));
     h.push(("Authorization", "Bearer other".into()));
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -304,7 +257,7 @@ fn jwks_from_a_file_and_the_protected_resource_metadata() {
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     ] {
-        let r = common::request(gw.mcp_addr, "GET", path, &[], b"");
+        let r = support::http::request(gw.mcp_addr, "GET", path, &[], b"");
         assert_eq!(r.status, 200, "{path}");
         assert_eq!(r.header("content-type"), Some("application/json"));
         assert_eq!(
@@ -317,7 +270,7 @@ fn jwks_from_a_file_and_the_protected_resource_metadata() {
             })
         );
     }
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "GET",
         "/.well-known/oauth-protected-resource/other",
@@ -342,7 +295,7 @@ fn jwks_refresh_failures_keep_the_old_keys_and_are_counted() {
     );
     jwks.set("not json".into());
     let failures = || {
-        let m = common::raw(
+        let m = support::http::raw(
             gw.admin_addr.unwrap(),
             b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
         )
@@ -385,7 +338,7 @@ fn jwks_over_https_with_a_private_ca_and_refused_without_it() {
     assert_eq!(r.json()["error"]["code"], -31010);
     assert_eq!(r.json()["id"], 2);
     assert!(r.header("www-authenticate").is_none());
-    let m = common::raw(
+    let m = support::http::raw(
         gw.admin_addr.unwrap(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     )

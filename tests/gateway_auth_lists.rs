@@ -3,15 +3,13 @@
 //! `prompts/list` results (ttlMs kept, cacheScope private when filtered), an oversized list is
 //! withheld rather than sent unfiltered, and an MRTR flow completes with a verified token.
 
-mod auth_support;
-mod common;
 mod support;
 
-use auth_support::testkeys::{self, *};
-use auth_support::*;
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
+use support::auth::testkeys::{self, *};
+use support::auth::*;
 use support::*;
 
 const RESOURCE: &str = "http://127.0.0.1/mcp";
@@ -42,9 +40,9 @@ fn start(pool: &Pool, extra_auth: &str) -> (RunningGateway, JwksServer, TestKey)
     (RunningGateway::start(cfg).unwrap(), jwks, k)
 }
 
-fn list(gw: &RunningGateway, method: &str, token: &str, id: u64) -> common::Reply {
+fn list(gw: &RunningGateway, method: &str, token: &str, id: u64) -> support::http::Reply {
     let auth = format!("Bearer {token}");
-    common::rpc(
+    support::http::rpc(
         gw.mcp_addr,
         json!(id),
         method,
@@ -95,7 +93,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
 
     // A call of a hidden tool is refused; of a listed one it goes through.
     let auth = format!("Bearer {dev}");
-    let r = common::call(
+    let r = support::http::call(
         gw.mcp_addr,
         3,
         "deploy",
@@ -105,7 +103,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
         json!({}),
     );
     assert_eq!(r.status, 401);
-    let r = common::rpc(
+    let r = support::http::rpc(
         gw.mcp_addr,
         json!(4),
         "tools/call",
@@ -114,7 +112,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
     );
     assert_eq!(r.status, 403);
     assert_eq!(r.json()["error"]["data"]["rule"], "ops-only-deploy");
-    let r = common::rpc(
+    let r = support::http::rpc(
         gw.mcp_addr,
         json!(5),
         "tools/call",
@@ -157,11 +155,11 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let alice = sign(&k, &claims(ISS, RESOURCE, "alice", "read"));
     let auth = format!("Bearer {alice}");
     let caps = json!({"elicitation": {}});
-    let leg1 = common::rpc(
+    let leg1 = support::http::rpc(
         gw.mcp_addr,
         json!(1),
         "tools/call",
-        json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": common::meta(caps.clone())}),
+        json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": support::http::meta(caps.clone())}),
         &[("Authorization", &auth)],
     );
     assert_eq!(leg1.status, 200, "{}", leg1.text());
@@ -171,11 +169,11 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let answers = json!({"github_login": {"action": "accept", "content": {"name": "octocat"}}});
     let leg2 = |token: &str, id: i64| {
         let auth = format!("Bearer {token}");
-        common::rpc(
+        support::http::rpc(
             gw.mcp_addr,
             json!(id),
             "tools/call",
-            json!({"name": "create_repo", "arguments": {"repo": "demo"}, "inputResponses": answers, "requestState": state, "_meta": common::meta(caps.clone())}),
+            json!({"name": "create_repo", "arguments": {"repo": "demo"}, "inputResponses": answers, "requestState": state, "_meta": support::http::meta(caps.clone())}),
             &[("Authorization", &auth)],
         )
     };
@@ -185,7 +183,7 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let done = leg2(&alice, 3);
     assert_eq!(done.status, 200, "{}", done.text());
     assert!(
-        common::first_text(&done.result()).contains("octocat/demo"),
+        support::http::first_text(&done.result()).contains("octocat/demo"),
         "{}",
         done.text()
     );
@@ -211,7 +209,7 @@ fn route_scopes_hide_the_tools_of_that_route_too() {
     let hidden: Vec<_> = all.iter().filter(|n| !mine.contains(n)).collect();
     assert_eq!(hidden, ["charge", "charge_count"]);
     let auth = format!("Bearer {other}");
-    let r = common::rpc(
+    let r = support::http::rpc(
         gw.mcp_addr,
         json!(3),
         "tools/call",

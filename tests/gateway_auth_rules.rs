@@ -3,62 +3,15 @@
 //! subject passed upstream, a spoofed `Mcp-Name` refused before any upstream sees it complete,
 //! rules reloading with the config, and an open route that cannot be claimed for a guarded call.
 
-mod auth_support;
-mod common;
 mod support;
 
-use auth_support::testkeys::{self, *};
-use auth_support::*;
 use serde_json::json;
+use support::auth::testkeys::{self, *};
+use support::auth::*;
 use support::*;
 
 const RESOURCE: &str = "https://mcp.test/mcp";
 const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
-
-fn url_jwks(s: &JwksServer) -> String {
-    format!(
-        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
-        s.url()
-    )
-}
-
-/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
-fn call_as(
-    gw: &mcp_edge::gateway::RunningGateway,
-    path: &str,
-    token: Option<&str>,
-    claimed: &str,
-    body_name: &str,
-    id: u64,
-) -> Reply {
-    let auth = token.map(|t| format!("Bearer {t}"));
-    let mut h = call_headers(claimed);
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    common::request(
-        gw.mcp_addr,
-        "POST",
-        path,
-        &refs(&h),
-        call(id, body_name).as_bytes(),
-    )
-}
-
-fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
-    assert_eq!(r.status, status, "{}", r.text());
-    assert_eq!(
-        r.header("www-authenticate"),
-        Some(challenge),
-        "{}",
-        r.text()
-    );
-    let v = r.json();
-    assert_eq!(v["jsonrpc"], "2.0");
-    assert_eq!(v["id"], id, "{v}");
-    assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(r.header("x-mcp-edge-upstream").is_none());
-}
 
 #[test]
 fn principal_limits_cannot_be_escaped_by_inventing_tokens_and_claim_limits_work() {
@@ -257,7 +210,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
     let mut h = call_headers("echo");
     h.push(("Authorization", format!("Bearer {plain}")));
     h.push(("x-mcp-edge-subject", "root".into()));
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -283,7 +236,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
         200
     );
 
-    let m = common::raw(
+    let m = support::http::raw(
         gw.admin_addr.unwrap(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     )
@@ -317,7 +270,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     // The open route works without a token ...
     let h = plain_headers("server/discover");
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -326,7 +279,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     // ... but claiming it for a tools/call body is refused, sampling or not.
-    let r = common::request(
+    let r = support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",

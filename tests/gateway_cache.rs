@@ -5,15 +5,14 @@
 //! what reaches it. Invalidation: `gateway_cache_invalidation.rs`; load, coalescing and the
 //! byte bound: `gateway_cache_load.rs`; G34: `gateway_param_headers.rs`.
 
-mod common;
 mod support;
 
-use common::rpc;
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
 use std::time::Duration;
 use support::cache::*;
 use support::config;
+use support::http::rpc;
 use support::scripted::{cacheable, Script, Scripted};
 
 #[test]
@@ -61,8 +60,8 @@ fn g28_tools_list_is_served_from_cache_with_the_request_id() {
     );
     // Both answers name the same backend instance: only one of the two instances was asked.
     assert_eq!(
-        common::instance_of(&first.result()),
-        common::instance_of(&second.result())
+        support::http::instance_of(&first.result()),
+        support::http::instance_of(&second.result())
     );
     let m = scrape(&gw);
     assert_eq!(
@@ -172,9 +171,13 @@ fn hits_are_rate_limited_like_misses_and_spoofs_never_reach_the_cache() {
     assert_eq!(limited.status, 429);
     // A request whose headers claim a cached method but whose body is another: refused by the
     // check before the cache is asked.
-    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": common::meta(json!({}))}});
-    let headers = common::good_headers("resources/read", Some("file:///b"));
-    let r = support::post(gw.mcp_addr, &common::hdrs(&headers), &body.to_string());
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": support::http::meta(json!({}))}});
+    let headers = support::http::good_headers("resources/read", Some("file:///b"));
+    let r = support::post(
+        gw.mcp_addr,
+        &support::http::hdrs(&headers),
+        &body.to_string(),
+    );
     assert_eq!(r.status, 400);
     assert!(r.header("x-mcp-edge-cache").is_none());
 }

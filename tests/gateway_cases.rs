@@ -1,7 +1,6 @@
 //! The gateway conformance cases of the digest (§11.A) against a running gateway in front of
 //! recording upstreams on loopback: one test per case, named after its id (`cargo test g14`).
 
-mod common;
 mod support;
 
 use support::*;

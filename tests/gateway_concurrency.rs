@@ -2,7 +2,6 @@
 //! Retry-After + -31007 while other tools keep their latency; a queued request waits for a
 //! freed slot; decisions are counted in `/metrics`.
 
-mod common;
 mod support;
 
 use std::time::{Duration, Instant};
@@ -14,23 +13,6 @@ fn slow_headers(name: &str, events: usize) -> Vec<(&'static str, String)> {
     let mut h = call_headers(name);
     h.push(("x-test-sse", events.to_string()));
     h
-}
-
-fn scrape(gw: &mcp_edge::gateway::RunningGateway) -> String {
-    let r = raw(
-        gw.admin_addr.unwrap(),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-    );
-    String::from_utf8(r.body).unwrap()
-}
-
-fn sample(text: &str, name: &str, parts: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| parts.iter().all(|p| l.contains(p)))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
 }
 
 fn echo_latency(gw: &mcp_edge::gateway::RunningGateway, n: usize) -> Vec<Duration> {
@@ -59,7 +41,7 @@ fn a_slow_tool_at_its_limit_is_shed_while_other_tools_keep_their_latency() {
     // Two slow calls take the limit's two slots and keep them (10 events, 2 s).
     let h = slow_headers("slow", 10);
     let mut streams: Vec<_> = (0..2)
-        .map(|i| common::SseStream::open(gw.mcp_addr, &refs(&h), &call(i, "slow")))
+        .map(|i| support::http::SseStream::open(gw.mcp_addr, &refs(&h), &call(i, "slow")))
         .collect();
     for s in &mut streams {
         assert_eq!(s.status, 200);
@@ -132,7 +114,7 @@ fn a_queued_request_waits_for_a_freed_slot_and_a_full_queue_sheds() {
     );
     // Holds the only slot for ~0.6 s (3 events).
     let h = slow_headers("slow", 3);
-    let mut first = common::SseStream::open(gw.mcp_addr, &refs(&h), &call(1, "slow"));
+    let mut first = support::http::SseStream::open(gw.mcp_addr, &refs(&h), &call(1, "slow"));
     assert!(first.next_message().is_some());
     let addr = gw.mcp_addr;
     let hq = h.clone();

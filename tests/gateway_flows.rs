@@ -3,16 +3,15 @@
 //! as abandoned after `flows.timeout`; an error ends a flow as failed; the store stays within
 //! `flows.max_tracked` under a flood of distinct states.
 
-mod common;
 mod support;
 
-use common::call as mcp_call;
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use support::{config, eventually, raw};
+use support::http::call as mcp_call;
+use support::{config, eventually, sample, scrape};
 
 fn gateway(pool: &Pool, extra: &str) -> RunningGateway {
     let cfg = config(
@@ -20,25 +19,6 @@ fn gateway(pool: &Pool, extra: &str) -> RunningGateway {
         &format!("default_route: {{pool: mrtr}}\n{extra}"),
     );
     RunningGateway::start(cfg).unwrap()
-}
-
-fn scrape(gw: &RunningGateway) -> String {
-    let r = raw(
-        gw.admin_addr.unwrap(),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-    );
-    assert_eq!(r.status, 200);
-    String::from_utf8(r.body).unwrap()
-}
-
-/// The sum of the samples named `name` whose labels contain every `parts` string.
-fn sample(text: &str, name: &str, parts: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| parts.iter().all(|p| l.contains(p)))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
 }
 
 fn elicit() -> Value {
@@ -64,7 +44,7 @@ fn answer(key: &str, content: Value, state: &Value) -> Value {
 }
 
 fn deploy(gw: SocketAddr, id: i64, extra: Value) -> Value {
-    let mut params = json!({"name": "deploy", "arguments": {"service": "billing", "environment": "prod"}, "_meta": common::meta(elicit())});
+    let mut params = json!({"name": "deploy", "arguments": {"service": "billing", "environment": "prod"}, "_meta": support::http::meta(elicit())});
     if let Value::Object(m) = extra {
         for (k, v) in m {
             params[k] = v;
@@ -74,7 +54,7 @@ fn deploy(gw: SocketAddr, id: i64, extra: Value) -> Value {
         ("Authorization", "Bearer alice"),
         ("Mcp-Param-Environment", "prod"),
     ];
-    let r = common::rpc(gw, json!(id), "tools/call", params, &headers);
+    let r = support::http::rpc(gw, json!(id), "tools/call", params, &headers);
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()["result"].clone()
 }

@@ -2,7 +2,6 @@
 //! `Expect: 100-continue`, hop-by-hop headers, SSE streamed unbuffered and cancelled upstream
 //! when the client leaves, the header-only fast path, upstream failures, slow clients.
 
-mod common;
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};

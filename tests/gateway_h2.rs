@@ -3,9 +3,7 @@
 //! refused), many concurrent streams on one connection, SSE event by event, RST_STREAM closing
 //! the upstream stream, bodies up to the limit, rate limits.
 
-mod common;
 mod support;
-mod tls_support;
 
 use bytes::Bytes;
 use std::net::SocketAddr;
@@ -13,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
+use support::tls::h2client::{connect_plain, connect_tls, exchange, request};
+use support::tls::{client_config, tls_listener, Ca, TempDir};
 use support::{call, call_headers, eventually, free_port, post_bytes, refs, Upstreams};
-use tls_support::h2client::{connect_plain, connect_tls, exchange, request};
-use tls_support::{client_config, tls_listener, Ca, TempDir};
 
 struct Edge {
     gw: RunningGateway,
@@ -63,7 +61,7 @@ fn json(b: &[u8]) -> serde_json::Value {
 
 #[test]
 fn curl_h2c_prior_knowledge_works_where_enabled_only() {
-    if !tls_support::have("curl") {
+    if !support::tls::have("curl") {
         return;
     }
     let up = Upstreams::start(1);
@@ -85,7 +83,7 @@ fn curl_h2c_prior_knowledge_works_where_enabled_only() {
         ]
     };
     let a = args(e.h2c);
-    let (rc, out, err) = tls_support::curl(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (rc, out, err) = support::tls::curl(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(rc, 0, "{err}");
     assert!(out.ends_with("\n2 200"), "{out}");
     assert_eq!(json(out.rsplit_once('\n').unwrap().0.as_bytes())["id"], 5);
@@ -97,7 +95,7 @@ fn curl_h2c_prior_knowledge_works_where_enabled_only() {
     assert_eq!(r.status, 200);
     // h2c is opt-in: the admin listener (plain, no h2c) does not speak it.
     let a = args(e.gw.admin_addr.unwrap());
-    let (rc, out, _) = tls_support::curl(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let (rc, out, _) = support::tls::curl(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         rc != 0 || !out.ends_with("\n2 200"),
         "h2c must be off where not enabled: {out}"
@@ -288,7 +286,7 @@ fn bodies_up_to_the_limit_and_rate_limits_work_on_h2() {
         }
         assert_eq!(statuses, [200, 200, 429]);
     });
-    let m = common::request(e.gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
+    let m = support::http::request(e.gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
     let limited = m
         .lines()
         .find(|l| l.starts_with("mcp_edge_requests_total{") && l.contains("code=\"-31001\""))

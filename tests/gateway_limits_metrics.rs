@@ -2,20 +2,10 @@
 //! JSON-RPC body, keys isolate, dry runs count without refusing, and `/metrics` counts what was
 //! sent with bounded labels (checked by promtool when it is installed).
 
-mod common;
 mod support;
 
 use std::collections::HashSet;
 use support::*;
-
-fn scrape(gw: &mcp_edge::gateway::RunningGateway) -> String {
-    let r = raw(
-        gw.admin_addr.unwrap(),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-    );
-    assert_eq!(r.status, 200);
-    String::from_utf8(r.body).unwrap()
-}
 
 /// Scrape once `expected` requests have been recorded (metrics are recorded in the logging
 /// phase, just after the response went out, so a scrape can overtake the last request).
@@ -30,15 +20,6 @@ fn settled(gw: &mcp_edge::gateway::RunningGateway, expected: f64) -> String {
 }
 
 /// The value of the sample whose name and labels contain every `parts` string.
-fn sample(text: &str, name: &str, parts: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| parts.iter().all(|p| l.contains(p)))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
-}
-
 fn with_auth(name: &str, user: &str) -> Vec<(&'static str, String)> {
     let mut h = call_headers(name);
     h.push(("Authorization", format!("Bearer {user}")));

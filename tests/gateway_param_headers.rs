@@ -2,13 +2,12 @@
 //! `tools/list` results passing through, and refuses a known tool's call whose header is missing
 //! or wrong before the upstream sees it.
 
-mod common;
 mod support;
 
-use common::rpc;
 use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
 use support::cache::*;
+use support::http::rpc;
 use support::scripted::{cacheable, Script, Scripted};
 use support::Reply;
 

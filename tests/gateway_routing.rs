@@ -2,7 +2,6 @@
 //! consistent hashing keeps a key on one instance, round robin spreads, connect failures move on
 //! to another instance, and the instance header can be renamed or turned off.
 
-mod common;
 mod support;
 
 use mcp_edge::gateway::RunningGateway;

@@ -3,7 +3,6 @@
 //! gateway's answer, then sends one good request and waits for it: the good request must be the
 //! only one any upstream received complete (no fixed sleep stands in for "never arrived").
 
-mod common;
 mod support;
 
 use std::time::Duration;

@@ -3,28 +3,17 @@
 //! behind the gateway; every tasks/get reaches the owner, and a dead owner gives the client a
 //! clean JSON-RPC error at once (not a hang, not "unknown task" from another instance).
 
-mod common;
 mod support;
 
-use common::*;
-use support::backends::{backend, Procs};
+use support::http::*;
+use support::scrape;
+use support::spawn::{backend, Procs};
 use support::{config, free_port};
 
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-fn scrape(gw: &RunningGateway) -> String {
-    String::from_utf8(
-        raw(
-            gw.admin_addr.unwrap(),
-            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-        )
-        .body,
-    )
-    .unwrap()
-}
 
 fn routing_count(metrics: &str, result: &str) -> u64 {
     metrics
@@ -40,7 +29,7 @@ fn routing_count(metrics: &str, result: &str) -> u64 {
 #[test]
 fn every_task_request_reaches_its_owner_and_a_dead_owner_is_a_clean_error() {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Procs(ports.iter().map(|p| backend(*p)).collect());
+    let mut procs = Procs(ports.iter().map(|p| backend(*p, None)).collect());
     let addrs: Vec<SocketAddr> = ports
         .iter()
         .map(|p| format!("127.0.0.1:{p}").parse().unwrap())

@@ -3,19 +3,17 @@
 //! plain-listener policy, `mcp-edge check`, the expiry metric and the admin listener over mTLS.
 //! Reload and bad files: tests/gateway_tls_reload.rs.
 
-mod common;
 mod support;
-mod tls_support;
 
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
+use support::tls::gateway::{call_request, gateway_yaml, loopback, parse};
+use support::tls::{client_config, curl, der_of, h1, presented_cert, tls_listener, Ca, TempDir};
 use support::{call, free_port, Upstreams};
-use tls_support::gateway::{call_request, gateway_yaml, loopback, parse};
-use tls_support::{client_config, curl, der_of, h1, presented_cert, tls_listener, Ca, TempDir};
 
 #[test]
 fn curl_speaks_http1_and_h2_over_tls_with_the_test_ca() {
-    if !tls_support::have("curl") {
+    if !support::tls::have("curl") {
         return;
     }
     let up = Upstreams::start(1);
@@ -193,10 +191,10 @@ fn min_version_13_refuses_a_tls12_only_client() {
         )
     };
     assert!(
-        tls_support::connect(addr, "localhost", tls12(&ca.pem)).is_err(),
+        support::tls::connect(addr, "localhost", tls12(&ca.pem)).is_err(),
         "TLS 1.2 must be refused"
     );
-    let s = tls_support::connect(addr, "localhost", client_config(&ca.pem, None, &[])).unwrap();
+    let s = support::tls::connect(addr, "localhost", client_config(&ca.pem, None, &[])).unwrap();
     assert_eq!(
         s.conn.protocol_version(),
         Some(rustls::ProtocolVersion::TLSv1_3)
@@ -287,7 +285,7 @@ fn the_expiry_metric_names_each_listener() {
         "",
     )))
     .unwrap();
-    let m = common::request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
+    let m = support::http::request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
     let line = m
         .lines()
         .find(|l| l.starts_with("mcp_edge_tls_certificate_expiry_timestamp_seconds{"))
@@ -308,7 +306,7 @@ fn the_expiry_metric_names_each_listener() {
 
 #[test]
 fn the_admin_listener_serves_metrics_over_mtls_as_prometheus_scrapes_it() {
-    if !tls_support::have("curl") {
+    if !support::tls::have("curl") {
         return;
     }
     let up = Upstreams::start(1);

@@ -3,9 +3,7 @@
 //! over h2c (prior knowledge) and h2 over TLS. With MCP_EDGE_REQUIRE_PEERS=1 (CI) a missing
 //! peer fails the test instead of skipping it.
 
-mod common;
 mod support;
-mod tls_support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,7 +12,7 @@ use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
 use support::free_port;
-use tls_support::{tls_listener, Ca, TempDir};
+use support::tls::{tls_listener, Ca, TempDir};
 
 struct Setup {
     _gw: RunningGateway,
@@ -85,7 +83,7 @@ fn ts_sdk_dir() -> Option<PathBuf> {
 
 #[test]
 fn the_typescript_sdk_completes_an_mrtr_call_over_https() {
-    if !tls_support::have("node") {
+    if !support::tls::have("node") {
         return;
     }
     let Some(sdk) = ts_sdk_dir() else { return };
@@ -159,7 +157,7 @@ fn h2load(args: &[&str]) -> (u64, u64, String) {
 
 #[test]
 fn h2load_drives_many_streams_over_h2c_and_h2_over_tls() {
-    if !tls_support::have("h2load") {
+    if !support::tls::have("h2load") {
         return;
     }
     let s = setup();

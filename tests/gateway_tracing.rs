@@ -3,7 +3,6 @@
 //! the MCP attributes, the legs of an MRTR flow linked, an incoming `traceparent` (header or
 //! `_meta`) continued, the context forwarded upstream, sampling followed, nothing when off.
 
-mod common;
 mod support;
 
 use bytes::Bytes;
@@ -160,13 +159,13 @@ fn the_legs_of_a_flow_are_spans_linked_to_each_other_with_mcp_attributes() {
     let gw = RunningGateway::start(cfg).unwrap();
     // Leg 1 continues the client's trace from the traceparent header.
     let tp = format!("00-{TRACE}-{PARENT}-01");
-    let params = json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": common::meta(json!({"elicitation": {}}))});
+    let params = json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": support::http::meta(json!({"elicitation": {}}))});
     let auth = [
         ("Authorization", "Bearer alice"),
         ("traceparent", tp.as_str()),
         ("tracestate", "vendor=1"),
     ];
-    let r1 = common::rpc(gw.mcp_addr, json!(1), "tools/call", params.clone(), &auth);
+    let r1 = support::http::rpc(gw.mcp_addr, json!(1), "tools/call", params.clone(), &auth);
     let state = r1.result()["requestState"].clone();
     // Leg 2 carries its trace context in _meta only (another trace: the client's next turn).
     let meta_trace = "11111111111111111111111111111111";
@@ -175,7 +174,7 @@ fn the_legs_of_a_flow_are_spans_linked_to_each_other_with_mcp_attributes() {
     p2["inputResponses"] =
         json!({"github_login": {"action": "accept", "content": {"name": "octocat"}}});
     p2["requestState"] = state;
-    let r2 = common::rpc(
+    let r2 = support::http::rpc(
         gw.mcp_addr,
         json!(2),
         "tools/call",
@@ -184,7 +183,7 @@ fn the_legs_of_a_flow_are_spans_linked_to_each_other_with_mcp_attributes() {
     );
     assert_eq!(r2.result()["resultType"], "complete");
     // A refusal by the gateway is a span too, with its code.
-    let bad = common::rpc(
+    let bad = support::http::rpc(
         gw.mcp_addr,
         json!(3),
         "tools/call",

@@ -3,9 +3,7 @@
 //! upstream mTLS, HTTP/2 to an h2-only upstream over TLS and h2c, and a wrong CA answered with a
 //! clear 502 / JSON-RPC error and a log line naming the pool and the reason.
 
-mod common;
 mod support;
-mod tls_support;
 
 use serde_json::json;
 use std::io::{BufRead, BufReader};
@@ -17,8 +15,8 @@ use std::time::Duration;
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
+use support::tls::{server_config, server_config_mtls, Ca, H2Upstream, TempDir, Terminator};
 use support::{eventually, free_port};
-use tls_support::{server_config, server_config_mtls, Ca, H2Upstream, TempDir, Terminator};
 
 fn yaml(pool: &str, extra: &str) -> String {
     format!(
@@ -37,8 +35,8 @@ fn parse(y: &str) -> Config {
     Config::parse(y, "test.yaml").unwrap_or_else(|e| panic!("{e}\n{y}"))
 }
 
-fn echo(gw: SocketAddr, id: i64, text: &str) -> common::Reply {
-    common::call(
+fn echo(gw: SocketAddr, id: i64, text: &str) -> support::http::Reply {
+    support::http::call(
         gw,
         id,
         "echo",
@@ -66,7 +64,7 @@ fn a_backend_pool_behind_tls_is_verified_reused_and_health_checked() {
     for id in 0..20 {
         let r = echo(gw.mcp_addr, id, "over tls");
         assert_eq!(r.status, 200, "{}", r.text());
-        assert_eq!(common::first_text(&r.result()), "over tls");
+        assert_eq!(support::http::first_text(&r.result()), "over tls");
     }
     let handshakes = term.handshakes.load(Ordering::SeqCst);
     assert!(
@@ -88,7 +86,7 @@ fn a_backend_pool_behind_tls_is_verified_reused_and_health_checked() {
         .handshakes
         .load(Ordering::SeqCst)
         >= before + 4));
-    let m = common::request(gw.admin_addr.unwrap(), "GET", "/readyz", &[], b"");
+    let m = support::http::request(gw.admin_addr.unwrap(), "GET", "/readyz", &[], b"");
     assert_eq!(m.status, 200, "{}", m.text());
     let r = echo(gw.mcp_addr, 1, "checked");
     assert_eq!(r.status, 200, "{}", r.text());

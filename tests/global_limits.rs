@@ -3,14 +3,12 @@
 //! `mcp-edge serve` processes: the shared count across replicas, each `on_store_error` policy
 //! while Redis is down or hung, recovery without a restart, and accuracy under load.
 
-mod common;
-mod limits_support;
 mod support;
 
-use limits_support::{metric, paced, Client, Gateway, Redis};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::limits::{metric, paced, Client, Gateway, Redis};
 use support::*;
 
 fn body(up: &Upstreams, redis: &str, limits: &str) -> String {
@@ -334,7 +332,7 @@ fn check_prints_each_limits_scope_and_policy_and_refuses_a_global_limit_without_
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("bad.yaml:6: rate_limits[0].scope: global needs a `redis:` section"),
+        err.contains("bad.yaml:6:12: rate_limits[0].scope: global needs a `redis:` section"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

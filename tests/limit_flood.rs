@@ -2,14 +2,12 @@
 //! invented bearer tokens cannot push a steady caller into limiting, and a request with two
 //! `Authorization` headers is refused.
 
-mod common;
-mod limits_support;
 mod support;
 
-use limits_support::Client;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::limits::Client;
 use support::*;
 
 #[test]

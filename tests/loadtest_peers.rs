@@ -3,7 +3,6 @@
 //! requestState key, behind the gateway on loopback. `--scenario auto` and a one-liner: every
 //! flow completes, retry legs cross instances, the content checks pass.
 
-mod common;
 mod peers;
 mod support;
 

@@ -3,7 +3,6 @@
 //! do not share a state key (a stateful pool in disguise) is caught; `mcp-edge demo` runs end
 //! to end (its tasks phase's counts equal the gateway's) and writes its reports.
 
-mod common;
 mod support;
 
 use mcp_edge::backend::{Pool, PoolOptions, StateKeys};

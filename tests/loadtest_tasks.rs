@@ -5,11 +5,10 @@
 //! completed + cancelled + failed), and every task request must land on the owner. Bounded in
 //! flows and time, on 127.0.0.1.
 
-mod common;
 mod support;
 
-use common::raw;
-use support::backends::{backend, Procs};
+use support::http::raw;
+use support::spawn::{backend, Procs};
 use support::{config, free_port};
 
 use mcp_edge::gateway::RunningGateway;
@@ -38,7 +37,7 @@ fn sum(metrics: &str, name: &str, labels: &[&str]) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let _procs = Procs(ports.iter().map(|p| backend(*p)).collect());
+    let _procs = Procs(ports.iter().map(|p| backend(*p, None)).collect());
     let addrs: Vec<SocketAddr> = ports
         .iter()
         .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
@@ -142,7 +141,7 @@ async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
 async fn a_task_past_its_limit_is_cancelled_and_counted_abandoned() {
     // Straight to one backend process: the instance comes from result `_meta` here.
     let port = free_port();
-    let _procs = Procs(vec![backend(port)]);
+    let _procs = Procs(vec![backend(port, None)]);
     let dir = std::env::temp_dir().join(format!("mcp-edge-lt-tasks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("long.yaml");

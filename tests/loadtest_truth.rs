@@ -2,17 +2,17 @@
 //! any load (exit 2); errors are reported with the upstream's own messages; the cross-instance
 //! check names the real cause; a failing run exits non-zero by default; data feeds and templates
 //! vary the calls; content checks count and fail a run; ramp stages get a row each. Against the
-//! in-test target (tests/common_loadtest), on 127.0.0.1, bounded in flows and time.
+//! in-test target (tests/support/loadtest.rs), on 127.0.0.1, bounded in flows and time.
 
-mod common_loadtest;
+mod support;
 
 use std::process::Command;
 use std::sync::atomic::Ordering::SeqCst;
 
-use common_loadtest::{Target, TargetOptions};
 use mcp_edge::loadtest::measure::LegKind;
 use mcp_edge::loadtest::{execute, LoadTestArgs, PreflightError};
 use serde_json::Value;
+use support::loadtest::{Target, TargetOptions};
 
 fn args(url: &str, extra: &[&str]) -> LoadTestArgs {
     let mut argv = vec!["--target", url, "--timeout", "5s", "--quiet"];

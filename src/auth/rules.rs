@@ -4,7 +4,7 @@
 //! body is read; the header↔body check then proves the body names the same tool.
 
 use crate::config::auth::{Effect, RuleConfig};
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 use super::Identity;
 

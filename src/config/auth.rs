@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use super::auth_keys::{AlgName, IntrospectionConfig, JwksConfig};
-use super::{humantime_serde_compat, ConfigError, Match};
+use super::{humantime_serde_compat, ConfigError, Match, Pos};
 
 /// The MCP listener acts as an OAuth 2.1 resource server (spec §Authorization).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// This resource's canonical URI (RFC 8707), e.g. `https://mcp.example.com/mcp`. A token's
@@ -59,7 +59,7 @@ pub struct AuthConfig {
 }
 
 /// Allow or deny.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     #[default]
@@ -69,7 +69,7 @@ pub enum Effect {
 
 /// One authorization rule: when a request matches `match` and its token satisfies `when`,
 /// `effect` decides.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
     /// Names the rule in refusals, metrics and logs.
@@ -91,7 +91,7 @@ impl PartialEq for Match {
 }
 
 /// Conditions on a verified token.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct When {
     /// Scopes the token must all carry.
@@ -104,7 +104,7 @@ pub struct When {
 }
 
 /// A string or a list of strings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany {
     One(String),
@@ -121,7 +121,7 @@ impl OneOrMany {
 }
 
 /// What goes upstream. The token itself does not, by default (spec: no token passthrough).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ForwardConfig {
     /// Pools that are the token's audience too and get `Authorization` as the client sent it.
@@ -134,7 +134,7 @@ pub struct ForwardConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ListFilterConfig {
     /// Filter list results by the rules (on by default when there are rules).
@@ -156,7 +156,7 @@ impl Default for ListFilterConfig {
 }
 
 /// `routes[].auth` / `default_route.auth`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RouteAuth {
     /// `false`: requests on this route need no token (a token that is sent is still verified).
@@ -202,7 +202,7 @@ impl AuthConfig {
             self.principal_claim
         );
         for r in &self.rules {
-            let m = |p: &Option<crate::gateway::route::Pattern>| {
+            let m = |p: &Option<crate::config::Pattern>| {
                 p.as_ref().map_or("*".to_string(), |p| p.to_string())
             };
             out.push_str(&format!(
@@ -229,30 +229,25 @@ impl AuthConfig {
         out
     }
 
-    /// Checks serde cannot make. `line` finds the line of a key (with a value on it).
+    /// Checks serde cannot make. `at` finds where a path (`auth.jwks.url`) is written.
     pub fn validate(
         &self,
         pools: &[&str],
-        line: impl Fn(&str, &str) -> Option<usize>,
+        at: impl Fn(&str) -> Option<Pos>,
         file: &str,
     ) -> Result<(), ConfigError> {
-        let err = |key: &str, value: &str, message: String| ConfigError {
-            file: file.to_string(),
-            line: line(key, value),
-            message,
-        };
+        let err = |path: &str, message: String| ConfigError::at(file, at(path), message);
         let absolute =
             |u: &str| (u.starts_with("https://") || u.starts_with("http://")) && u.len() > 8;
         if !absolute(&self.resource) || self.resource.contains('#') {
-            return Err(err("resource", &self.resource, format!(
+            return Err(err("auth.resource", format!(
                 "auth.resource: {:?} must be this resource's absolute canonical URI without a fragment, e.g. https://mcp.example.com/mcp",
                 self.resource
             )));
         }
         if self.issuer.is_empty() {
             return Err(err(
-                "issuer",
-                "",
+                "auth.issuer",
                 "auth.issuer: name the token issuer (compared exactly with iss)".into(),
             ));
         }
@@ -260,16 +255,12 @@ impl AuthConfig {
             (Some(_), None) => {}
             (None, Some(u)) if absolute(u) => {}
             (None, Some(u)) => {
-                return Err(err(
-                    "url",
-                    u,
+                return Err(err("auth.jwks.url",
                     format!("auth.jwks.url: {u:?} is not an http:// or https:// URL"),
                 ))
             }
             _ => {
-                return Err(err(
-                    "jwks",
-                    "",
+                return Err(err("auth.jwks",
                     "auth.jwks: give exactly one of file: (a JWKS file) or url: (the issuer's jwks_uri)"
                         .into(),
                 ))
@@ -278,8 +269,7 @@ impl AuthConfig {
         if let Some(i) = &self.introspection {
             if !absolute(&i.url) {
                 return Err(err(
-                    "url",
-                    &i.url,
+                    "auth.introspection.url",
                     format!(
                         "auth.introspection.url: {:?} is not an http:// or https:// URL",
                         i.url
@@ -288,46 +278,41 @@ impl AuthConfig {
             }
             if i.client_secret.is_some() && i.client_secret_file.is_some() {
                 return Err(err(
-                    "client_secret",
-                    "",
+                    "auth.introspection.client_secret",
                     "auth.introspection: give client_secret or client_secret_file, not both".into(),
                 ));
             }
             if i.cache_size == 0 {
                 return Err(err(
-                    "cache_size",
-                    "",
+                    "auth.introspection.cache_size",
                     "auth.introspection.cache_size: must be at least 1".into(),
                 ));
             }
         }
         if self.algorithms.is_empty() {
             return Err(err(
-                "algorithms",
-                "",
+                "auth.algorithms",
                 "auth.algorithms: list at least one, e.g. [RS256, ES256, EdDSA]".into(),
             ));
         }
         if self.principal_claim.is_empty() {
             return Err(err(
-                "principal_claim",
-                "",
+                "auth.principal_claim",
                 "auth.principal_claim: name a claim, e.g. sub or client_id".into(),
             ));
         }
         for (i, r) in self.rules.iter().enumerate() {
             if self.rules[..i].iter().any(|o| o.name == r.name) {
-                return Err(err("name", &r.name, format!(
+                return Err(err(&format!("auth.rules[{i}].name"), format!(
                     "auth.rules[{i}].name: {:?} is used twice; rule names must be unique (they name refusals)",
                     r.name
                 )));
             }
         }
-        for p in &self.forward.token_to_pools {
+        for (j, p) in self.forward.token_to_pools.iter().enumerate() {
             if !pools.contains(&p.as_str()) {
                 return Err(err(
-                    "token_to_pools",
-                    p,
+                    &format!("auth.forward.token_to_pools[{j}]"),
                     format!(
                         "auth.forward.token_to_pools: no pool named {p:?}; defined pools: {}",
                         pools.join(", ")
@@ -338,19 +323,17 @@ impl AuthConfig {
         for h in self.forward.headers.keys() {
             if http::HeaderName::from_bytes(h.as_bytes()).is_err() {
                 return Err(err(
-                    "",
-                    h,
+                    &format!("auth.forward.headers.{h}"),
                     format!("auth.forward.headers: {h:?} is not a valid header name"),
                 ));
             }
             if h.eq_ignore_ascii_case("authorization") {
-                return Err(err("", h, "auth.forward.headers: Authorization cannot carry a claim; use token_to_pools to forward the token".into()));
+                return Err(err(&format!("auth.forward.headers.{h}"), "auth.forward.headers: Authorization cannot carry a claim; use token_to_pools to forward the token".into()));
             }
         }
         if self.list_filter.max_bytes == 0 {
             return Err(err(
-                "max_bytes",
-                "",
+                "auth.list_filter.max_bytes",
                 "auth.list_filter.max_bytes: must be at least 1".into(),
             ));
         }

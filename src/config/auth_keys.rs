@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::humantime_serde_compat;
 
 /// A JWKS from a file or from a URL (exactly one).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct JwksConfig {
     #[serde(default)]
@@ -37,7 +37,7 @@ pub struct JwksConfig {
 
 /// The authorization server's introspection endpoint (RFC 7662), used for tokens that are not
 /// JWTs. Answers are cached, bounded, by a hash of the token (never the token).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionConfig {
     /// `http://` or `https://` URL of the endpoint.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer};
 use std::time::Duration;
 
 /// The cache settings of one route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
     /// Serve cacheable results (`server/discover`, the five lists, `resources/read`) from the
@@ -23,17 +23,11 @@ pub struct CacheConfig {
     pub max_entry_bytes: u64,
     /// How long past its `ttlMs` an entry may still answer when the refetch fails (the
     /// upstream cannot be reached, times out, or answers 5xx). `0s` (the default) turns it off.
-    #[serde(
-        default,
-        deserialize_with = "super::humantime_serde_compat::deserialize"
-    )]
+    #[serde(default, with = "super::humantime_serde_compat")]
     pub stale_if_error: Duration,
     /// How long past its `ttlMs` an entry may answer while another request for the same key is
     /// refetching it (instead of waiting for that request). `0s` (the default) turns it off.
-    #[serde(
-        default,
-        deserialize_with = "super::humantime_serde_compat::deserialize"
-    )]
+    #[serde(default, with = "super::humantime_serde_compat")]
     pub stale_while_revalidate: Duration,
 }
 

@@ -5,10 +5,10 @@
 use serde::Deserialize;
 use std::time::Duration;
 
-use super::{line_of, ConfigError, LimitMatch};
+use super::{ConfigError, LimitMatch, Positions};
 
 /// One concurrency limit.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencyLimitConfig {
     /// Names the limit in metrics, logs and the 503 message.
@@ -34,7 +34,7 @@ pub struct ConcurrencyLimitConfig {
 }
 
 /// What one count of a concurrency limit covers.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum ConcurrencyKey {
     #[default]
@@ -43,7 +43,7 @@ pub enum ConcurrencyKey {
 }
 
 /// A bounded wait for a slot.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     /// Most requests waiting at once (per key); more are refused at once.
@@ -64,19 +64,15 @@ fn d_max_keys() -> usize {
 pub(super) fn validate(
     limits: &[ConcurrencyLimitConfig],
     route_names: &[String],
-    text: &str,
+    pos: &Positions,
     file: &str,
 ) -> Result<(), ConfigError> {
-    let err = |line: Option<usize>, message: String| ConfigError {
-        file: file.to_string(),
-        line,
-        message,
-    };
+    let err = |path: String, message: String| ConfigError::at(file, pos.near(&path), message);
     for (i, l) in limits.iter().enumerate() {
         let at = format!("concurrency_limits[{i}]");
         if l.max_in_flight == 0 {
             return Err(err(
-                line_of(text, "max_in_flight", ""),
+                format!("{at}.max_in_flight"),
                 format!(
                     "{at}.max_in_flight: must be at least 1 (remove the limit to allow any number)"
                 ),
@@ -84,14 +80,14 @@ pub(super) fn validate(
         }
         if l.max_keys == 0 {
             return Err(err(
-                line_of(text, "max_keys", ""),
+                format!("{at}.max_keys"),
                 format!("{at}.max_keys: must be at least 1"),
             ));
         }
         if let Some(q) = &l.queue {
             if q.max_waiting == 0 || q.timeout.is_zero() {
                 return Err(err(
-                    line_of(text, "queue", ""),
+                    format!("{at}.queue"),
                     format!("{at}.queue: max_waiting and timeout must be above 0 (remove queue to refuse at once)"),
                 ));
             }
@@ -99,7 +95,7 @@ pub(super) fn validate(
         if let Some(r) = &l.matcher.route {
             if !route_names.contains(r) {
                 return Err(err(
-                    line_of(text, "route", r),
+                    format!("{at}.match.route"),
                     format!(
                         "{at}.match.route: no route named {r:?}; routes: {}",
                         route_names.join(", ")
@@ -109,7 +105,7 @@ pub(super) fn validate(
         }
         if limits[..i].iter().any(|o| o.name == l.name) {
             return Err(err(
-                line_of(text, "name", &l.name),
+                format!("{at}.name"),
                 format!(
                     "{at}.name: {:?} is used twice; limit names must be unique",
                     l.name

@@ -5,10 +5,10 @@
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;
 
-use super::{line_of, ConfigError};
+use super::{ConfigError, Positions};
 
 /// Flow tracking: per replica, in memory, bounded.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FlowsConfig {
     /// Follow MRTR flows (on by default; it costs only on MRTR legs).
@@ -43,7 +43,7 @@ fn d_max_tracked() -> usize {
 }
 
 /// Span export with OpenTelemetry OTLP over HTTP/protobuf. Off by default.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TracingConfig {
     #[serde(default)]
@@ -99,27 +99,23 @@ fn de_ratio<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 pub(super) fn validate(
     flows: &FlowsConfig,
     tracing: &TracingConfig,
-    text: &str,
+    pos: &Positions,
     file: &str,
 ) -> Result<(), ConfigError> {
-    let err = |key: &str, message: String| ConfigError {
-        file: file.to_string(),
-        line: line_of(text, key, ""),
-        message,
-    };
+    let err = |path: &str, message: String| ConfigError::at(file, pos.near(path), message);
     if flows.enabled && (flows.max_tracked == 0 || flows.timeout.is_zero()) {
         return Err(err(
             if flows.max_tracked == 0 {
-                "max_tracked"
+                "flows.max_tracked"
             } else {
-                "timeout"
+                "flows.timeout"
             },
             "flows: max_tracked and timeout must be above 0 (or set enabled: false)".into(),
         ));
     }
     if tracing.enabled && !tracing.endpoint.starts_with("http://") {
         return Err(err(
-            "endpoint",
+            "tracing.endpoint",
             format!(
                 "tracing.endpoint: {:?} must be an http:// URL of an OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces; https is not built in)",
                 tracing.endpoint

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use std::time::Duration;
 
 /// Where a limit's buckets live.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// In this gateway process: N replicas admit N times the rate.
@@ -16,7 +16,7 @@ pub enum Scope {
 }
 
 /// What a `scope: global` limit does when Redis cannot answer in time (or the circuit is open).
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum OnStoreError {
     /// Decide on this replica's own bucket, at the rate divided by `redis.replicas`.
@@ -48,7 +48,7 @@ impl OnStoreError {
 }
 
 /// `redis:` — the store of `scope: global` limits.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RedisConfig {
     /// `redis://[user:password@]host:port[/db]` (or `rediss://` is refused: no TLS client built in).
@@ -72,7 +72,7 @@ pub struct RedisConfig {
 }
 
 /// After `failures` store errors in a row, stop asking Redis for `open_for`, then try again.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CircuitConfig {
     #[serde(default = "d_failures")]

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// `listen:` as written in the file; turned into [`super::Listen`].
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenFile {
     #[serde(default = "default_mcp")]
@@ -61,7 +61,7 @@ impl ListenerSpec {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerOptions {
     /// TLS on this listener (HTTP/1.1 and h2 by ALPN).
@@ -75,9 +75,9 @@ pub struct ListenerOptions {
     pub allow_plain: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ListenerMap {
+pub(super) struct ListenerMap {
     address: SocketAddr,
     #[serde(flatten)]
     options: ListenerOptions,
@@ -111,7 +111,7 @@ impl<'de> Deserialize<'de> for ListenerSpec {
 }
 
 /// Downstream TLS of one listener.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     /// The first is served when the client names no host (or an unknown one); the others are
@@ -127,7 +127,7 @@ pub struct TlsConfig {
     pub alpn: Vec<Alpn>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CertificateConfig {
     /// PEM: the leaf certificate first, then its intermediates.
@@ -140,7 +140,7 @@ pub struct CertificateConfig {
     pub sni: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum TlsVersion {
     #[default]
     #[serde(rename = "1.2")]
@@ -158,7 +158,7 @@ impl fmt::Display for TlsVersion {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum Alpn {
     #[serde(rename = "h2")]
     H2,
@@ -171,7 +171,7 @@ fn default_alpn() -> Vec<Alpn> {
 }
 
 /// `pools.<name>.tls`: connect to the instances over TLS.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamTls {
     /// The name sent by SNI and checked against the instance's certificate; default: the host
@@ -196,7 +196,7 @@ fn yes() -> bool {
 }
 
 /// `pools.<name>.http`: the HTTP version spoken to the instances.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UpstreamHttp {
     /// HTTP/1.1.
@@ -206,13 +206,6 @@ pub enum UpstreamHttp {
     H2,
     /// Over TLS, let ALPN choose (h2 preferred, HTTP/1.1 accepted).
     Auto,
-}
-
-/// The last name in a dotted key, without an index: `listen.extra[0]` -> `extra` (for the line
-/// number of an error).
-pub fn leaf_key(key: &str) -> &str {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    last.split('[').next().unwrap_or(last)
 }
 
 /// The file-free rules: what a listener or pool says must make sense on its own. Returns the
@@ -391,7 +384,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("go together"), "{e}");
-        assert_eq!(super::leaf_key("listen.extra[0]"), "extra");
-        assert_eq!(super::leaf_key("pools.p.tls.sni"), "sni");
     }
 }

@@ -17,7 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::concurrency::ConcurrencyKey;
 use crate::config::ConcurrencyLimitConfig;
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 use crate::mcp::{codes, Rejection};
 
 /// The concurrency metrics (registered once, kept across reloads).

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Identity;
+use crate::config::Pattern;
 use crate::config::{Config, KeyPart, OnStoreError, RateLimitConfig, Scope};
-use crate::gateway::route::Pattern;
 use crate::mcp::header::bearer_token;
 use local::LocalLimiter;
 use store::{GlobalStore, StoreMetrics};

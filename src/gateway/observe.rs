@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::gateway::route::Pattern;
+use crate::config::Pattern;
 
 pub use super::labels::{code_label, method_label, NameLabels, OTHER};
 use super::labels::{method_index, METHOD_LABELS};

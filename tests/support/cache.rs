@@ -6,9 +6,10 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use super::metrics::{sample, scrape};
 use super::scripted::{cacheable, Script, Scripted};
 use super::{config, Reply};
-use crate::common::{request, rpc};
+use crate::support::http::{request, rpc};
 use mcp_edge::gateway::RunningGateway;
 
 pub const NOW: Duration = Duration::ZERO;
@@ -19,20 +20,6 @@ pub fn gateway(addrs: &[SocketAddr], extra: &str) -> RunningGateway {
         &format!("default_route: {{pool: default}}\n{extra}"),
     );
     RunningGateway::start(cfg).unwrap()
-}
-
-pub fn scrape(gw: &RunningGateway) -> String {
-    let r = request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"");
-    String::from_utf8(r.body).unwrap()
-}
-
-pub fn sample(text: &str, name: &str, parts: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| parts.iter().all(|p| l.contains(p)))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
 }
 
 /// The body with `"id"` and `"ttlMs"` values blanked, to compare a hit with the original.

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{read_reply, Reply};
+use super::http::{read_reply, Reply};
 use crate::support::{call, call_headers, eventually, free_port, post_bytes};
 
 /// One client connection, reopened when the gateway closes it.
@@ -193,7 +193,7 @@ impl Gateway {
     }
 
     pub fn metrics(&self) -> String {
-        let r = crate::common::raw(self.admin, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        let r = crate::support::http::raw(self.admin, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         String::from_utf8(r.body).unwrap()
     }
 }

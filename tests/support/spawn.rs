@@ -1,8 +1,8 @@
-//! Separate `mcp-edge backend` processes for the tests that need instances with their own
-//! memory (tasks without a shared store live in the process that created them): one process
-//! per port, started and waited for, killed when the [`Procs`] holding them is dropped.
+//! Processes for the tests that need real ones: `mcp-edge backend` instances on fixed loopback
+//! ports, killed and reaped on drop via [`Procs`].
 
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use super::eventually;
 
 /// Kills the processes when dropped, so a failing test leaves nothing behind.
 pub struct Procs(pub Vec<Child>);
+
 impl Drop for Procs {
     fn drop(&mut self) {
         for c in &mut self.0 {
@@ -19,11 +20,15 @@ impl Drop for Procs {
     }
 }
 
-/// One `mcp-edge backend` process on `port` (its default --advertise is 127.0.0.1:port, the
-/// name the gateway's pool lists).
-pub fn backend(port: u16) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
-        .args(["backend", "--listen", &format!("127.0.0.1:{port}")])
+/// One `mcp-edge backend` process on `127.0.0.1:port` (its default `--advertise`, the name a
+/// gateway pool lists), with a shared state key file or without one; returns once it accepts.
+pub fn backend(port: u16, key: Option<&Path>) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-edge"));
+    cmd.args(["backend", "--listen", &format!("127.0.0.1:{port}")]);
+    if let Some(k) = key {
+        cmd.arg("--state-key-file").arg(k);
+    }
+    let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{read_reply, Reply};
+use crate::support::http::{read_reply, Reply};
 
 /// A directory under the system temp dir, removed on drop.
 pub struct TempDir(pub PathBuf);

@@ -1,6 +1,6 @@
-//! Test helpers shared by the integration tests: a tiny blocking HTTP/1.1 client over
-//! `std::net::TcpStream` (so tests control every header byte), JSON-RPC request builders for
-//! MCP 2026-07-28, and an incremental SSE reader.
+//! The tests' HTTP client: a tiny blocking HTTP/1.1 client over `std::net::TcpStream` (so
+//! tests control every header byte), JSON-RPC request builders for MCP 2026-07-28, and an
+//! incremental SSE reader.
 //!
 //! Every request sends `Connection: close` and reads until the server closes, with a read
 //! timeout so a hung server fails the test instead of hanging it.
@@ -10,6 +10,9 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+
+/// The Tasks helpers live in `support::tasks`; these names stay for existing callers.
+pub use super::tasks::{task_rpc, tasks_caps, wait_task};
 
 pub const VERSION: &str = "2026-07-28";
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -365,59 +368,5 @@ impl SseStream {
             let chunk = read_chunk(&mut self.reader)?;
             self.pending.extend_from_slice(&chunk);
         }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tasks extension
-
-/// Client capabilities that declare the Tasks extension (and elicitation).
-pub fn tasks_caps() -> Value {
-    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
-}
-
-/// A `tasks/get|update|cancel` request for `task_id` (also in `Mcp-Name`), with the extension
-/// declared, `extra_params` merged into params, as `user` (a bearer token) when given.
-pub fn task_rpc(
-    addr: SocketAddr,
-    method: &str,
-    task_id: &str,
-    extra_params: Value,
-    user: Option<&str>,
-) -> Reply {
-    let mut params = json!({"taskId": task_id, "_meta": meta(tasks_caps())});
-    if let Value::Object(m) = extra_params {
-        for (k, v) in m {
-            params[k] = v;
-        }
-    }
-    let auth = user.map(|u| format!("Bearer {u}"));
-    let mut extra: Vec<(&str, &str)> = vec![("Mcp-Name", task_id)];
-    if let Some(a) = &auth {
-        extra.push(("Authorization", a));
-    }
-    rpc(addr, json!(7), method, params, &extra)
-}
-
-/// Poll `tasks/get` (every 50 ms, at most `within`) until the task's status is one of
-/// `statuses`; returns the last `tasks/get` result. Panics on an error answer or a timeout.
-pub fn wait_task(
-    addr: SocketAddr,
-    task_id: &str,
-    user: Option<&str>,
-    statuses: &[&str],
-    within: Duration,
-) -> Value {
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        let r = task_rpc(addr, "tasks/get", task_id, json!({}), user).result();
-        if statuses.contains(&r["status"].as_str().unwrap_or_default()) {
-            return r;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "task {task_id} did not reach {statuses:?} within {within:?}; last: {r}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -1,9 +1,10 @@
 //! Test support for the auth tests: the run-time test keys (shared with the unit tests), a tiny
 //! loopback JWKS server whose key set and `Cache-Control` a test can change, and an `auth:`
-//! config section. Everything stops when dropped.
+//! config section, and the request and refusal checks the auth tests share. Everything stops
+//! when dropped.
 #![allow(dead_code)]
 
-#[path = "../../src/auth/testkeys.rs"]
+#[path = "../../../src/auth/testkeys.rs"]
 pub mod testkeys;
 
 use std::io::{BufRead, BufReader, Write};
@@ -11,6 +12,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use super::{call, call_headers, refs, Reply};
 
 pub const ISS: &str = "https://issuer.test";
 
@@ -252,4 +255,52 @@ impl Drop for IntrospectServer {
             let _ = t.join();
         }
     }
+}
+
+/// A `jwks:` section fetching from `s`, quick to refetch for the key-rotation tests.
+pub fn url_jwks(s: &JwksServer) -> String {
+    format!(
+        "{{url: {}, min_refresh: 1s, unknown_kid_interval: 200ms}}",
+        s.url()
+    )
+}
+
+/// POST a tools/call of `name` (claimed and in the body), with these extra headers and path.
+pub fn call_as(
+    gw: &mcp_edge::gateway::RunningGateway,
+    path: &str,
+    token: Option<&str>,
+    claimed: &str,
+    body_name: &str,
+    id: u64,
+) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut h = call_headers(claimed);
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    super::http::request(
+        gw.mcp_addr,
+        "POST",
+        path,
+        &refs(&h),
+        call(id, body_name).as_bytes(),
+    )
+}
+
+/// An auth refusal: its status, `WWW-Authenticate` challenge and JSON-RPC error, from the gateway
+/// itself (no instance named).
+pub fn expect_refusal(r: &Reply, status: u16, code: i64, id: u64, challenge: &str) {
+    assert_eq!(r.status, status, "{}", r.text());
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(challenge),
+        "{}",
+        r.text()
+    );
+    let v = r.json();
+    assert_eq!(v["jsonrpc"], "2.0");
+    assert_eq!(v["id"], id, "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(r.header("x-mcp-edge-upstream").is_none());
 }

@@ -1,0 +1,183 @@
+//! The resolved configuration as `mcp-edge check` prints it: listeners, pools, the route table
+//! (first match wins), caches, limits and timeouts.
+
+use std::fmt::Write as _;
+
+use super::{cache, redis, route_name, Balance, Config, HashKey, HealthCheckKind};
+use crate::config::Pattern;
+
+impl Config {
+    /// The route table as `mcp-edge check` prints it.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let admin = self
+            .listen
+            .admin
+            .map_or("off".to_string(), |a| a.to_string());
+        let _ = writeln!(
+            out,
+            "listen    mcp {} (POST {})   admin {admin}",
+            self.listen.mcp, self.endpoint
+        );
+        let _ = writeln!(
+            out,
+            "threads   {} (work stealing {})",
+            self.threads,
+            if self.work_stealing { "on" } else { "off" }
+        );
+        if let Some(a) = &self.auth {
+            out.push_str(&a.describe());
+        }
+        let origins: Vec<String> = self.origins.allow.iter().map(|p| p.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "origins   requests with an Origin header must match: {}",
+            origins.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            "upstream header  {}",
+            self.upstream_header.as_deref().unwrap_or("off")
+        );
+        let _ = writeln!(out, "\npools");
+        for (name, p) in &self.pools {
+            let policy = match p.balance {
+                Balance::RoundRobin => "round_robin".to_string(),
+                Balance::Hash => {
+                    format!("hash on {}", p.hash_key.clone().unwrap_or(HashKey::McpName))
+                }
+            };
+            let _ = writeln!(out, "  {name:<12} {policy:<24} {}", p.instances.join(", "));
+            let h = &p.health;
+            let check = match h.check {
+                HealthCheckKind::Mcp => format!("server/discover every {:?}", h.interval),
+                HealthCheckKind::Tcp => format!("TCP connect every {:?}", h.interval),
+                HealthCheckKind::Off => "no active checks".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<12} health: {check}; eject after {} failures",
+                "", p.ejection.consecutive_failures
+            );
+        }
+        let _ = writeln!(out, "\nroutes (first match wins)");
+        let _ = writeln!(
+            out,
+            "  {:<4} {:<16} {:<20} {:<24} {:<12} check",
+            "#", "route", "method", "name", "pool"
+        );
+        let pat = |p: &Option<Pattern>| p.as_ref().map_or("*".to_string(), |p| p.to_string());
+        for (i, r) in self.routes.iter().enumerate() {
+            let sample = r.validation.unwrap_or(self.validation).sample;
+            let _ = writeln!(
+                out,
+                "  {:<4} {:<16} {:<20} {:<24} {:<12} {}",
+                i + 1,
+                route_name(r, i),
+                pat(&r.matcher.method),
+                pat(&r.matcher.name),
+                r.pool,
+                describe_sample(sample)
+            );
+        }
+        match &self.default_route {
+            Some(d) => {
+                let sample = d.validation.unwrap_or(self.validation).sample;
+                let _ = writeln!(
+                    out,
+                    "  {:<4} {:<16} {:<20} {:<24} {:<12} {}",
+                    "-",
+                    "default",
+                    "*",
+                    "*",
+                    d.pool,
+                    describe_sample(sample)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  -    (no default route: unmatched requests get 404 / -32601)"
+                );
+            }
+        }
+        let caches = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (route_name(r, i), r.cache));
+        let caches = caches.chain(
+            self.default_route
+                .iter()
+                .map(|d| ("default".to_string(), d.cache)),
+        );
+        for (name, c) in caches {
+            let _ = writeln!(out, "{}", cache::describe(&name, &c.unwrap_or_default()));
+        }
+        let _ = writeln!(
+            out,
+            "\nlimits    body {} bytes, headers {} bytes",
+            self.limits.max_body_bytes, self.limits.max_header_bytes
+        );
+        let _ = writeln!(
+            out,
+            "retries   a request that could not connect is tried on up to {} other instances",
+            self.retries.connect_failure
+        );
+        if !self.rate_limits.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nrate limits (checked in order; the first that refuses answers 429)"
+            );
+            for l in &self.rate_limits {
+                let key: Vec<String> = l.key.iter().map(|k| k.to_string()).collect();
+                let key = if key.is_empty() {
+                    "one bucket".to_string()
+                } else {
+                    key.join("+")
+                };
+                let m = &l.matcher;
+                let scope = format!(
+                    "route {} method {} name {}",
+                    m.route.as_deref().unwrap_or("*"),
+                    pat(&m.method),
+                    pat(&m.name)
+                );
+                let burst = l.burst.map_or(String::new(), |b| format!(" burst {b}"));
+                let dry = if l.dry_run { " (dry run)" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "  {:<16} {}{burst} per {key}; {scope}{dry}; {}",
+                    l.name,
+                    l.rate,
+                    redis::describe_scope(l, self.redis.as_ref())
+                );
+            }
+        }
+        if let Some(r) = &self.redis {
+            let _ = writeln!(out, "{}", redis::describe(r));
+        }
+        let t = &self.timeouts;
+        let _ = writeln!(
+            out,
+            "timeouts  connect {:?}, upstream read {:?}, upstream write {:?}, client body {:?}, idle {:?}",
+            t.connect, t.upstream_read, t.upstream_write, t.downstream_read, t.upstream_idle
+        );
+        let _ = writeln!(
+            out,
+            "          client write {:?}; shutdown: grace {:?}, wind down {:?}",
+            t.downstream_write, self.shutdown.grace_period, self.shutdown.wind_down
+        );
+        out
+    }
+}
+
+fn describe_sample(s: f64) -> String {
+    if s >= 1.0 {
+        "every request".into()
+    } else if s <= 0.0 {
+        "off (header-only)".into()
+    } else {
+        format!("{:.0}% sampled", s * 100.0)
+    }
+}

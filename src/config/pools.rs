@@ -1,0 +1,220 @@
+//! `pools:` and `retries:`: the upstream instances of each pool, how requests are balanced over
+//! them (round robin or consistent hash and its key), active health checks, passive ejection,
+//! and which failed requests are tried on another instance.
+
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+use std::time::Duration;
+
+use super::{humantime_serde_compat, tls};
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// `host:port` of each instance.
+    pub instances: Vec<String>,
+    #[serde(default)]
+    pub balance: Balance,
+    /// With `balance: hash`: `mcp-name` (default), `principal` or `header:<name>`.
+    #[serde(default)]
+    pub hash_key: Option<HashKey>,
+    /// Active health checks.
+    #[serde(default)]
+    pub health: HealthConfig,
+    /// Passive ejection of instances that fail requests.
+    #[serde(default)]
+    pub ejection: EjectionConfig,
+    /// Connect to the instances over TLS ([`tls::UpstreamTls`]).
+    #[serde(default)]
+    pub tls: Option<tls::UpstreamTls>,
+    /// HTTP version to the instances: h1 (default), h2, auto (ALPN, with tls).
+    #[serde(default)]
+    pub http: tls::UpstreamHttp,
+}
+
+/// How instances are probed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthCheckKind {
+    /// POST `server/discover` with the required MCP headers; healthy on HTTP 200.
+    #[default]
+    Mcp,
+    /// A TCP connect.
+    Tcp,
+    /// No active checks (instances are up unless ejected).
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    #[serde(default)]
+    pub check: HealthCheckKind,
+    #[serde(default = "d_health_interval", with = "humantime_serde_compat")]
+    pub interval: Duration,
+    #[serde(default = "d_health_timeout", with = "humantime_serde_compat")]
+    pub timeout: Duration,
+    /// Consecutive passing checks that bring a down instance back.
+    #[serde(default = "d_two")]
+    pub healthy_threshold: u32,
+    /// Consecutive failing checks that take an instance down.
+    #[serde(default = "d_two")]
+    pub unhealthy_threshold: u32,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            check: HealthCheckKind::default(),
+            interval: d_health_interval(),
+            timeout: d_health_timeout(),
+            healthy_threshold: d_two(),
+            unhealthy_threshold: d_two(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EjectionConfig {
+    /// Consecutive failed requests (5xx answers, resets after delivery) that eject an instance;
+    /// a refused connection ejects at once. 0 turns passive ejection off.
+    #[serde(default = "d_three")]
+    pub consecutive_failures: u32,
+    /// First ejection time; each further ejection in a row doubles it up to `max_time`.
+    #[serde(default = "d_eject_base", with = "humantime_serde_compat")]
+    pub base_time: Duration,
+    #[serde(default = "d_eject_max", with = "humantime_serde_compat")]
+    pub max_time: Duration,
+}
+
+impl Default for EjectionConfig {
+    fn default() -> Self {
+        EjectionConfig {
+            consecutive_failures: d_three(),
+            base_time: d_eject_base(),
+            max_time: d_eject_max(),
+        }
+    }
+}
+
+fn d_health_interval() -> Duration {
+    Duration::from_secs(2)
+}
+fn d_health_timeout() -> Duration {
+    Duration::from_secs(1)
+}
+fn d_two() -> u32 {
+    2
+}
+fn d_three() -> u32 {
+    3
+}
+fn d_eject_base() -> Duration {
+    Duration::from_secs(5)
+}
+fn d_eject_max() -> Duration {
+    Duration::from_secs(60)
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    /// Consistent hashing (ketama): adding or removing one of N instances moves about 1/N keys.
+    Hash,
+}
+
+/// What a `hash` pool shards on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashKey {
+    /// The decoded `Mcp-Name` (tool name, prompt name or resource URI).
+    McpName,
+    /// A hash of the `Authorization: Bearer` token (the token itself is never kept).
+    Principal,
+    /// The value of a named request header.
+    Header(http::HeaderName),
+    /// A claim of the verified token (`claim:<name>`; needs `auth`).
+    Claim(String),
+    /// `param:<Name>`: the decoded `Mcp-Param-<Name>` header (base64-wrapped and plain spellings
+    /// of one value shard alike). For tools the gateway knows from `tools/list`, the header was
+    /// checked against the argument (G34).
+    Param(http::HeaderName),
+}
+
+impl fmt::Display for HashKey {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            HashKey::McpName => f.write_str("mcp-name"),
+            HashKey::Principal => f.write_str("principal"),
+            HashKey::Header(h) => write!(f, "header:{h}"),
+            HashKey::Claim(c) => write!(f, "claim:{c}"),
+            HashKey::Param(h) => write!(
+                f,
+                "param:{}",
+                h.as_str()
+                    .strip_prefix(crate::mcp::header::PARAM_PREFIX)
+                    .unwrap_or(h.as_str())
+            ),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HashKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "mcp-name" => Ok(HashKey::McpName),
+            "principal" => Ok(HashKey::Principal),
+            other if other.starts_with("claim:") && other.len() > 6 => {
+                Ok(HashKey::Claim(other[6..].trim().to_string()))
+            }
+            other if other.starts_with("param:") => {
+                let n = other["param:".len()..].trim();
+                let full = format!("{}{}", crate::mcp::header::PARAM_PREFIX, n.to_ascii_lowercase());
+                match http::HeaderName::from_bytes(full.as_bytes()) {
+                    Ok(h) if !n.is_empty() => Ok(HashKey::Param(h)),
+                    _ => Err(serde::de::Error::custom(format!(
+                        "hash_key: param:{n:?} does not name an Mcp-Param header; write e.g. param:Region"
+                    ))),
+                }
+            }
+            other => match other.strip_prefix("header:") {
+                Some(h) => http::HeaderName::from_bytes(h.trim().as_bytes())
+                    .map(HashKey::Header)
+                    .map_err(|_| {
+                        serde::de::Error::custom(format!(
+                            "hash_key: {h:?} is not a valid header name"
+                        ))
+                    }),
+                None => Err(serde::de::Error::custom(format!(
+                    "hash_key: unknown key {other:?}; use mcp-name, principal, header:<name>, claim:<name> or param:<Name>"
+                ))),
+            },
+        }
+    }
+}
+
+/// Which failed requests are tried again on another instance.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retries {
+    /// A request that never reached an instance (connection refused or timed out) is tried on up
+    /// to this many other instances of its pool. A request that was delivered is never re-sent:
+    /// `tools/call` may have side effects.
+    #[serde(default = "default_connect_retries")]
+    pub connect_failure: usize,
+}
+
+impl Default for Retries {
+    fn default() -> Self {
+        Retries {
+            connect_failure: default_connect_retries(),
+        }
+    }
+}
+
+fn default_connect_retries() -> usize {
+    2
+}

@@ -1,0 +1,87 @@
+//! `routes:`, `default_route:` and `validation:`: the ordered route table (what a route matches,
+//! its pool, its share of body-checked requests, its auth and cache settings) and route labels.
+
+use serde::{Deserialize, Deserializer};
+
+use super::{auth, CacheConfig};
+use crate::config::Pattern;
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// A label for logs, metrics and `check` (default `route-N`).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(rename = "match", default)]
+    pub matcher: Match,
+    pub pool: String,
+    #[serde(default)]
+    pub validation: Option<Validation>,
+    /// Per-route auth settings (needs `auth`).
+    #[serde(default)]
+    pub auth: Option<auth::RouteAuth>,
+    /// The route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
+}
+
+/// What a route matches: `Mcp-Method` and `Mcp-Name` patterns (exact, `prefix*` or glob with
+/// `*` and `?`). An absent pattern matches anything; a `name` pattern never matches a request
+/// whose method carries no `Mcp-Name`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    #[serde(default)]
+    pub method: Option<Pattern>,
+    #[serde(default)]
+    pub name: Option<Pattern>,
+}
+
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultRoute {
+    pub pool: String,
+    #[serde(default)]
+    pub validation: Option<Validation>,
+    /// Per-route auth settings (needs `auth`).
+    #[serde(default)]
+    pub auth: Option<auth::RouteAuth>,
+    /// The default route's edge cache (absent: on, with the defaults of [`CacheConfig`]).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    /// The share of requests whose headers are checked against the body (0.0 to 1.0). The rest
+    /// take the header-only fast path: routed on the claimed headers, body forwarded unread.
+    #[serde(default = "default_sample", deserialize_with = "de_sample")]
+    pub sample: f64,
+}
+
+impl Default for Validation {
+    fn default() -> Self {
+        Validation { sample: 1.0 }
+    }
+}
+
+fn default_sample() -> f64 {
+    1.0
+}
+
+fn de_sample<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "validation.sample must be between 0.0 (never check) and 1.0 (check every request), got {v}"
+        )))
+    }
+}
+
+/// The label of route `i`.
+pub fn route_name(r: &RouteConfig, i: usize) -> String {
+    r.name.clone().unwrap_or_else(|| format!("route-{}", i + 1))
+}
