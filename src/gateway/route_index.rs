@@ -8,18 +8,43 @@
 //! and a table of only exact routes costs the same at 10 routes as at 10,000.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::route::{Pattern, Route};
+
+/// FNV-1a. Not keyed, and need not be: the keys stored are the config's, so a client can only
+/// look up (one probe sequence per lookup), never add keys to collide with.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
 
 /// Built once per route table (see [`super::route::RouteTable::from_config`]).
 #[derive(Debug, Clone, Default)]
 pub struct RouteIndex {
     /// Method exact and name exact: method -> name -> first route.
-    method_name: HashMap<String, HashMap<String, usize>>,
+    method_name: Map<Map<usize>>,
     /// Method exact, no name condition: the first such route per method.
-    method_only: HashMap<String, usize>,
+    method_only: Map<usize>,
     /// No method condition, name exact: the first such route per name.
-    name_only: HashMap<String, usize>,
+    name_only: Map<usize>,
     /// A route with neither condition (matches everything): the first one.
     catch_all: Option<usize>,
     /// Every other route (some pattern: prefix, glob, `*`), in file order.
@@ -72,13 +97,17 @@ impl RouteIndex {
                 best = Some(best.map_or(i, |b| b.min(i)));
             }
         };
+        // Empty maps are skipped: no hashing for kinds of route the table does not have.
         if let Some(m) = method {
-            if let (Some(names), Some(n)) = (self.method_name.get(m), name) {
-                consider(names.get(n).copied());
+            if let (false, Some(n)) = (self.method_name.is_empty(), name) {
+                let names = self.method_name.get(m);
+                consider(names.and_then(|names| names.get(n).copied()));
             }
-            consider(self.method_only.get(m).copied());
+            if !self.method_only.is_empty() {
+                consider(self.method_only.get(m).copied());
+            }
         }
-        if let Some(n) = name {
+        if let (false, Some(n)) = (self.name_only.is_empty(), name) {
             consider(self.name_only.get(n).copied());
         }
         let before = best.unwrap_or(usize::MAX);
