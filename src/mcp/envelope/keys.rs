@@ -93,6 +93,8 @@ const ANY: u32 = u32::MAX;
 pub struct Seen<'a> {
     first: [Key<'a>; LINEAR],
     prints: [u32; LINEAR],
+    /// Some key so far is not all ASCII (its fingerprint is [`ANY`]).
+    wide: bool,
     n: usize,
     table: Option<Table<'a>>,
 }
@@ -105,6 +107,7 @@ impl<'a> Seen<'a> {
                 ascii: true,
             }; LINEAR],
             prints: [0; LINEAR],
+            wide: false,
             n: 0,
             table: None,
         }
@@ -113,6 +116,15 @@ impl<'a> Seen<'a> {
     pub fn note(&mut self, k: Key<'a>) -> Scan<()> {
         if self.n < LINEAR {
             let fp = k.fingerprint();
+            // The common case: all ASCII so far and no equal fingerprint, so no equal key.
+            let prints = &self.prints[..self.n];
+            if fp != ANY && !self.wide && !prints.contains(&fp) {
+                self.first[self.n] = k;
+                self.prints[self.n] = fp;
+                self.n += 1;
+                return Ok(());
+            }
+            self.wide |= fp == ANY;
             for (p, pfp) in self.first[..self.n].iter().zip(&self.prints) {
                 if (*pfp == fp || *pfp == ANY || fp == ANY) && p.same(&k) {
                     return Err(Punt);
