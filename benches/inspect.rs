@@ -103,6 +103,20 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
+    // The serde walk alone (the reference reading, what every body cost before the fast scan).
+    let mut g = c.benchmark_group("walk-only");
+    for (shape, body) in [
+        ("nested", nested_body(64 << 10)),
+        ("wide", wide_body(64 << 10)),
+        ("string", string_body(64 << 10)),
+    ] {
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_with_input(BenchmarkId::new(shape, "64KiB"), &body, |b, body| {
+            b.iter(|| black_box(envelope::walk::parse(black_box(body)).unwrap()))
+        });
+    }
+    g.finish();
+
     // The two halves apart, on the 480 B request of bench/compare.sh.
     let body = string_body(253);
     let env = envelope::parse(&body).unwrap();

@@ -50,6 +50,7 @@ pub mod listeners;
 pub mod observe;
 pub mod request;
 pub mod route;
+pub mod route_index;
 pub mod server;
 pub mod state;
 mod steps;

@@ -2,10 +2,12 @@
 //!
 //! Runs before the body is read, on what the headers *claim*; the validate stage later proves
 //! the claim against the body (or the route's sample skips that proof). Matching allocates
-//! nothing.
+//! nothing; exact routes are found by [`RouteIndex`] in constant time.
 
 /// Patterns are config values (`config::pattern`); this path stays for existing callers.
 pub use crate::config::Pattern;
+
+use super::route_index::RouteIndex;
 use crate::config::{route_name, Config, Validation};
 
 /// One resolved route.
@@ -21,7 +23,8 @@ pub struct Route {
 }
 
 impl Route {
-    fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
+    /// Whether the route's conditions hold for the claims (absent condition: anything).
+    pub fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
         let ok = |p: &Option<Pattern>, v: Option<&str>| match (p, v) {
             (None, _) => true,
             (Some(p), Some(v)) => p.matches(v),
@@ -38,6 +41,8 @@ pub struct RouteTable {
     pub default: Option<Route>,
     /// Pool names, indexed by [`Route::pool`].
     pub pools: Vec<String>,
+    /// Finds the first match among `routes` (built from them in [`RouteTable::from_config`]).
+    pub index: RouteIndex,
 }
 
 impl RouteTable {
@@ -50,7 +55,7 @@ impl RouteTable {
                 .expect("validated pool reference")
         };
         let sample = |v: Option<Validation>| v.unwrap_or(cfg.validation).sample;
-        let routes = cfg
+        let routes: Vec<Route> = cfg
             .routes
             .iter()
             .enumerate()
@@ -70,6 +75,7 @@ impl RouteTable {
             sample: sample(d.validation),
         });
         RouteTable {
+            index: RouteIndex::new(&routes),
             routes,
             default,
             pools,
@@ -85,7 +91,7 @@ impl RouteTable {
     ///
     /// (See [`no_route`] for the answer when there is none.)
     pub fn select_ref(&self, method: Option<&str>, name: Option<&str>) -> Option<RouteRef> {
-        match self.routes.iter().position(|r| r.matches(method, name)) {
+        match self.index.first_match(&self.routes, method, name) {
             Some(i) => Some(RouteRef::Index(i)),
             None => self.default.as_ref().map(|_| RouteRef::Default),
         }

@@ -9,7 +9,8 @@ use serde_json::{Map, Number, Value};
 use std::fmt;
 
 use super::super::strict::{case_variant, case_variant_of, check_new_key, Key, SeenKeys};
-use super::{meta, Envelope, State, MAX_DEPTH, META_MEMBERS, PARAMS_MEMBERS};
+use super::walk::State;
+use super::{meta, Envelope, MAX_DEPTH, META_MEMBERS, PARAMS_MEMBERS};
 
 /// Where a [`Build`] object sits, for the duplicate-key message.
 #[derive(Clone, Copy, PartialEq)]

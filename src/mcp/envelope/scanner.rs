@@ -1,0 +1,312 @@
+//! The byte scanner under [`super::fast`]: it validates a JSON document in one pass over the
+//! bytes, with the strict walk's rules (every value checked, nesting bounded by [`MAX_DEPTH`],
+//! keys equal after case folding refused in every object), and without a visitor call per token.
+//!
+//! It only ever *accepts*: whatever it does not accept it hands back as [`Punt`], and the caller
+//! then reads the document with the [serde walk](super::walk), which refuses it with the right
+//! message or accepts it. So the scanner may punt on more than the walk refuses (keys with
+//! escapes, `\u` escapes of surrogates it cannot pair, numbers near the limits of a double) but
+//! must never accept what the walk refuses. What it accepts is exactly RFC 8259 JSON as
+//! serde_json reads it: UTF-8, no control characters in strings, the escapes `\" \\ \/ \b \f \n
+//! \r \t \uXXXX`, numbers `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` whose value is a finite
+//! double, `true`/`false`/`null`, whitespace of space, tab, CR and LF.
+
+use super::keys::{Key, Seen};
+use crate::mcp::strict::MAX_DEPTH;
+
+/// Not accepted by the scan: the serde walk decides.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Punt;
+
+pub type Scan<T> = Result<T, Punt>;
+
+/// A string's content (between the quotes, escapes not decoded).
+#[derive(Debug, Clone, Copy)]
+pub struct Str<'a> {
+    pub raw: &'a str,
+    pub escaped: bool,
+    pub ascii: bool,
+}
+
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each of the 8 bytes (little-endian) that is `"`, `\` or below 0x20 (SWAR).
+/// The lowest set bit is exact (marks the first such byte); bits above it may be spurious.
+#[inline]
+fn special(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | below_space
+}
+
+pub struct Scanner<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    pub i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    /// The body must be UTF-8 as a whole (outside strings JSON is ASCII anyway).
+    pub fn new(body: &'a [u8]) -> Scan<Self> {
+        let s = std::str::from_utf8(body).map_err(|_| Punt)?;
+        Ok(Scanner { s, b: body, i: 0 })
+    }
+
+    /// The text from `start` to the current position.
+    pub fn since(&self, start: usize) -> &'a str {
+        &self.s[start..self.i]
+    }
+
+    #[inline]
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// The next byte after whitespace (not consumed).
+    #[inline]
+    pub fn peek(&mut self) -> Scan<u8> {
+        self.ws();
+        self.b.get(self.i).copied().ok_or(Punt)
+    }
+
+    fn eat(&mut self, c: u8) -> Scan<()> {
+        if self.peek()? != c {
+            return Err(Punt);
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// Only whitespace may follow the document.
+    pub fn end(&mut self) -> Scan<()> {
+        self.ws();
+        if self.i == self.b.len() {
+            Ok(())
+        } else {
+            Err(Punt)
+        }
+    }
+
+    /// Any value; `level` is the nesting of the container holding it (a container value nests
+    /// one deeper).
+    pub fn value(&mut self, level: usize) -> Scan<()> {
+        match self.peek()? {
+            b'{' => self.object(level + 1, |sc, _, l| sc.value(l)),
+            b'[' => self.array(level + 1),
+            b'"' => self.string().map(drop),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(Punt),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Scan<()> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            Err(Punt)
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.b.get(self.i) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// A number (at its first byte).
+    pub fn number(&mut self) -> Scan<()> {
+        let start = self.i;
+        if self.b[self.i] == b'-' {
+            self.i += 1;
+        }
+        let int = match self.b.get(self.i) {
+            Some(b'0') => {
+                self.i += 1;
+                1
+            }
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(Punt),
+        };
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(Punt);
+            }
+        }
+        let mut exponent = false;
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            exponent = true;
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(Punt);
+            }
+        }
+        // Without an exponent, up to 300 integer digits are below 1e300: always finite. Anything
+        // else is read as serde_json reads it (nearest double) and must be comfortably finite.
+        if exponent || int > 300 {
+            let v: f64 = self.since(start).parse().map_err(|_| Punt)?;
+            if v.is_nan() || v.abs() > 1e308 {
+                return Err(Punt);
+            }
+        }
+        Ok(())
+    }
+
+    /// A string (at its opening quote).
+    pub fn string(&mut self) -> Scan<Str<'a>> {
+        self.i += 1;
+        let start = self.i;
+        let b = self.b;
+        let (mut escaped, mut high) = (false, 0u64);
+        loop {
+            // Eight bytes at a time, straight to the first quote, backslash or control byte.
+            while let Some(chunk) = b.get(self.i..self.i + 8) {
+                let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+                let m = special(w);
+                if m == 0 {
+                    high |= w & HIGH;
+                    self.i += 8;
+                    continue;
+                }
+                let k = (m.trailing_zeros() / 8) as usize;
+                high |= w & HIGH & ((1u64 << (8 * k)) - 1);
+                self.i += k;
+                break;
+            }
+            match *b.get(self.i).ok_or(Punt)? {
+                b'"' => {
+                    let raw = &self.s[start..self.i];
+                    self.i += 1;
+                    let ascii = high == 0;
+                    return Ok(Str {
+                        raw,
+                        escaped,
+                        ascii,
+                    });
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                0..=0x1f => return Err(Punt),
+                c => {
+                    high |= u64::from(c & 0x80);
+                    self.i += 1;
+                }
+            }
+        }
+    }
+
+    /// One escape (at its backslash). Surrogates only as a high-low pair.
+    fn escape(&mut self) -> Scan<()> {
+        match self.b.get(self.i + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                self.i += 2;
+                Ok(())
+            }
+            Some(b'u') => {
+                let unit = self.hex4(self.i + 2)?;
+                self.i += 6;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
+                            return Err(Punt);
+                        }
+                        if !(0xDC00..=0xDFFF).contains(&self.hex4(self.i + 2)?) {
+                            return Err(Punt);
+                        }
+                        self.i += 6;
+                        Ok(())
+                    }
+                    0xDC00..=0xDFFF => Err(Punt),
+                    _ => Ok(()),
+                }
+            }
+            _ => Err(Punt),
+        }
+    }
+
+    fn hex4(&self, at: usize) -> Scan<u32> {
+        let digits = self.b.get(at..at + 4).ok_or(Punt)?;
+        digits.iter().try_fold(0u32, |acc, &d| {
+            let v = (d as char).to_digit(16).ok_or(Punt)?;
+            Ok(acc << 4 | v)
+        })
+    }
+
+    fn array(&mut self, level: usize) -> Scan<()> {
+        if level > MAX_DEPTH {
+            return Err(Punt);
+        }
+        self.i += 1;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.value(level)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Punt),
+            }
+        }
+    }
+
+    /// An object at nesting `level` (at its `{`): each key is checked against the earlier ones,
+    /// then `member(scanner, key, level)` must consume the value.
+    pub fn object<F>(&mut self, level: usize, mut member: F) -> Scan<()>
+    where
+        F: FnMut(&mut Self, Key<'a>, usize) -> Scan<()>,
+    {
+        if level > MAX_DEPTH {
+            return Err(Punt);
+        }
+        self.i += 1;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        let mut seen = Seen::new();
+        loop {
+            if self.peek()? != b'"' {
+                return Err(Punt);
+            }
+            let k = self.string()?;
+            if k.escaped {
+                return Err(Punt);
+            }
+            let key = Key::new(k.raw, k.ascii);
+            seen.note(key)?;
+            self.eat(b':')?;
+            member(self, key, level)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Punt),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "scanner_tests.rs"]
+mod tests;
