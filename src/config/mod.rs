@@ -21,6 +21,7 @@ pub mod cache;
 pub mod tls;
 pub use cache::CacheConfig;
 pub mod concurrency;
+pub mod connections;
 pub mod flows;
 pub use concurrency::ConcurrencyLimitConfig;
 pub use flows::{FlowsConfig, TracingConfig};
@@ -99,6 +100,9 @@ pub struct Config {
     /// OpenTelemetry span export, off by default (see `config::flows`).
     #[serde(default)]
     pub tracing: TracingConfig,
+    /// Per-client-connection buffers (see `config::connections`).
+    #[serde(default)]
+    pub connections: connections::ConnectionsConfig,
 }
 
 fn d_dns_refresh() -> Duration {
@@ -1071,6 +1075,7 @@ impl Config {
         self.validate_auth(text, file)?;
         concurrency::validate(&self.concurrency_limits, &route_names, text, file)?;
         flows::validate(&self.flows, &self.tracing, text, file)?;
+        connections::validate(&self.connections, text, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 line_of(text, "max_body_bytes", ""),

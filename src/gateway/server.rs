@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::health::Change;
 use super::listeners::Listeners;
-use super::{admin, Gateway, Proxy};
+use super::{admin, parked, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
 
 /// The live gateway, swapped whole on reload.
@@ -295,11 +295,16 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     listeners.register(&gateway.metrics.registry)?;
     let live = Arc::new(Live::new(gateway, source).with_listeners(listeners.clone()));
     // One proxy service per h2c setting (pingora sets h2c per service), each with its listeners.
+    let park = live.load().config.connections.park_idle;
     let proxies = listeners.attach_mcp(|| {
-        pingora::proxy::http_proxy_service_with_name(
-            &server.configuration,
-            Proxy::new(live.clone()),
-            "mcp-edge",
+        let mut proxy =
+            pingora::proxy::HttpProxy::new(Proxy::new(live.clone()), server.configuration.clone());
+        proxy.handle_init_modules();
+        let idle_live = live.clone();
+        let idle: parked::IdleWait = Arc::new(move || idle_live.load().config.timeouts.client_idle);
+        pingora::services::listening::Service::new(
+            "mcp-edge".into(),
+            parked::Parked::new(proxy, idle, park),
         )
     })?;
     for proxy in proxies {
