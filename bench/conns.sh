@@ -15,7 +15,7 @@
 # KiB per connection = (RSS with N open - RSS before) / N established.
 #
 # A stream costs the proxy two descriptors (client + upstream); the SSE case is capped at
-# (hard `ulimit -n` - 200) / 2 streams when the hard limit is lower than that (the table says so).
+# (hard `ulimit -n` - 1000) / 2 streams (nginx needs the slack) when the hard limit is lower than that (the table says so).
 #
 # Usage: bench/conns.sh [--n N] [--sse-n N] [--only "idle sse"] [--edge-bin PATH]
 #                       [--edge-yaml 'extra top-level yaml'] [--no-nginx] [--hold SECS]
@@ -59,7 +59,7 @@ EDGE_BIN=$(realpath "$EDGE_BIN")
 
 ulimit -n "$(ulimit -Hn)"
 FDS=$(ulimit -n)
-MAX_SSE=$(((FDS - 200) / 2))
+MAX_SSE=$(((FDS - 1000) / 2))
 [ -z "$SSE_N" ] && SSE_N=$N
 SSE_CAPPED=""
 if [ "$SSE_N" -gt "$MAX_SSE" ]; then
@@ -185,9 +185,16 @@ EOF
 }
 
 start upstream "$NGINX" -p "$OUT/up" -e "$OUT/up/error.log" -c "$OUT/up/nginx.conf" -g 'daemon off;'
-start backend "$EDGE_BIN" backend --listen 127.0.0.1:$BACKEND
 wait_port $UP
-wait_port $BACKEND
+# The SSE case gets a fresh backend per proxy: streams the last proxy held may not be closed on
+# the backend's side yet, and would count against its descriptors.
+BPID=""
+backend_up() {
+  [ -n "$BPID" ] && stop "$BPID"
+  start backend "$EDGE_BIN" backend --listen 127.0.0.1:$BACKEND
+  BPID=$LAST_PID
+  wait_port $BACKEND
+}
 
 TSV=$OUT/results.tsv
 printf 'case\ttarget\tn\tok\tbefore_kib\topen_kib\tclosed_kib\tkib_per_conn\n' >"$TSV"
@@ -234,12 +241,14 @@ for c in $ONLY; do
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
   edge_conf $up >"$OUT/edge-$c.yaml"
+  [ "$c" = sse ] && backend_up
   start "edge-$c" "$EDGE_BIN" serve --config "$OUT/edge-$c.yaml"
   epid=$LAST_PID
   wait_port $EDGE
   measure "$c" mcp-edge "$epid" $EDGE
   stop "$epid"
   if [ "$NGINX_ON" = 1 ]; then
+    [ "$c" = sse ] && backend_up
     start "nginx-$c" "$NGINX" -p "$OUT/ngx" -e "$OUT/ngx/error.log" -c "$OUT/ngx/nginx.conf" -g 'daemon off;'
     npid=$LAST_PID
     wait_port $nport

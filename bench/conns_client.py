@@ -89,7 +89,7 @@ async def main():
     ap.add_argument("--path", default="/mcp")
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--mode", choices=["idle", "sse"], required=True)
-    ap.add_argument("--parallel", type=int, default=200)
+    ap.add_argument("--parallel", type=int, default=int(__import__("os").environ.get("CONNS_PARALLEL", "200")))
     ap.add_argument("--timeout", type=float, default=30.0, help="per connection setup")
     ap.add_argument("--hold", type=float, default=300.0, help="the longest hold, seconds")
     ap.add_argument("--ready", required=True, help="file written when all are set up")
