@@ -7,7 +7,7 @@ Used by bench/conns.sh. Two modes:
   sse   each connection sends one subscriptions/listen POST and reads until the first SSE event
         (the acknowledgement) has arrived; the stream then stays open (the server may send
         keep-alive comments, which are read and dropped).
-Connections are opened at most --parallel at a time. When all are established (or failed), one
+Connections are opened at most --parallel at a time (default 200, or $CONNS_PARALLEL). When all are established (or failed), one
 line "ready ok=N failed=M" is written to --ready FILE; then the client holds everything open
 until SIGTERM/SIGINT or --hold seconds, whichever comes first, and exits. Loopback only: the
 host must be 127.0.0.1 or ::1.

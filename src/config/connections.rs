@@ -15,7 +15,9 @@ pub const MAX_BUFFER: usize = 16 * 1024 * 1024;
 #[serde(deny_unknown_fields)]
 pub struct ConnectionsConfig {
     /// Bytes of the read buffer each client connection holds for its whole life; 0 reads
-    /// straight from the socket into the request-head buffer. pingora's default is 65536.
+    /// straight from the socket into the request-head buffer. pingora's default is 65536; 1024
+    /// measured the same throughput at 1/64 of the memory (reads of bodies and of TLS records
+    /// larger than the buffer bypass it). See docs/benchmarks.md, "Memory per connection".
     #[serde(default = "d_read_buffer")]
     pub read_buffer: usize,
     /// Bytes of the write buffer each client connection holds (pingora's default: 1460, one
@@ -34,7 +36,7 @@ fn d_park_idle() -> bool {
 }
 
 fn d_read_buffer() -> usize {
-    65536
+    1024
 }
 fn d_write_buffer() -> usize {
     1460
@@ -79,9 +81,9 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_pingoras() {
+    fn defaults() {
         let c = load("").unwrap().connections;
-        assert_eq!((c.read_buffer, c.write_buffer), (65536, 1460));
+        assert_eq!((c.read_buffer, c.write_buffer), (1024, 1460));
         assert!(c.park_idle);
     }
 
