@@ -81,6 +81,11 @@ impl Live {
         {
             tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
         }
+        if a.connections != b.connections {
+            tracing::warn!(
+                "reload: connections (buffers, park_idle) keep their old values until a restart"
+            );
+        }
         // Certificates are read and checked first; they are swapped in only with the config.
         let staged = match &self.listeners {
             Some(l) => Some(l.stage(&config).map_err(anyhow::Error::msg)?),
