@@ -72,8 +72,10 @@ pub async fn arrival(stream: &mut Stream, wait: Duration) -> Arrival {
     let mut one = [0u8; 1];
     match tokio::time::timeout(wait, stream.try_peek(&mut one)).await {
         Ok(Ok(true)) => Arrival::Bytes,
-        // Ok(false) (no peek on this stream) does not happen on the plain streams parked here.
-        _ => Arrival::Gone,
+        // No peek on this kind of stream (not the case for the TCP streams parked here): let
+        // the session read it as pingora's loop would, rather than close it unread.
+        Ok(Ok(false)) => Arrival::Bytes,
+        Ok(Err(_)) | Err(_) => Arrival::Gone,
     }
 }
 
