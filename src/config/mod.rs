@@ -24,6 +24,7 @@ pub mod cache;
 pub mod tls;
 pub use cache::CacheConfig;
 pub mod concurrency;
+pub mod connections;
 pub mod flows;
 pub use concurrency::ConcurrencyLimitConfig;
 pub use flows::{FlowsConfig, TracingConfig};
@@ -128,6 +129,9 @@ pub struct Config {
     /// OpenTelemetry span export, off by default (see `config::flows`).
     #[serde(default)]
     pub tracing: TracingConfig,
+    /// Per-client-connection buffers and parking (see `config::connections`).
+    #[serde(default)]
+    pub connections: connections::ConnectionsConfig,
 }
 
 fn d_dns_refresh() -> Duration {

@@ -5,7 +5,7 @@
 use std::net::ToSocketAddrs;
 
 use super::{
-    concurrency, flows, redis, route_name, tls, Balance, Config, ConfigError, HashKey,
+    concurrency, connections, flows, redis, route_name, tls, Balance, Config, ConfigError, HashKey,
     HealthCheckKind, KeyPart, Positions,
 };
 
@@ -187,6 +187,7 @@ impl Config {
         self.validate_auth(pos, file)?;
         concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
         flows::validate(&self.flows, &self.tracing, pos, file)?;
+        connections::validate(&self.connections, pos, file)?;
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 "limits.max_body_bytes",

@@ -8,7 +8,8 @@
 //! `min_version` are re-read on every reload.
 
 use pingora::apps::HttpServerOptions;
-use pingora::listeners::PreTlsProcess;
+use pingora::listeners::{ListenerConfig, PreTlsProcess};
+use pingora::protocols::l4::stream::L4BufferSettings;
 use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::GetSocketDigest;
 use pingora::services::listening::Service;
@@ -39,6 +40,8 @@ pub struct Listeners {
     pub mcp: Vec<Listener>,
     pub admin: Option<Listener>,
     expiry: GaugeVec,
+    /// The read and write buffers of each accepted connection (`connections:`).
+    buffers: L4BufferSettings,
 }
 
 /// The listeners a config describes: (key, address, options), MCP ones first, then admin.
@@ -94,7 +97,14 @@ impl Listeners {
             ),
             &["listener", "certificate"],
         )?;
-        let me = Listeners { mcp, admin, expiry };
+        let c = &cfg.connections;
+        let buffers = L4BufferSettings::new(c.read_buffer, c.write_buffer);
+        let me = Listeners {
+            mcp,
+            admin,
+            expiry,
+            buffers,
+        };
         me.publish();
         Ok(me)
     }
@@ -178,7 +188,7 @@ impl Listeners {
                     .set_server_options(opts);
             }
             for l in &group {
-                attach(&mut svc, l)?;
+                attach(&mut svc, l, self.buffers)?;
             }
             gate(&mut svc, &group);
             services.push(svc);
@@ -189,7 +199,7 @@ impl Listeners {
     /// Attach the admin listener (TLS or plain) to its service.
     pub fn attach_admin<A>(&self, svc: &mut Service<A>) -> anyhow::Result<()> {
         if let Some(l) = &self.admin {
-            attach(svc, l)?;
+            attach(svc, l, self.buffers)?;
             gate(svc, &[l]);
         }
         Ok(())
@@ -255,12 +265,12 @@ fn gate<A>(svc: &mut Service<A>, group: &[&Listener]) {
     }
 }
 
-fn attach<A>(svc: &mut Service<A>, l: &Listener) -> anyhow::Result<()> {
-    let addr = l.address.to_string();
-    match &l.tls {
-        Some(s) => svc.add_tls_with_settings(&addr, None, s.settings()?),
-        None => svc.add_tcp(&addr),
+fn attach<A>(svc: &mut Service<A>, l: &Listener, buffers: L4BufferSettings) -> anyhow::Result<()> {
+    let mut endpoint = ListenerConfig::tcp(l.address.to_string()).l4_buffer(buffers);
+    if let Some(s) = &l.tls {
+        endpoint = endpoint.tls(s.settings()?);
     }
+    svc.add_listener(endpoint);
     Ok(())
 }
 

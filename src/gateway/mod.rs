@@ -48,6 +48,7 @@ pub mod labels;
 pub mod limit;
 pub mod listeners;
 pub mod observe;
+pub mod parked;
 pub mod request;
 pub mod route;
 pub mod route_index;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use super::head_deadline::HeadDeadlineApp;
 use super::health::Change;
 use super::listeners::Listeners;
-use super::{admin, Gateway, Proxy};
+use super::{admin, parked, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
 
 mod embedded;
@@ -84,6 +84,11 @@ impl Live {
             || a.work_stealing != b.work_stealing
         {
             tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
+        }
+        if a.connections != b.connections {
+            tracing::warn!(
+                "reload: connections (buffers, park_idle) keep their old values until a restart"
+            );
         }
         // Certificates are read and checked first; they are swapped in only with the config.
         let staged = match &self.listeners {
@@ -299,14 +304,18 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     listeners.register(&gateway.metrics.registry)?;
     let live = Arc::new(Live::new(gateway, source).with_listeners(listeners.clone()));
     // One proxy service per h2c setting (pingora sets h2c per service), each with its listeners.
-    // Each service's app is the proxy under the request-head deadline (`head_deadline`).
+    // Each service's app: the proxy, idle connections parked (`parked`), every HTTP/1 request
+    // head under its deadline (`head_deadline`).
+    let park = live.load().config.connections.park_idle;
     let proxies = listeners.attach_mcp(|| {
         let mut proxy =
             pingora::proxy::HttpProxy::new(Proxy::new(live.clone()), server.configuration.clone());
         proxy.handle_init_modules();
+        let idle_live = live.clone();
+        let idle: parked::IdleWait = Arc::new(move || idle_live.load().config.timeouts.client_idle);
         pingora::services::listening::Service::new(
-            "mcp-edge".to_string(),
-            HeadDeadlineApp::new(proxy, live.clone()),
+            "mcp-edge".into(),
+            HeadDeadlineApp::new(parked::Parked::new(proxy, idle, park), live.clone()),
         )
     })?;
     for proxy in proxies {

@@ -80,6 +80,6 @@ impl GetSocketDigest for Watched {
 #[async_trait]
 impl Peek for Watched {
     async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
-        self.io.try_peek(buf).await
+        self.peek(buf).await
     }
 }

@@ -215,6 +215,24 @@ impl Watched {
         timer.as_mut().poll(cx).is_ready()
     }
 
+    /// A peek (how a parked connection waits for its first byte, or pingora for the h2c
+    /// preface) waits no longer than the head's deadline either.
+    async fn peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
+        if !matches!(self.phase, Phase::Head { .. }) {
+            return self.io.try_peek(buf).await;
+        }
+        let deadline = tokio::time::Instant::from_std(self.deadline());
+        match tokio::time::timeout_at(deadline, self.io.try_peek(buf)).await {
+            Ok(peeked) => peeked,
+            Err(_) => {
+                self.phase = Phase::Answering(0);
+                std::future::poll_fn(|cx| self.answer(cx))
+                    .await
+                    .map(|()| false)
+            }
+        }
+    }
+
     /// Write the 408 and then fail the read.
     fn answer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let answer = timeout_answer(self.limit);
