@@ -8,7 +8,7 @@
 //! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
 //! | `request_body_filter`     | larger bodies: **inspect** and **validate** chunk by chunk (held, then released whole) |
 //! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning |
-//! | `fail_to_proxy`           | **answer** a refusal or an upstream failure ([`answer`]); stale-if-error |
+//! | `fail_to_connect`/`_proxy` | **answer** a refusal or an upstream failure ([`failure`], [`answer`]); connect retries; stale-if-error |
 //! | `logging`                 | **observe**: flows and spans ([`follow`], [`flows`]), metrics and one access-log line ([`observe`], [`labels`]) |
 //!
 //! The session-facing steps these phases share (refusing, reading a small body before choosing
@@ -37,6 +37,7 @@ pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
 pub mod dns;
+pub mod failure;
 pub mod flow_metrics;
 pub mod flows;
 pub mod follow;
@@ -73,9 +74,8 @@ use std::time::{Duration, Instant};
 
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
-use answer::{respond, too_large};
+use answer::too_large;
 use inspect::BodyHold;
-use limit::LimitInput;
 use request::Progress;
 pub use request::RequestCtx;
 pub use server::{build_server, serve, Live, RunningGateway};
@@ -148,41 +148,15 @@ impl ProxyHttp for Proxy {
         }
         ctx.list_filter = auth_stage::wants_list_filter(&gw, ctx.method.as_deref());
 
-        // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows).
-        if !gw.limits.is_empty() {
-            let input = LimitInput {
-                route: &route.name,
-                method: ctx.method.as_deref(),
-                name: ctx.name.as_deref(),
-                headers: &session.req_header().headers,
-                client_ip: session
-                    .client_addr()
-                    .and_then(|a| a.as_inet())
-                    .map(|a| a.ip()),
-                identity: ctx.identity.as_deref(),
-            };
-            if let Some((limit, wait)) = gw.limited(&input).await {
-                let (rej, retry_after) = limit::refusal(&limit.name, wait);
-                ctx.extra_headers.push(("retry-after", retry_after));
-                return refuse_with_id(session, ctx, rej).await;
-            }
-        }
-
-        // 3b. Concurrency: take a slot of every limit covering the request, or shed it (503).
-        if !gw.concurrency.is_empty() {
-            let input = concurrency::ConcurrencyInput {
-                route: &route.name,
-                method: ctx.method.as_deref(),
-                name: ctx.name.as_deref(),
-            };
-            match concurrency::admit(&gw.concurrency, &gw.metrics.concurrency, &input).await {
-                Ok(slots) => ctx.slots = Some(slots),
-                Err(shed) => {
-                    let (rej, retry_after) = concurrency::refusal(&shed);
-                    ctx.extra_headers.push(("retry-after", retry_after));
-                    return refuse_with_id(session, ctx, rej).await;
-                }
-            }
+        // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows), then
+        //    take a concurrency slot of every limit covering the request, or shed it (503).
+        let over = match limit::over_limit(&gw, session, ctx, &route.name).await {
+            Some(refused) => Some(refused),
+            None => concurrency::take_slots(&gw, ctx, &route.name).await,
+        };
+        if let Some((rej, retry_after)) = over {
+            ctx.extra_headers.push(("retry-after", retry_after));
+            return refuse_with_id(session, ctx, rej).await;
         }
 
         // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
@@ -364,26 +338,9 @@ impl ProxyHttp for Proxy {
         _session: &mut Session,
         _peer: &HttpPeer,
         ctx: &mut RequestCtx,
-        mut e: Box<Error>,
+        e: Box<Error>,
     ) -> Box<Error> {
-        let gw = ctx.gw.clone();
-        let pool = &gw.pools[ctx.pool];
-        if let Some(idx) = ctx.instance {
-            if let Some(why) = upstream_tls::handshake_failure(&e) {
-                let inst = &pool.instances[idx].name;
-                tracing::warn!("pool {}: instance {inst}: {why}", pool.name);
-            }
-            gw.metrics
-                .upstream_errors
-                .with_label_values(&[&pool.name, &pool.instances[idx].name, "connect"])
-                .inc();
-            gw.note_health(ctx.pool, idx, pool.health.on_connect_failure(idx));
-        }
-        let tried = ctx.tried.count() as usize;
-        if tried <= gw.config.retries.connect_failure && tried < pool.instances.len() {
-            e.set_retry(true);
-        }
-        e
+        failure::connect_failed(ctx, e)
     }
 
     /// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body.
@@ -393,73 +350,7 @@ impl ProxyHttp for Proxy {
         e: &Error,
         ctx: &mut RequestCtx,
     ) -> FailToProxy {
-        // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
-        if cache::flow::serve_stale(session, ctx, e).await {
-            return FailToProxy {
-                error_code: 200,
-                can_reuse_downstream: false,
-            };
-        }
-        let downstream = answer::is_downstream(e);
-        let mut drained_id = None;
-        if ctx.answer.is_none() && !ctx.progress.body_read() && !downstream {
-            // The upstream failed before the body was read (e.g. it could not be reached): read
-            // it now, bounded, to echo the request id and keep the client connection usable.
-            let limit = ctx.gw.config.limits.max_body_bytes;
-            if let Ok(body) = inspect::read_whole(session, limit).await {
-                ctx.body_len = body.len();
-                ctx.progress = Progress::Drained;
-                drained_id = inspect::id_of(&body);
-            }
-        }
-        let (rej, id) = match ctx.answer.take() {
-            Some(refusal) => refusal,
-            None => {
-                let id = drained_id.or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()));
-                let rej = match upstream_tls::handshake_failure(e) {
-                    Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
-                    None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
-                };
-                if let (Some(idx), false) = (ctx.instance, downstream) {
-                    let pool = &ctx.gw.pools[ctx.pool];
-                    let inst = &pool.instances[idx].name;
-                    ctx.gw
-                        .metrics
-                        .upstream_errors
-                        .with_label_values(&[&pool.name, inst, rej.reason])
-                        .inc();
-                }
-                (rej, id)
-            }
-        };
-        if downstream
-            && matches!(
-                e.etype(),
-                ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
-            )
-        {
-            // The client is gone; nothing can be written.
-            ctx.answer = Some((rej, id));
-            return FailToProxy {
-                error_code: 0,
-                can_reuse_downstream: false,
-            };
-        }
-        // pingora does not reuse a client connection after an error once an upstream was
-        // chosen; say so in the answer (`Connection: close`) so the client does not send its next
-        // request into a closing connection.
-        session.set_keepalive(None);
-        let status = rej.status;
-        if let Err(err) =
-            respond(session, status, rej.body(id.as_deref()), &ctx.extra_headers).await
-        {
-            tracing::debug!("could not send the error response: {err}");
-        }
-        ctx.answer = Some((rej, id));
-        FailToProxy {
-            error_code: status,
-            can_reuse_downstream: false,
-        }
+        failure::answer(session, e, ctx).await
     }
 
     fn suppress_error_log(&self, _session: &Session, ctx: &RequestCtx, _error: &Error) -> bool {
