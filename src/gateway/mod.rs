@@ -37,6 +37,7 @@ pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
 pub mod dns;
+pub mod expiring;
 pub mod failure;
 pub mod flow_metrics;
 pub mod flows;

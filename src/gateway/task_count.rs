@@ -5,7 +5,7 @@
 //! `CreateTaskResult`, seen by the [response scanner](crate::mcp::result_scan)); later
 //! `tasks/get` and `tasks/cancel` requests name the task only. So each replica keeps a bounded
 //! map from the task id's [digest](crate::mcp::digest) (never the id) to the tool's label,
-//! like the [flow store](super::flows): entries expire in the order they were made (one timeout
+//! like the [flow store](super::flows) (both are an [`Expiring`] map): entries expire in the order they were made (one timeout
 //! for all, `flows.timeout`), past `flows.max_tracked` the oldest is dropped and counted as
 //! evicted. A terminal status comes from a `tasks/get` answer (`status` completed, failed or
 //! cancelled) or from a successful `tasks/cancel` of a task not seen ending before; each task's
@@ -13,7 +13,7 @@
 //! did not see created (through another replica, before a restart, evicted) ends under the
 //! tool label [`UNKNOWN_TOOL`], also once.
 
-use std::collections::{HashMap, VecDeque};
+use super::expiring::Expiring;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,42 +73,29 @@ impl TaskMetrics {
 struct Slot {
     tool: Arc<str>,
     ended: bool,
-    seq: u64,
-}
-
-#[derive(Default)]
-struct Inner {
-    map: HashMap<u64, Slot>,
-    /// (digest, deadline, seq) in the order entries were made.
-    order: VecDeque<(u64, Instant, u64)>,
-    seq: u64,
 }
 
 /// The bounded map task digest → tool of one replica.
 pub struct TaskMap {
-    inner: Mutex<Inner>,
-    timeout: Duration,
-    max: usize,
+    inner: Mutex<Expiring<Slot>>,
     unknown: Arc<str>,
 }
 
 impl TaskMap {
     pub fn new(timeout: Duration, max: usize) -> Self {
         TaskMap {
-            inner: Mutex::default(),
-            timeout,
-            max: max.max(1),
+            inner: Mutex::new(Expiring::new(timeout, max)),
             unknown: Arc::from(UNKNOWN_TOOL),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Expiring<Slot>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Tasks remembered now.
     pub fn len(&self) -> usize {
-        self.lock().map.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -121,7 +108,7 @@ impl TaskMap {
         let mut inner = self.lock();
         self.expire(&mut inner, now);
         self.insert(&mut inner, digest, tool, false, now, m);
-        m.tracked.set(inner.map.len() as i64);
+        m.tracked.set(inner.len() as i64);
     }
 
     /// An answer said the task's status is `status`: count its end if it is terminal and not
@@ -138,7 +125,7 @@ impl TaskMap {
         }
         let mut inner = self.lock();
         self.expire(&mut inner, now);
-        let tool = match inner.map.get_mut(&digest) {
+        let tool = match inner.get_mut(&digest) {
             Some(slot) if slot.ended => return None,
             Some(slot) => {
                 slot.ended = true;
@@ -151,51 +138,28 @@ impl TaskMap {
             }
         };
         m.ended.with_label_values(&[&tool, status.as_str()]).inc();
-        m.tracked.set(inner.map.len() as i64);
+        m.tracked.set(inner.len() as i64);
         Some(tool)
     }
 
     fn insert(
         &self,
-        inner: &mut Inner,
+        inner: &mut Expiring<Slot>,
         digest: u64,
         tool: Arc<str>,
         ended: bool,
         now: Instant,
         m: &TaskMetrics,
     ) {
-        while inner.map.len() >= self.max && !inner.map.contains_key(&digest) {
-            let Some((d, _, seq)) = inner.order.pop_front() else {
-                break;
-            };
-            if inner.map.get(&d).is_some_and(|s| s.seq == seq) {
-                if let Some(s) = inner.map.remove(&d) {
-                    if !s.ended {
-                        m.evicted.inc();
-                    }
-                }
+        inner.insert(digest, Slot { tool, ended }, now, |s| {
+            if !s.ended {
+                m.evicted.inc();
             }
-        }
-        inner.seq += 1;
-        let seq = inner.seq;
-        inner.order.push_back((digest, now + self.timeout, seq));
-        inner.map.insert(digest, Slot { tool, ended, seq });
-        if inner.order.len() > 2 * self.max + 64 {
-            let Inner { map, order, .. } = inner;
-            order.retain(|(d, _, seq)| map.get(d).is_some_and(|s| s.seq == *seq));
-        }
+        });
     }
 
-    fn expire(&self, inner: &mut Inner, now: Instant) {
-        while let Some(&(d, deadline, seq)) = inner.order.front() {
-            if deadline > now {
-                break;
-            }
-            inner.order.pop_front();
-            if inner.map.get(&d).is_some_and(|s| s.seq == seq) {
-                inner.map.remove(&d);
-            }
-        }
+    fn expire(&self, inner: &mut Expiring<Slot>, now: Instant) {
+        inner.expire(now, |_| {});
     }
 }
 
@@ -382,6 +346,6 @@ mod tests {
             map.status(d, TaskStatus::Completed, later, &m);
         }
         assert!(map.len() <= 3);
-        assert!(map.lock().order.len() <= 2 * 3 + 64 + 1);
+        assert!(map.lock().marks() <= 2 * 3 + 64 + 1);
     }
 }

@@ -11,11 +11,11 @@
 //! flow.
 //!
 //! The store is per replica. Entries expire in the order they were made (one timeout for all),
-//! so a FIFO of deadlines finds the expired ones without a scan; past `flows.max_tracked`
-//! entries the oldest is dropped and counted as evicted.
+//! so a FIFO of deadlines finds the expired ones without a scan ([`super::expiring`]); past
+//! `flows.max_tracked` entries the oldest is dropped and counted as evicted.
 
+use super::expiring::Expiring;
 pub use super::flow_metrics::FlowMetrics;
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,6 @@ pub struct Entry {
     /// (pool, instance) that served that leg.
     pub instance: Option<(usize, usize)>,
     pub span: Option<SpanRef>,
-    seq: u64,
 }
 
 /// One finished leg, as the flow stage sees it.
@@ -72,17 +71,9 @@ pub struct LegFlow {
     pub previous_span: Option<SpanRef>,
 }
 
-#[derive(Default)]
-struct Inner {
-    map: HashMap<u64, Entry>,
-    /// (digest, deadline, seq) in the order entries were made, stale ones included.
-    order: VecDeque<(u64, Instant, u64)>,
-    seq: u64,
-}
-
 /// The bounded store of flows waiting for their next leg.
 pub struct FlowStore {
-    inner: Mutex<Inner>,
+    inner: Mutex<Expiring<Entry>>,
     /// Tasks by tool, with the same bounds ([`super::task_count`]).
     pub tasks: super::task_count::TaskMap,
     pub timeout: Duration,
@@ -92,20 +83,20 @@ pub struct FlowStore {
 impl FlowStore {
     pub fn new(cfg: &FlowsConfig) -> Self {
         FlowStore {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Expiring::new(cfg.timeout, cfg.max_tracked)),
             tasks: super::task_count::TaskMap::new(cfg.timeout, cfg.max_tracked),
             timeout: cfg.timeout,
             max: cfg.max_tracked.max(1),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Expiring<Entry>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Flows followed now.
     pub fn len(&self) -> usize {
-        self.lock().map.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,7 +107,7 @@ impl FlowStore {
     pub fn sweep(&self, now: Instant, m: &FlowMetrics) {
         let mut inner = self.lock();
         expire(&mut inner, now, m);
-        m.tracked.set(inner.map.len() as i64);
+        m.tracked.set(inner.len() as i64);
     }
 
     /// Record a finished leg: its round, the wait since the previous leg, the flow's end.
@@ -124,21 +115,27 @@ impl FlowStore {
         let mut inner = self.lock();
         expire(&mut inner, now, m);
         let out = self.leg(&mut inner, leg, now, m);
-        m.tracked.set(inner.map.len() as i64);
+        m.tracked.set(inner.len() as i64);
         out
     }
 
-    fn leg(&self, inner: &mut Inner, leg: &Leg, now: Instant, m: &FlowMetrics) -> Option<LegFlow> {
+    fn leg(
+        &self,
+        inner: &mut Expiring<Entry>,
+        leg: &Leg,
+        now: Instant,
+        m: &FlowMetrics,
+    ) -> Option<LegFlow> {
         let labels = [leg.method, &*leg.name];
         if leg.retry_invited {
             // The same state will come again: the flow goes on, this leg does not count.
-            let prev = inner.map.get(&leg.request_state?)?;
+            let prev = inner.get(&leg.request_state?)?;
             return Some(LegFlow {
                 round: prev.round + 1,
                 previous_span: prev.span,
             });
         }
-        let prev = leg.request_state.and_then(|d| inner.map.remove(&d));
+        let prev = leg.request_state.and_then(|d| inner.remove(&d));
         if let Some(p) = &prev {
             let wait = leg.started.saturating_duration_since(p.answered);
             m.round_wait
@@ -196,7 +193,7 @@ impl FlowStore {
     #[allow(clippy::too_many_arguments)]
     fn insert(
         &self,
-        inner: &mut Inner,
+        inner: &mut Expiring<Entry>,
         digest: u64,
         leg: &Leg,
         round: u32,
@@ -204,19 +201,7 @@ impl FlowStore {
         now: Instant,
         m: &FlowMetrics,
     ) {
-        while inner.map.len() >= self.max && !inner.map.contains_key(&digest) {
-            let Some((d, _, seq)) = inner.order.pop_front() else {
-                break;
-            };
-            if inner.map.get(&d).is_some_and(|e| e.seq == seq) {
-                inner.map.remove(&d);
-                m.evicted.inc();
-            }
-        }
-        inner.seq += 1;
-        let seq = inner.seq;
-        inner.order.push_back((digest, now + self.timeout, seq));
-        inner.map.insert(
+        inner.insert(
             digest,
             Entry {
                 method: leg.method,
@@ -226,31 +211,19 @@ impl FlowStore {
                 answered: now,
                 instance: leg.instance,
                 span: leg.span,
-                seq,
             },
+            now,
+            |_| m.evicted.inc(),
         );
-        if inner.order.len() > 2 * self.max + 64 {
-            // Drop the marks of flows that already ended (bounds the FIFO, not only the map).
-            let Inner { map, order, .. } = inner;
-            order.retain(|(d, _, seq)| map.get(d).is_some_and(|e| e.seq == *seq));
-        }
     }
 }
 
-fn expire(inner: &mut Inner, now: Instant, m: &FlowMetrics) {
-    while let Some(&(d, deadline, seq)) = inner.order.front() {
-        if deadline > now {
-            break;
-        }
-        inner.order.pop_front();
-        if inner.map.get(&d).is_some_and(|e| e.seq == seq) {
-            if let Some(e) = inner.map.remove(&d) {
-                m.flows
-                    .with_label_values(&[e.method, &e.name, "abandoned"])
-                    .inc();
-            }
-        }
-    }
+fn expire(inner: &mut Expiring<Entry>, now: Instant, m: &FlowMetrics) {
+    inner.expire(now, |e| {
+        m.flows
+            .with_label_values(&[e.method, &e.name, "abandoned"])
+            .inc()
+    });
 }
 
 #[cfg(test)]

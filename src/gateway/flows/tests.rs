@@ -146,7 +146,7 @@ fn a_flood_of_states_never_grows_the_store_past_its_bound() {
     }
     assert_eq!(s.len(), 100);
     assert_eq!(m.evicted.get(), 9_900);
-    assert!(s.lock().order.len() <= 2 * 100 + 64);
+    assert!(s.lock().marks() <= 2 * 100 + 64);
     // The newest are kept.
     assert!(s
         .finish_leg(&leg(Some(9_999), ResultKind::Complete, None, t0, 0), t0, &m)
@@ -164,5 +164,5 @@ fn a_flood_of_states_never_grows_the_store_past_its_bound() {
             &m,
         );
     }
-    assert!(s.lock().order.len() <= 2 * 100 + 64);
+    assert!(s.lock().marks() <= 2 * 100 + 64);
 }
