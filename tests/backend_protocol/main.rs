@@ -1,0 +1,21 @@
+//! Protocol cases B1–B38 (digest §11.B) against a real backend pool over HTTP on 127.0.0.1.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod discovery;
+mod mrtr;
+mod streams;
+mod validation;
+
+use support::http::*;
+
+use mcp_edge::backend::{Pool, PoolOptions};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+pub fn pool() -> Pool {
+    Pool::start(PoolOptions::local(1)).expect("start pool")
+}
+
+pub const META_OK: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
