@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use super::listeners::HasServerOptions;
 
-/// How long a new connection may stay silent before its first request (pingora's own figure).
+/// How long a new connection may stay silent before its first request (pingora's own figure;
+/// under the gateway, the request-head deadline of [`super::head_deadline`] cuts it shorter).
 pub const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(60);
 
 /// The idle wait between two requests on one connection (the gateway's `timeouts.client_idle`,
