@@ -13,11 +13,13 @@
 //! - `support::auth`: run-time test keys, a loopback JWKS server, `auth:` sections;
 //! - `support::cache`, `support::scripted`: scripted upstreams for the edge-cache tests;
 //! - `support::loadtest`: an in-process MRTR target for the load tester.
+//! - `support::background`: the runtime thread every test server above runs on, stopped on drop.
 //!
 //! Each test crate uses a different subset, hence the allowances.
 #![allow(dead_code, unused_imports)]
 
 pub mod auth;
+pub mod background;
 pub mod cache;
 pub mod http;
 pub mod limits;

@@ -4,6 +4,7 @@
 //! streams carry whatever notifications the test pushes.
 #![allow(dead_code)]
 
+use super::background::Background;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -30,8 +31,7 @@ pub struct Scripted {
     pub addr: SocketAddr,
     log: Arc<Mutex<Vec<Value>>>,
     events: tokio::sync::broadcast::Sender<String>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _background: Background,
 }
 
 type BoxBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
@@ -43,39 +43,29 @@ impl Scripted {
         let (events, _) = tokio::sync::broadcast::channel(64);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (log2, ev2) = (log.clone(), events.clone());
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                l.set_nonblocking(true).unwrap();
-                let l = tokio::net::TcpListener::from_std(l).unwrap();
-                tokio::spawn(async move {
-                    while let Ok((stream, _)) = l.accept().await {
-                        let (log, ev, answer) = (log2.clone(), ev2.clone(), answer.clone());
-                        tokio::spawn(async move {
-                            let svc = service_fn(move |req| {
-                                handle(req, log.clone(), ev.clone(), answer.clone())
-                            });
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
+        let background = Background::start(move || async move {
+            l.set_nonblocking(true).unwrap();
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = l.accept().await {
+                    let (log, ev, answer) = (log2.clone(), ev2.clone(), answer.clone());
+                    tokio::spawn(async move {
+                        let svc = service_fn(move |req| {
+                            handle(req, log.clone(), ev.clone(), answer.clone())
                         });
-                    }
-                });
-                let _ = rx.await;
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), svc)
+                            .await;
+                    });
+                }
             });
         });
         Scripted {
             addr,
             log,
             events,
-            stop: Some(tx),
-            thread: Some(thread),
+            _background: background,
         }
     }
 
@@ -96,17 +86,6 @@ impl Scripted {
     /// Send a notification on every open listen stream.
     pub fn notify(&self, notification: Value) {
         let _ = self.events.send(notification.to_string());
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub use super::http::{post, raw, read_reply, Reply};
 
+use super::background::Background;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -63,8 +64,7 @@ pub struct Log {
 pub struct Upstreams {
     pub addrs: Vec<SocketAddr>,
     pub log: Arc<Mutex<Log>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _background: Background,
 }
 
 impl Upstreams {
@@ -74,42 +74,32 @@ impl Upstreams {
             .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
             .collect();
         let addrs = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let log2 = log.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                for (i, l) in listeners.into_iter().enumerate() {
-                    l.set_nonblocking(true).unwrap();
-                    let l = tokio::net::TcpListener::from_std(l).unwrap();
-                    let log = log2.clone();
-                    tokio::spawn(async move {
-                        loop {
-                            let Ok((stream, peer)) = l.accept().await else {
-                                return;
-                            };
-                            let log = log.clone();
-                            tokio::spawn(async move {
-                                let svc = service_fn(move |req| handle(i, peer, req, log.clone()));
-                                let _ = hyper::server::conn::http1::Builder::new()
-                                    .serve_connection(TokioIo::new(stream), svc)
-                                    .await;
-                            });
-                        }
-                    });
-                }
-                let _ = rx.await;
-            });
+        let background = Background::start(move || async move {
+            for (i, l) in listeners.into_iter().enumerate() {
+                l.set_nonblocking(true).unwrap();
+                let l = tokio::net::TcpListener::from_std(l).unwrap();
+                let log = log2.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let Ok((stream, peer)) = l.accept().await else {
+                            return;
+                        };
+                        let log = log.clone();
+                        tokio::spawn(async move {
+                            let svc = service_fn(move |req| handle(i, peer, req, log.clone()));
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                });
+            }
         });
         Upstreams {
             addrs,
             log,
-            stop: Some(tx),
-            thread: Some(thread),
+            _background: background,
         }
     }
 
@@ -123,17 +113,6 @@ impl Upstreams {
 
     pub fn instance_names(&self) -> Vec<String> {
         self.addrs.iter().map(|a| a.to_string()).collect()
-    }
-}
-
-impl Drop for Upstreams {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! TLS servers for upstream tests: a TLS terminator in front of plain upstreams (the reference
 //! backend) and an HTTP/2-only upstream, each on 127.0.0.1 and stopped on drop.
 
+use crate::support::background::Background;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::net::SocketAddr;
@@ -30,8 +31,7 @@ pub fn server_config(issued: &Issued, alpn: &[&[u8]]) -> Arc<rustls::ServerConfi
 pub struct Terminator {
     pub addrs: Vec<SocketAddr>,
     pub handshakes: Arc<std::sync::atomic::AtomicUsize>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _background: Background,
 }
 
 impl Terminator {
@@ -42,57 +42,35 @@ impl Terminator {
             .collect();
         let addrs = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let handshakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let ups = upstreams.to_vec();
         let hs = handshakes.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-                for (l, up) in listeners.into_iter().zip(ups) {
-                    l.set_nonblocking(true).unwrap();
-                    let l = tokio::net::TcpListener::from_std(l).unwrap();
-                    let (acceptor, hs) = (acceptor.clone(), hs.clone());
-                    tokio::spawn(async move {
-                        while let Ok((tcp, _)) = l.accept().await {
-                            let (acceptor, hs) = (acceptor.clone(), hs.clone());
-                            tokio::spawn(async move {
-                                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                                    return;
-                                };
-                                hs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                                let Ok(mut plain) = tokio::net::TcpStream::connect(up).await else {
-                                    return;
-                                };
-                                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                            });
-                        }
-                    });
-                }
-                let _ = rx.await;
-            });
-            rt.shutdown_timeout(Duration::from_millis(200));
+        let background = Background::start(move || async move {
+            let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+            for (l, up) in listeners.into_iter().zip(ups) {
+                l.set_nonblocking(true).unwrap();
+                let l = tokio::net::TcpListener::from_std(l).unwrap();
+                let (acceptor, hs) = (acceptor.clone(), hs.clone());
+                tokio::spawn(async move {
+                    while let Ok((tcp, _)) = l.accept().await {
+                        let (acceptor, hs) = (acceptor.clone(), hs.clone());
+                        tokio::spawn(async move {
+                            let Ok(mut tls) = acceptor.accept(tcp).await else {
+                                return;
+                            };
+                            hs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            let Ok(mut plain) = tokio::net::TcpStream::connect(up).await else {
+                                return;
+                            };
+                            let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                        });
+                    }
+                });
+            }
         });
         Terminator {
             addrs,
             handshakes,
-            stop: Some(tx),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Terminator {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            _background: background,
         }
     }
 }
@@ -125,8 +103,7 @@ pub fn server_config_mtls(issued: &Issued, client_ca_pem: &str) -> Arc<rustls::S
 pub struct H2Upstream {
     pub addr: SocketAddr,
     pub connections: Arc<std::sync::atomic::AtomicUsize>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _background: Background,
 }
 
 impl H2Upstream {
@@ -135,43 +112,32 @@ impl H2Upstream {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let conns = connections.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                l.set_nonblocking(true).unwrap();
-                let l = tokio::net::TcpListener::from_std(l).unwrap();
-                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-                tokio::spawn(async move {
-                    while let Ok((tcp, _)) = l.accept().await {
-                        let n = conns.fetch_add(1, Ordering::SeqCst) + 1;
-                        let acceptor = acceptor.clone();
-                        tokio::spawn(async move {
-                            match acceptor {
-                                Some(a) => {
-                                    if let Ok(s) = a.accept(tcp).await {
-                                        serve_h2(s, n).await
-                                    }
+        let background = Background::start(move || async move {
+            l.set_nonblocking(true).unwrap();
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+            tokio::spawn(async move {
+                while let Ok((tcp, _)) = l.accept().await {
+                    let n = conns.fetch_add(1, Ordering::SeqCst) + 1;
+                    let acceptor = acceptor.clone();
+                    tokio::spawn(async move {
+                        match acceptor {
+                            Some(a) => {
+                                if let Ok(s) = a.accept(tcp).await {
+                                    serve_h2(s, n).await
                                 }
-                                None => serve_h2(tcp, n).await,
                             }
-                        });
-                    }
-                });
-                let _ = rx.await;
+                            None => serve_h2(tcp, n).await,
+                        }
+                    });
+                }
             });
-            rt.shutdown_timeout(Duration::from_millis(200));
         });
         H2Upstream {
             addr,
             connections,
-            stop: Some(tx),
-            thread: Some(thread),
+            _background: background,
         }
     }
 }
@@ -201,16 +167,5 @@ async fn serve_h2<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: S
                 let _ = send.send_data(bytes::Bytes::from(out), true);
             }
         });
-    }
-}
-
-impl Drop for H2Upstream {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
