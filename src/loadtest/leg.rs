@@ -6,6 +6,7 @@ use bytes::Bytes;
 use http::HeaderValue;
 use serde_json::Value;
 
+use super::client::Answer;
 use super::measure::LegError;
 use super::reply::{
     error_message, instance_from_meta, json_payload, parse_reply, result_text, result_value, Reply,
@@ -60,6 +61,33 @@ fn err(
     })
 }
 
+/// Send one request within the run's timeout: the answer and the instance its header names, or
+/// the `timeout` / `transport` error (shared by MRTR legs and task requests).
+pub(super) async fn exchange(
+    ctx: &Ctx,
+    req: http::Request<http_body_util::Full<Bytes>>,
+) -> Result<(Answer, Option<Bytes>), LegError> {
+    let failure = |kind, message| LegError {
+        kind,
+        status: None,
+        code: None,
+        message: Some(message),
+    };
+    let ans = match tokio::time::timeout(ctx.timeout, ctx.http.send(req)).await {
+        Err(_) => {
+            let msg = format!("no answer within {:?}", ctx.timeout);
+            return Err(failure("timeout", msg));
+        }
+        Ok(Err(e)) => return Err(failure("transport", format!("{e:#}"))),
+        Ok(Ok(a)) => a,
+    };
+    let instance = ans
+        .headers
+        .get(&ctx.upstream_header)
+        .map(|v| Bytes::copy_from_slice(v.as_bytes()));
+    Ok((ans, instance))
+}
+
 /// Send one leg and classify the answer. Returns the outcome, the error if any, and the instance.
 pub(super) async fn send_leg(
     ctx: &Ctx,
@@ -79,25 +107,11 @@ pub(super) async fn send_leg(
     }
     let req = ctx.http.request(headers, body);
     let failed = Outcome::Failed { result: None };
-    let ans = match tokio::time::timeout(ctx.timeout, ctx.http.send(req)).await {
-        Err(_) => {
-            let msg = format!("no answer within {:?}", ctx.timeout);
-            return (failed, err("timeout", None, None, Some(msg)), None);
-        }
-        Ok(Err(e)) => {
-            return (
-                failed,
-                err("transport", None, None, Some(format!("{e:#}"))),
-                None,
-            )
-        }
-        Ok(Ok(a)) => a,
+    let (ans, mut instance) = match exchange(ctx, req).await {
+        Ok(got) => got,
+        Err(e) => return (failed, Some(e), None),
     };
     let status = ans.status.as_u16();
-    let mut instance = ans
-        .headers
-        .get(&ctx.upstream_header)
-        .map(|v| Bytes::copy_from_slice(v.as_bytes()));
     let payload = json_payload(
         &ans.body,
         ans.headers

@@ -123,24 +123,11 @@ async fn send(
     }
     let body = task_body(id, kind.method(), &s.task_id, extra);
     let req = ctx.http.request(headers, body);
-    let ans = match tokio::time::timeout(ctx.timeout, ctx.http.send(req)).await {
-        Err(_) => {
-            let msg = format!("no answer within {:?}", ctx.timeout);
-            return (Err(leg_err("timeout", None, None, msg)), None);
-        }
-        Ok(Err(e)) => {
-            return (
-                Err(leg_err("transport", None, None, format!("{e:#}"))),
-                None,
-            )
-        }
-        Ok(Ok(a)) => a,
+    let (ans, mut instance) = match super::leg::exchange(ctx, req).await {
+        Ok(got) => got,
+        Err(e) => return (Err(e), None),
     };
     let status = ans.status.as_u16();
-    let mut instance = ans
-        .headers
-        .get(&ctx.upstream_header)
-        .map(|v| Bytes::copy_from_slice(v.as_bytes()));
     let ct = ans.headers.get(http::header::CONTENT_TYPE);
     let payload = json_payload(&ans.body, ct.map(|v| v.as_bytes()));
     let v: Option<Value> = serde_json::from_slice(&payload).ok();
