@@ -1,5 +1,6 @@
 //! Running the gateway: the pingora server (proxy, admin and health-check services), live
-//! config reload, and a handle to run a gateway inside another program (the demo, tests).
+//! config reload, and a handle to run a gateway inside another program (the demo, tests,
+//! `embedded`); how a process stops and hands its listeners over is `shutdown`.
 //!
 //! **Reload.** The running [`Gateway`] sits behind an [`ArcSwap`]. Each request takes the
 //! current one when it starts and keeps it to the end, so a reload applies to new requests while
@@ -12,7 +13,7 @@ use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use pingora::prelude::*;
 use pingora::server::configuration::ServerConf;
-use pingora::server::{RunArgs, ShutdownSignal, ShutdownSignalWatch, ShutdownWatch};
+use pingora::server::{RunArgs, ShutdownWatch};
 use pingora::services::background::BackgroundService;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +26,10 @@ use super::{admin, parked, Gateway, Proxy};
 use crate::config::{Config, HealthCheckKind};
 
 mod embedded;
+mod shutdown;
 pub use embedded::RunningGateway;
+pub use shutdown::upgrade_socket;
+use shutdown::StopWhenDrained;
 
 /// The live gateway, swapped whole on reload.
 pub struct Live {
@@ -222,48 +226,6 @@ pub struct StartOptions {
     pub upgrade: bool,
 }
 
-/// The socket an old and a new gateway process hand the listeners over on: one per MCP port,
-/// so gateways on different ports of one machine never meet. It lives in a directory only this
-/// user can enter (`$XDG_RUNTIME_DIR`, else `/tmp/mcp-edge-<uid>`, created mode 0700): in a
-/// shared `/tmp`, another local user could bind the path first and be handed the listeners.
-/// `shutdown.upgrade_socket` sets the path instead.
-pub fn upgrade_socket(config: &Config) -> String {
-    if let Some(p) = &config.shutdown.upgrade_socket {
-        return p.display().to_string();
-    }
-    let dir = private_runtime_dir();
-    format!(
-        "{}/mcp-edge-{}.upgrade.sock",
-        dir.display(),
-        config.listen.mcp.port()
-    )
-}
-
-/// A directory for runtime files that only the current user can use.
-fn private_runtime_dir() -> PathBuf {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        if d.is_dir() {
-            return d;
-        }
-    }
-    // The owner of /proc/self is this process's user (no unsafe getuid call needed).
-    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
-    let dir = PathBuf::from(format!("/tmp/mcp-edge-{uid}"));
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    match std::fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() && m.uid() == uid && m.permissions().mode() & 0o077 == 0 => dir,
-        _ => {
-            tracing::error!(
-                "{} is not a private directory of this user; set shutdown.upgrade_socket to a \
-                 path only this user can write",
-                dir.display()
-            );
-            dir
-        }
-    }
-}
-
 /// Builds the pingora server for a config: the MCP proxy, the admin listener, health checks.
 pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Server, Arc<Live>)> {
     let StartOptions {
@@ -362,41 +324,4 @@ pub fn serve(config: Config, source: PathBuf, upgrade: bool) -> anyhow::Result<(
         shutdown_signal: Box::new(StopWhenDrained),
     });
     Ok(())
-}
-
-/// pingora's signals (SIGTERM drains, SIGINT stops, SIGQUIT hands over), except that a process
-/// draining on SIGTERM exits as soon as no request is in flight (after half a second) instead of
-/// sleeping out the whole `shutdown.grace_period` (which stays the upper bound).
-struct StopWhenDrained;
-
-#[async_trait]
-impl ShutdownSignalWatch for StopWhenDrained {
-    async fn recv(&self) -> ShutdownSignal {
-        let signal = pingora::server::UnixShutdownSignalWatch.recv().await;
-        // Only a terminating process: an upgrading one hands its listeners over and keeps
-        // serving the connections it has (TLS handshakes among them, before any request exists)
-        // for the whole grace period, as pingora does.
-        if matches!(signal, ShutdownSignal::GracefulTerminate) {
-            std::thread::spawn(exit_when_drained);
-        }
-        signal
-    }
-}
-
-/// Exit once no request has been in flight for a few consecutive looks (the listeners close
-/// as soon as the signal is returned; a connection accepted just before gets its request read).
-fn exit_when_drained() {
-    // Connections accepted just before the listener closed get time to send their request.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut idle = 0;
-    while idle < 5 {
-        std::thread::sleep(Duration::from_millis(50));
-        idle = if super::request::in_flight() == 0 {
-            idle + 1
-        } else {
-            0
-        };
-    }
-    tracing::info!("drained: no request in flight; exiting");
-    std::process::exit(0);
 }
