@@ -8,11 +8,11 @@
 pub mod testkeys;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use super::background::AcceptLoop;
 use super::{call, call_headers, refs, Reply};
 
 pub const ISS: &str = "https://issuer.test";
@@ -23,8 +23,7 @@ pub struct JwksServer {
     body: Arc<Mutex<String>>,
     cache_control: Arc<Mutex<String>>,
     hits: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: AcceptLoop,
 }
 
 /// A private CA and a certificate for 127.0.0.1 / localhost signed by it: (CA PEM, TLS config).
@@ -75,49 +74,29 @@ impl JwksServer {
 
     /// Like [`JwksServer::start`], over TLS with this config (see [`test_tls`]).
     pub fn start_with(jwks: String, tls: Option<Arc<rustls::ServerConfig>>) -> JwksServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let addr = l.local_addr().unwrap();
         let body = Arc::new(Mutex::new(jwks));
         let cache_control = Arc::new(Mutex::new("max-age=300".to_string()));
         let hits = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (b, c, h, s) = (
-            body.clone(),
-            cache_control.clone(),
-            hits.clone(),
-            stop.clone(),
-        );
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let Ok((mut stream, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                stream.set_nonblocking(false).unwrap();
-                stream
-                    .set_read_timeout(Some(Duration::from_secs(5)))
-                    .unwrap();
-                h.fetch_add(1, Ordering::SeqCst);
-                match &tls {
-                    Some(cfg) => {
-                        let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
-                        let mut tls = rustls::StreamOwned::new(conn, stream);
-                        answer(&mut tls, &b, &c);
-                        tls.conn.send_close_notify();
-                        let _ = tls.conn.complete_io(&mut tls.sock);
-                    }
-                    None => answer(&mut stream, &b, &c),
+        let (b, c, h) = (body.clone(), cache_control.clone(), hits.clone());
+        let server = AcceptLoop::start(move |mut stream| {
+            h.fetch_add(1, Ordering::SeqCst);
+            match &tls {
+                Some(cfg) => {
+                    let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                    let mut tls = rustls::StreamOwned::new(conn, stream);
+                    answer(&mut tls, &b, &c);
+                    tls.conn.send_close_notify();
+                    let _ = tls.conn.complete_io(&mut tls.sock);
                 }
+                None => answer(&mut stream, &b, &c),
             }
         });
         JwksServer {
-            addr,
+            addr: server.addr,
             body,
             cache_control,
             hits,
-            stop,
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -142,15 +121,6 @@ impl JwksServer {
     }
 }
 
-impl Drop for JwksServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// The `auth:` section for a gateway whose resource URI is `resource`, keys from `jwks` (a YAML
 /// flow mapping such as `{url: …}`), plus `extra` lines (indented by two spaces).
 pub fn auth_yaml(resource: &str, jwks: &str, extra: &str) -> String {
@@ -164,78 +134,57 @@ pub struct IntrospectServer {
     pub answers: Arc<Mutex<std::collections::HashMap<String, serde_json::Value>>>,
     hits: Arc<AtomicUsize>,
     pub last_authorization: Arc<Mutex<Option<String>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: AcceptLoop,
 }
 
 impl IntrospectServer {
     pub fn start() -> IntrospectServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let addr = l.local_addr().unwrap();
         let answers: Arc<Mutex<std::collections::HashMap<String, serde_json::Value>>> =
             Arc::default();
         let hits = Arc::new(AtomicUsize::new(0));
         let last_authorization = Arc::new(Mutex::new(None));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (a, h, la, s) = (
-            answers.clone(),
-            hits.clone(),
-            last_authorization.clone(),
-            stop.clone(),
-        );
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let Ok((mut stream, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                };
-                stream.set_nonblocking(false).unwrap();
-                stream
-                    .set_read_timeout(Some(Duration::from_secs(5)))
-                    .unwrap();
-                h.fetch_add(1, Ordering::SeqCst);
-                let mut r = BufReader::new(stream.try_clone().unwrap());
-                let (mut line, mut len) = (String::new(), 0usize);
-                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                    if lower.starts_with("authorization:") {
-                        *la.lock().unwrap() = Some(line[14..].trim().to_string());
-                    }
-                    line.clear();
+        let (a, h, la) = (answers.clone(), hits.clone(), last_authorization.clone());
+        let server = AcceptLoop::start(move |mut stream| {
+            h.fetch_add(1, Ordering::SeqCst);
+            let mut r = BufReader::new(stream.try_clone().unwrap());
+            let (mut line, mut len) = (String::new(), 0usize);
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
                 }
-                let mut body = vec![0u8; len];
-                let _ = std::io::Read::read_exact(&mut r, &mut body);
-                let body = String::from_utf8_lossy(&body).to_string();
-                let token = body
-                    .split('&')
-                    .find_map(|kv| kv.strip_prefix("token="))
-                    .unwrap_or("")
-                    .to_string();
-                let answer = a
-                    .lock()
-                    .unwrap()
-                    .get(&token)
-                    .cloned()
-                    .unwrap_or(serde_json::json!({"active": false}))
-                    .to_string();
-                let _ = write!(
+                if lower.starts_with("authorization:") {
+                    *la.lock().unwrap() = Some(line[14..].trim().to_string());
+                }
+                line.clear();
+            }
+            let mut body = vec![0u8; len];
+            let _ = std::io::Read::read_exact(&mut r, &mut body);
+            let body = String::from_utf8_lossy(&body).to_string();
+            let token = body
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("token="))
+                .unwrap_or("")
+                .to_string();
+            let answer = a
+                .lock()
+                .unwrap()
+                .get(&token)
+                .cloned()
+                .unwrap_or(serde_json::json!({"active": false}))
+                .to_string();
+            let _ = write!(
                     stream,
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
                     answer.len()
                 );
-            }
         });
         IntrospectServer {
-            addr,
+            addr: server.addr,
             answers,
             hits,
             last_authorization,
-            stop,
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -245,15 +194,6 @@ impl IntrospectServer {
 
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for IntrospectServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
