@@ -266,7 +266,11 @@ impl GlobalStore {
             attempts += 1;
             let left = self.config.timeout.saturating_sub(started.elapsed());
             match tokio::time::timeout(left, call.invoke_async::<(i64, i64)>(&mut conn)).await {
-                Ok(Err(e)) if attempts < 2 && (e.is_io_error() || e.is_unrecoverable_error()) => {
+                Ok(Err(e))
+                    if attempts < 2
+                        && !waited_out(&e, started, self.config.timeout)
+                        && (e.is_io_error() || e.is_unrecoverable_error()) =>
+                {
                     tracing::debug!("redis rate-limit call failed ({e}); trying again");
                 }
                 other => break other,
@@ -278,6 +282,8 @@ impl GlobalStore {
         match answer {
             Ok(Ok((1, _))) => Ok(Ok(())),
             Ok(Ok((_, wait))) => Ok(Err(Duration::from_micros(wait.max(0) as u64))),
+            // A reconnect that timed out (Redis accepts but does not answer) waited like a call.
+            Ok(Err(e)) if waited_out(&e, started, self.config.timeout) => Err(StoreError::Timeout),
             Ok(Err(e)) => {
                 tracing::debug!("redis rate-limit call failed: {e}");
                 Err(StoreError::Failed)
@@ -331,6 +337,12 @@ impl GlobalStore {
             .with_label_values(&[limit, policy.as_str()])
             .inc();
     }
+}
+
+/// Whether a failed call failed by waiting: the redis crate's own timeout (a reconnect whose
+/// handshake Redis never answered), or an error that came only once the budget was spent.
+fn waited_out(e: &redis::RedisError, started: Instant, budget: Duration) -> bool {
+    e.is_timeout() || started.elapsed() >= budget
 }
 
 /// No Nagle delay (concurrent decisions are pipelined on one connection; the redis crate leaves
