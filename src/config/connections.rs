@@ -29,6 +29,20 @@ pub struct ConnectionsConfig {
     /// `false`: pingora's own loop, which holds that state for the connection's whole life.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
+    /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `gateway`, the gateway's own leg
+    /// (`gateway::upstream_h1`: request head and body in one write, its own keep-alive pool), or
+    /// `pingora`, pingora's HTTP/1.1 client. TLS and h2/h2c pools always use pingora's.
+    #[serde(default)]
+    pub upstream_leg: UpstreamLeg,
+}
+
+/// See [`ConnectionsConfig::upstream_leg`].
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamLeg {
+    #[default]
+    Gateway,
+    Pingora,
 }
 
 fn d_park_idle() -> bool {
@@ -48,6 +62,7 @@ impl Default for ConnectionsConfig {
             read_buffer: d_read_buffer(),
             write_buffer: d_write_buffer(),
             park_idle: d_park_idle(),
+            upstream_leg: UpstreamLeg::default(),
         }
     }
 }

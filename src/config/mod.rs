@@ -27,6 +27,7 @@ pub mod concurrency;
 pub mod connections;
 pub mod flows;
 pub use concurrency::ConcurrencyLimitConfig;
+pub use connections::UpstreamLeg;
 pub use flows::{FlowsConfig, TracingConfig};
 mod describe;
 mod limits;

@@ -269,10 +269,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     // Each service's app: the proxy, idle connections parked (`parked`), every HTTP/1 request
     // head under its deadline (`head_deadline`).
     let park = live.load().config.connections.park_idle;
+    let pool_size = live.load().config.upstream_pool_size;
     let proxies = listeners.attach_mcp(|| {
-        let mut proxy =
-            pingora::proxy::HttpProxy::new(Proxy::new(live.clone()), server.configuration.clone());
-        proxy.handle_init_modules();
+        let proxy =
+            super::upstream_h1::proxy(Proxy::new(live.clone()), &server.configuration, pool_size);
         let idle_live = live.clone();
         let idle: parked::IdleWait = Arc::new(move || idle_live.load().config.timeouts.client_idle);
         pingora::services::listening::Service::new(

@@ -135,6 +135,11 @@ impl PoolPeers {
         peer
     }
 
+    /// Plain HTTP/1.1: the pools the gateway's own upstream leg serves (`upstream_h1`).
+    pub fn is_plain_h1(&self) -> bool {
+        self.tls.is_none() && self.http == UpstreamHttp::H1
+    }
+
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
     }

@@ -279,7 +279,9 @@ pub trait HasServerOptions {
     fn set_server_options(&mut self, o: HttpServerOptions);
 }
 
-impl<SV> HasServerOptions for pingora::proxy::HttpProxy<SV, ()> {
+impl<SV, C: pingora::connectors::http::custom::Connector> HasServerOptions
+    for pingora::proxy::HttpProxy<SV, C>
+{
     fn set_server_options(&mut self, o: HttpServerOptions) {
         self.server_options = Some(o);
     }

@@ -1,0 +1,236 @@
+//! The gateway's own HTTP/1.1 upstream leg, plugged into pingora through its custom connector
+//! (`pingora::connectors::http::custom`), for plain (non-TLS) HTTP/1.1 pools.
+//!
+//! What it does differently from pingora's HTTP/1.1 client, and why (issue #16, the profile in
+//! docs/benchmarks.md):
+//! - **one write per request**: the request head is held until the first body bytes (or the end
+//!   of the request), then both go out in one `writev`; pingora flushes the head on its own, so
+//!   every request with a body costs the gateway a second `sendto` and the upstream a second read;
+//! - **its own keep-alive pool** ([`Pool`]): a released connection is pushed on a stack, no task
+//!   is spawned to watch it and no `getpeername` runs when it is taken again; a connection the
+//!   upstream closed while idle is found when it is taken (a read that does not block), and one
+//!   idle past the peer's idle timeout is dropped then;
+//! - **small buffers**: a response is read through one 4 KiB buffer that grows only for a head
+//!   or chunk that needs more (pingora reads into 64 KiB), which matters for long SSE streams.
+//!
+//! pingora keeps the rest of the request's journey: the `ProxyHttp` phases, the retry buffer and
+//! retries, the response pipe to the client. TLS and h2/h2c pools keep pingora's own client.
+//! The session is in [`session`], the wire format (request head, response framing) in [`wire`].
+
+mod session;
+pub mod wire;
+
+use async_trait::async_trait;
+use pingora::connectors::http::custom::{Connection, Connector};
+use pingora::proxy::{HttpProxy, ProcessCustomSession, ProxyHttp, ProxyServiceBuilder};
+use pingora::server::configuration::ServerConf;
+use pingora::services::listening::Service;
+use pingora::upstreams::peer::{HttpPeer, Peer};
+use pingora::{Error, ErrorType, Result};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+pub use session::{Conn, H1Session};
+
+/// The ALPN value that sends a peer to this leg (a marker only: these peers speak plain HTTP/1.1
+/// over TCP, no ALPN is negotiated).
+pub const ALPN_MARK: &[u8] = b"mcp-edge-h1";
+
+/// Route `peer` (a plain HTTP/1.1 peer) through this leg.
+pub fn use_for(peer: &mut HttpPeer) {
+    peer.options.alpn = pingora::protocols::ALPN::Custom(pingora::protocols::tls::CustomALPN::new(
+        ALPN_MARK.to_vec(),
+    ));
+}
+
+/// Idle connections to one peer with the time each was released, oldest first.
+type Stack = Vec<(Arc<Conn>, Instant)>;
+
+/// Idle upstream connections by peer (pingora's reuse hash: address, TLS and ALPN settings),
+/// most recently released on top.
+pub struct Pool {
+    idle: Mutex<HashMap<u64, Stack>>,
+    per_peer: usize,
+}
+
+impl Pool {
+    pub fn new(per_peer: usize) -> Pool {
+        Pool {
+            idle: Mutex::new(HashMap::new()),
+            per_peer: per_peer.max(1),
+        }
+    }
+
+    /// The most recently released live connection to `key`, if any; stale ones are dropped.
+    fn take(&self, key: u64, idle_timeout: Option<Duration>) -> Option<Arc<Conn>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let stack = idle.get_mut(&key)?;
+        while let Some((conn, since)) = stack.pop() {
+            let expired = idle_timeout.is_some_and(|t| since.elapsed() > t);
+            if !expired && conn.still_open() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn put(&self, key: u64, conn: Arc<Conn>, idle_timeout: Option<Duration>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let stack = idle.entry(key).or_default();
+        // The oldest connections are at the bottom: drop those idle past their timeout, and
+        // make room when the stack is full.
+        if let Some(t) = idle_timeout {
+            let stale = stack.iter().take_while(|(_, s)| s.elapsed() > t).count();
+            stack.drain(..stale);
+        }
+        if stack.len() >= self.per_peer {
+            stack.remove(0);
+        }
+        stack.push((conn, Instant::now()));
+    }
+
+    /// Idle connections held (for tests and metrics).
+    pub fn idle_count(&self) -> usize {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.values().map(Vec::len).sum()
+    }
+}
+
+/// The custom connector pingora calls for peers marked by [`use_for`].
+#[derive(Clone)]
+pub struct OwnH1 {
+    pool: Arc<Pool>,
+}
+
+impl OwnH1 {
+    pub fn new(per_peer: usize) -> OwnH1 {
+        OwnH1 {
+            pool: Arc::new(Pool::new(per_peer)),
+        }
+    }
+
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+}
+
+impl Default for OwnH1 {
+    fn default() -> Self {
+        OwnH1::new(128)
+    }
+}
+
+/// pingora's proxy app with this leg as its custom connector, ready to be wrapped in the
+/// gateway's own apps (`parked`, `head_deadline`).
+pub fn proxy<SV>(inner: SV, conf: &Arc<ServerConf>, per_peer: usize) -> HttpProxy<SV, OwnH1>
+where
+    SV: ProxyHttp + Send + Sync + 'static,
+    SV::CTX: Send + Sync + 'static,
+{
+    // Downstream custom protocols are not used (no listener sets `force_custom`).
+    let on_custom: ProcessCustomSession<SV, OwnH1> = Arc::new(|_, _, _| Box::pin(async { None }));
+    let service = ProxyServiceBuilder::new(conf, inner)
+        .custom(OwnH1::new(per_peer), on_custom)
+        .build();
+    take_app(service)
+}
+
+/// The app out of a pingora `Service`. pingora 0.9 builds an `HttpProxy` with a custom connector
+/// only inside a `Service` (its constructor is private) and lends the app out by reference only.
+fn take_app<A>(service: Service<A>) -> A {
+    let service = std::mem::ManuallyDrop::new(service);
+    let app = service
+        .app_logic()
+        .expect("a service built by ProxyServiceBuilder holds its app");
+    // SAFETY: `service` is owned here and never used or dropped again (ManuallyDrop), so the
+    // bitwise copy is the app's only owner: nothing reads it through the service or drops it
+    // twice. The service's other fields (its name, an empty listener list) are leaked, once per
+    // proxy built (at start and at each upgrade).
+    unsafe { std::ptr::read(app) }
+}
+
+/// Connect to `peer` within its connection timeout.
+async fn connect<P: Peer>(peer: &P) -> Result<Conn> {
+    let addr = match peer.address() {
+        pingora::protocols::l4::socket::SocketAddr::Inet(a) => *a,
+        #[cfg(unix)]
+        pingora::protocols::l4::socket::SocketAddr::Unix(_) => {
+            return Error::e_explain(ErrorType::ConnectError, "unix sockets are not supported");
+        }
+    };
+    let limit = peer
+        .total_connection_timeout()
+        .or(peer.connection_timeout());
+    let attempt = TcpStream::connect(addr);
+    let stream = match limit {
+        Some(t) => match tokio::time::timeout(t, attempt).await {
+            Ok(r) => r,
+            Err(_) => {
+                return Error::e_explain(
+                    ErrorType::ConnectTimedout,
+                    format!("connecting to {addr} took longer than {t:?}"),
+                )
+            }
+        },
+        None => attempt.await,
+    }
+    .map_err(|e| connect_error(addr, e))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| Error::because(ErrorType::SocketError, "setting TCP_NODELAY", e))?;
+    Conn::new(stream, addr)
+}
+
+fn connect_error(addr: SocketAddr, e: std::io::Error) -> Box<Error> {
+    let kind = match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => ErrorType::ConnectRefused,
+        std::io::ErrorKind::TimedOut => ErrorType::ConnectTimedout,
+        _ => ErrorType::ConnectError,
+    };
+    Error::because(kind, format!("connecting to {addr}"), e)
+}
+
+#[async_trait]
+impl Connector for OwnH1 {
+    type Session = H1Session;
+
+    async fn get_http_session<P: Peer + Send + Sync + 'static>(
+        &self,
+        peer: &P,
+    ) -> Result<(Connection<H1Session>, bool)> {
+        if let Some(conn) = self.pool.take(peer.reuse_hash(), peer.idle_timeout()) {
+            return Ok((Connection::Session(H1Session::new(conn, true)), true));
+        }
+        let conn = connect(peer).await?;
+        Ok((
+            Connection::Session(H1Session::new(Arc::new(conn), false)),
+            false,
+        ))
+    }
+
+    async fn reused_http_session<P: Peer + Send + Sync + 'static>(
+        &self,
+        peer: &P,
+    ) -> Option<H1Session> {
+        self.pool
+            .take(peer.reuse_hash(), peer.idle_timeout())
+            .map(|c| H1Session::new(c, true))
+    }
+
+    async fn release_http_session<P: Peer + Send + Sync + 'static>(
+        &self,
+        session: H1Session,
+        peer: &P,
+        idle_timeout: Option<Duration>,
+    ) {
+        if let Some(conn) = session.into_reusable() {
+            self.pool.put(peer.reuse_hash(), conn, idle_timeout);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

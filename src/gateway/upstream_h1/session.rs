@@ -1,0 +1,493 @@
+//! One request on one upstream connection: pingora's custom client `Session` (and its request
+//! `BodyWrite`) over a plain TCP connection ([`Conn`]).
+//!
+//! The connection is shared (`Arc`) by the session, which reads the response, and the body
+//! writer pingora takes out of it, which writes the request: both use tokio's `&TcpStream`
+//! readiness I/O, so neither waits on the other. The request head is held by the body writer
+//! and leaves with the first body bytes in one `writev`.
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::protocols::http::custom::client::Session;
+use pingora::protocols::http::custom::{BodyWrite, CustomMessageWrite};
+use pingora::protocols::l4::socket::SocketAddr as PSocketAddr;
+use pingora::protocols::{Digest, UniqueIDType};
+use pingora::{Error, ErrorType, Result, RetryType};
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+use super::wire::{self, Decoded, Framing, RequestFraming};
+
+/// Bytes read from the upstream at a time (the buffer grows only for a head that needs more).
+const READ_CHUNK: usize = 4096;
+
+/// An upstream TCP connection, kept across requests by the pool.
+pub struct Conn {
+    stream: TcpStream,
+    peer: PSocketAddr,
+    local: Option<PSocketAddr>,
+    fd: UniqueIDType,
+    /// The current request was written whole (set by the body writer).
+    request_done: AtomicBool,
+    /// A write of the current request failed: the connection is not reused.
+    write_failed: AtomicBool,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, peer: SocketAddr) -> Result<Conn> {
+        #[cfg(unix)]
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+        #[cfg(not(unix))]
+        let fd = 0;
+        let local = stream.local_addr().ok().map(PSocketAddr::Inet);
+        Ok(Conn {
+            stream,
+            peer: PSocketAddr::Inet(peer),
+            local,
+            fd,
+            request_done: AtomicBool::new(false),
+            write_failed: AtomicBool::new(false),
+        })
+    }
+
+    /// The socket's file descriptor (what pingora logs as the upstream connection's id).
+    pub fn fd(&self) -> UniqueIDType {
+        self.fd
+    }
+
+    /// Whether an idle connection is still open: nothing to read and no end of stream. Costs no
+    /// system call when tokio has seen no event on the socket since the last read.
+    pub fn still_open(&self) -> bool {
+        let mut one = [0u8; 1];
+        matches!(self.stream.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
+/// Write all of `parts` (in order, as few `writev` calls as the socket allows).
+async fn write_parts(stream: &TcpStream, parts: &mut [&[u8]]) -> io::Result<()> {
+    let mut first = 0;
+    while first < parts.len() {
+        if parts[first].is_empty() {
+            first += 1;
+            continue;
+        }
+        let mut slices = [IoSlice::new(&[]); 4];
+        let live = &parts[first..];
+        for (s, p) in slices.iter_mut().zip(live) {
+            *s = IoSlice::new(p);
+        }
+        match stream.try_write_vectored(&slices[..live.len().min(4)]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(mut n) => {
+                while n > 0 {
+                    let k = n.min(parts[first].len());
+                    parts[first] = &parts[first][k..];
+                    n -= k;
+                    if parts[first].is_empty() {
+                        first += 1;
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// `fut` under an optional deadline; running out is `TimedOut`.
+async fn within<T>(
+    limit: Option<Duration>,
+    fut: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match limit {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+        None => fut.await,
+    }
+}
+
+fn io_error(e: io::Error, writing: bool, retry_if_reused: bool) -> Box<Error> {
+    let timed_out = e.kind() == io::ErrorKind::TimedOut;
+    let (kind, what) = match (writing, timed_out) {
+        (true, true) => (
+            ErrorType::WriteTimedout,
+            "writing the request upstream (timeout)",
+        ),
+        (true, false) => (ErrorType::WriteError, "writing the request upstream"),
+        (false, true) => (
+            ErrorType::ReadTimedout,
+            "reading the upstream response (timeout)",
+        ),
+        (false, false) => (ErrorType::ReadError, "reading the upstream response"),
+    };
+    let mut err = Error::because(kind, what, e);
+    if retry_if_reused && !timed_out {
+        err.retry = RetryType::ReusedOnly;
+    }
+    err
+}
+
+/// The request body's way to the upstream (taken out of the session by pingora).
+struct BodyWriter {
+    conn: Arc<Conn>,
+    /// The request head, until it leaves with the first body bytes.
+    head: Option<Vec<u8>>,
+    framing: RequestFraming,
+    timeout: Option<Duration>,
+    reused: bool,
+    finished: bool,
+}
+
+impl BodyWriter {
+    async fn send(&mut self, parts: &mut [&[u8]]) -> Result<()> {
+        let r = within(self.timeout, write_parts(&self.conn.stream, parts)).await;
+        r.map_err(|e| {
+            self.conn.write_failed.store(true, Ordering::Release);
+            io_error(e, true, self.reused)
+        })
+    }
+}
+
+#[async_trait]
+impl BodyWrite for BodyWriter {
+    async fn write_all_buf(&mut self, data: &mut Bytes) -> Result<()> {
+        if data.is_empty() || self.finished {
+            return Ok(());
+        }
+        let head = self.head.take().unwrap_or_default();
+        match self.framing {
+            RequestFraming::Raw => self.send(&mut [&head, data]).await?,
+            RequestFraming::Chunked => {
+                let size = format!("{:x}\r\n", data.len());
+                self.send(&mut [&head, size.as_bytes(), data, b"\r\n"])
+                    .await?
+            }
+        }
+        data.clear();
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        let head = self.head.take().unwrap_or_default();
+        let end: &[u8] = match self.framing {
+            RequestFraming::Raw => b"",
+            RequestFraming::Chunked => b"0\r\n\r\n",
+        };
+        self.send(&mut [&head, end]).await?;
+        self.conn.request_done.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    async fn cleanup(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn upgrade_body_writer(&mut self) {}
+}
+
+/// One request's exchange on a [`Conn`].
+pub struct H1Session {
+    conn: Arc<Conn>,
+    reused: bool,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    writer: Option<Box<dyn BodyWrite>>,
+    head_request: bool,
+    buf: BytesMut,
+    response: Option<ResponseHeader>,
+    /// The last head read was a 1xx: a final response follows.
+    informational: bool,
+    framing: Framing,
+    keep_alive: bool,
+    /// Body bytes decoded ahead (to know whether the body ended with the bytes before them).
+    ahead: Option<Bytes>,
+    body_done: bool,
+    seen_bytes: bool,
+    broken: bool,
+}
+
+impl H1Session {
+    pub fn new(conn: Arc<Conn>, reused: bool) -> H1Session {
+        conn.request_done.store(false, Ordering::Release);
+        conn.write_failed.store(false, Ordering::Release);
+        H1Session {
+            conn,
+            reused,
+            read_timeout: None,
+            write_timeout: None,
+            writer: None,
+            head_request: false,
+            buf: BytesMut::new(),
+            response: None,
+            informational: false,
+            framing: Framing::Empty,
+            keep_alive: false,
+            ahead: None,
+            body_done: false,
+            seen_bytes: false,
+            broken: false,
+        }
+    }
+
+    /// The connection, if it may carry another request: the request was written whole, the
+    /// response read to its end with nothing after it, and neither side asked to close.
+    pub fn into_reusable(self) -> Option<Arc<Conn>> {
+        let whole = self.conn.request_done.load(Ordering::Acquire)
+            && !self.conn.write_failed.load(Ordering::Acquire);
+        let ok = !self.broken
+            && whole
+            && self.response.is_some()
+            && !self.informational
+            && self.finished()
+            && self.keep_alive
+            && self.buf.is_empty()
+            && self.ahead.is_none();
+        drop(self.writer);
+        // The body writer pingora took is gone by now; if not, the connection is not ours alone.
+        (ok && Arc::strong_count(&self.conn) == 1).then_some(self.conn)
+    }
+
+    fn finished(&self) -> bool {
+        self.body_done || matches!(self.framing, Framing::Empty | Framing::Length(0))
+    }
+
+    /// Read more bytes into the buffer; 0 at the end of the stream.
+    async fn read_more(&mut self) -> Result<usize> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        let stream = &self.conn.stream;
+        let buf = &mut self.buf;
+        let read = async {
+            loop {
+                match stream.try_read_buf(buf) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.readable().await?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let retry = self.reused && !self.seen_bytes;
+        let n = within(self.read_timeout, read).await.map_err(|e| {
+            self.broken = true;
+            io_error(e, false, retry)
+        })?;
+        if n > 0 {
+            self.seen_bytes = true;
+        }
+        Ok(n)
+    }
+
+    /// Decode what is buffered ahead of the caller, so the end of a chunked body that arrived
+    /// with its last bytes is known at once.
+    fn look_ahead(&mut self) -> Result<()> {
+        if self.ahead.is_none() && matches!(self.framing, Framing::Chunked(_)) {
+            match wire::decode(&mut self.buf, &mut self.framing)? {
+                Decoded::Data(b) => self.ahead = Some(b),
+                Decoded::Done => self.body_done = true,
+                Decoded::NeedMore => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn closed(what: &str, retry: bool) -> Box<Error> {
+    let mut e = Error::explain(ErrorType::ConnectionClosed, what.to_string());
+    if retry {
+        e.retry = RetryType::ReusedOnly;
+    }
+    e
+}
+
+#[async_trait]
+impl Session for H1Session {
+    async fn write_request_header(&mut self, req: Box<RequestHeader>, end: bool) -> Result<()> {
+        self.head_request = req.method == http::Method::HEAD;
+        let (head, framing) = wire::request_head(&req)?;
+        let mut writer = BodyWriter {
+            conn: self.conn.clone(),
+            head: Some(head),
+            framing,
+            timeout: self.write_timeout,
+            reused: self.reused,
+            finished: false,
+        };
+        if end {
+            writer.finish().await?;
+        }
+        self.writer = Some(Box::new(writer));
+        Ok(())
+    }
+
+    async fn write_request_body(&mut self, mut data: Bytes, end: bool) -> Result<()> {
+        let Some(w) = self.writer.as_mut() else {
+            return Error::e_explain(ErrorType::WriteError, "request body before its head");
+        };
+        w.write_all_buf(&mut data).await?;
+        if end {
+            w.finish().await?;
+        }
+        Ok(())
+    }
+
+    async fn finish_request_body(&mut self) -> Result<()> {
+        match self.writer.as_mut() {
+            Some(w) => w.finish().await,
+            None => Ok(()),
+        }
+    }
+
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.read_timeout = timeout;
+    }
+
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) {
+        self.write_timeout = timeout;
+    }
+
+    async fn read_response_header(&mut self) -> Result<()> {
+        loop {
+            if let Some(head) = wire::parse_head(&mut self.buf, self.head_request)? {
+                let code = head.header.status.as_u16();
+                if code == 101 {
+                    self.broken = true;
+                    return Error::e_explain(
+                        ErrorType::InvalidHTTPHeader,
+                        "upstream switched protocols (101): not supported on this leg",
+                    );
+                }
+                self.informational = (100..200).contains(&code);
+                self.framing = head.framing;
+                self.keep_alive = head.keep_alive;
+                self.response = Some(head.header);
+                if !self.informational {
+                    self.look_ahead()?;
+                }
+                return Ok(());
+            }
+            if self.read_more().await? == 0 {
+                self.broken = true;
+                let retry = self.reused && !self.seen_bytes;
+                return Err(closed(
+                    "the upstream closed the connection before its response head",
+                    retry,
+                ));
+            }
+        }
+    }
+
+    async fn read_response_body(&mut self) -> Result<Option<Bytes>> {
+        if let Some(b) = self.ahead.take() {
+            self.look_ahead()?;
+            return Ok(Some(b));
+        }
+        if self.informational || self.finished() {
+            return Ok(None);
+        }
+        loop {
+            match wire::decode(&mut self.buf, &mut self.framing)? {
+                Decoded::Data(b) => {
+                    self.look_ahead()?;
+                    return Ok(Some(b));
+                }
+                Decoded::Done => {
+                    self.body_done = true;
+                    return Ok(None);
+                }
+                Decoded::NeedMore => {
+                    if self.read_more().await? == 0 {
+                        if self.framing == Framing::UntilClose {
+                            self.body_done = true;
+                            return Ok(None);
+                        }
+                        self.broken = true;
+                        return Err(closed(
+                            "the upstream closed the connection before its response body ended",
+                            false,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn response_finished(&self) -> bool {
+        !self.informational && self.ahead.is_none() && self.finished()
+    }
+
+    async fn shutdown(&mut self, _code: u32, _ctx: &str) {
+        self.broken = true;
+    }
+
+    fn response_header(&self) -> Option<&ResponseHeader> {
+        self.response.as_ref()
+    }
+
+    fn was_upgraded(&self) -> bool {
+        false
+    }
+
+    fn digest(&self) -> Option<&Digest> {
+        None
+    }
+
+    fn digest_mut(&mut self) -> Option<&mut Digest> {
+        None
+    }
+
+    fn server_addr(&self) -> Option<&PSocketAddr> {
+        Some(&self.conn.peer)
+    }
+
+    fn client_addr(&self) -> Option<&PSocketAddr> {
+        self.conn.local.as_ref()
+    }
+
+    async fn read_trailers(&mut self) -> Result<Option<http::HeaderMap>> {
+        Ok(None)
+    }
+
+    fn fd(&self) -> UniqueIDType {
+        self.conn.fd
+    }
+
+    async fn check_response_end_or_error(&mut self, _headers: bool) -> Result<bool> {
+        Ok(self.response_finished())
+    }
+
+    fn take_request_body_writer(&mut self) -> Option<Box<dyn BodyWrite>> {
+        self.writer.take()
+    }
+
+    async fn finish_custom(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn take_custom_message_reader(
+        &mut self,
+    ) -> Option<Box<dyn futures::Stream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>>
+    {
+        // pingora's custom pipe wants a message stream; plain HTTP/1.1 has none.
+        Some(Box::new(futures::stream::empty()))
+    }
+
+    async fn drain_custom_messages(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn take_custom_message_writer(&mut self) -> Option<Box<dyn CustomMessageWrite>> {
+        Some(Box::new(()))
+    }
+}

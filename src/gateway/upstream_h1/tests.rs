@@ -1,0 +1,64 @@
+//! The leg's pool alone, over real loopback connections (the session is tested end to end in
+//! tests/upstream_leg.rs).
+
+use super::*;
+
+/// A connected pair: the pool's side as a [`Conn`], the upstream's side as a std stream.
+async fn pair() -> (Arc<Conn>, std::net::TcpStream) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let ours = TcpStream::connect(addr).await.unwrap();
+    let (theirs, _) = l.accept().unwrap();
+    (Arc::new(Conn::new(ours, addr).unwrap()), theirs)
+}
+
+#[tokio::test]
+async fn the_pool_gives_back_the_newest_open_connection() {
+    let pool = Pool::new(8);
+    let (a, _a_peer) = pair().await;
+    let (b, _b_peer) = pair().await;
+    let b_fd = b.fd();
+    pool.put(1, a, None);
+    pool.put(1, b, None);
+    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(b_fd));
+    assert!(
+        pool.take(2, None).is_none(),
+        "another peer's connections are not handed out"
+    );
+    assert_eq!(pool.idle_count(), 1);
+}
+
+#[tokio::test]
+async fn a_connection_the_upstream_closed_is_not_handed_out() {
+    let pool = Pool::new(8);
+    let (a, a_peer) = pair().await;
+    pool.put(1, a, None);
+    drop(a_peer);
+    // The close reaches our side; the pool finds it when asked.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(pool.take(1, None).is_none());
+    assert_eq!(pool.idle_count(), 0);
+}
+
+#[tokio::test]
+async fn idle_timeouts_and_the_size_cap_drop_the_oldest() {
+    let pool = Pool::new(2);
+    let mut peers = Vec::new();
+    let mut fds = Vec::new();
+    for _ in 0..3 {
+        let (c, p) = pair().await;
+        fds.push(c.fd());
+        peers.push(p);
+        pool.put(1, c, None);
+    }
+    assert_eq!(pool.idle_count(), 2, "capped at 2 per peer");
+    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(fds[2]));
+    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(fds[1]));
+    let (c, _p) = pair().await;
+    pool.put(1, c, None);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(
+        pool.take(1, Some(Duration::from_millis(10))).is_none(),
+        "idle past its timeout"
+    );
+}

@@ -1,0 +1,317 @@
+//! HTTP/1.1 on the upstream wire, as plain functions over bytes: the request head the gateway
+//! writes, the response head it parses (`httparse`, the parser pingora itself uses), and how the
+//! response body is framed and decoded (RFC 9112 §6: no body, `Content-Length`, chunked, or
+//! until the connection closes).
+
+use bytes::{Buf, Bytes, BytesMut};
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::{Error, ErrorType, Result};
+
+/// Most header lines a response head may carry.
+pub const MAX_HEADERS: usize = 128;
+/// Largest response head accepted.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// How a request body is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestFraming {
+    /// `Content-Length` (or no body): bytes as they are.
+    Raw,
+    /// `Transfer-Encoding: chunked`: each write becomes one chunk.
+    Chunked,
+}
+
+/// The request head as it goes on the wire, and how its body is framed.
+pub fn request_head(req: &RequestHeader) -> Result<(Vec<u8>, RequestFraming)> {
+    let path = req.raw_path();
+    if path.iter().any(|b| matches!(b, b' ' | b'\r' | b'\n')) {
+        return Error::e_explain(
+            ErrorType::InvalidHTTPHeader,
+            "request target with a space or line break",
+        );
+    }
+    let mut buf = Vec::with_capacity(256 + path.len());
+    buf.extend_from_slice(req.method.as_str().as_bytes());
+    buf.push(b' ');
+    buf.extend_from_slice(path);
+    buf.extend_from_slice(b" HTTP/1.1\r\n");
+    req.header_to_h1_wire(&mut buf);
+    buf.extend_from_slice(b"\r\n");
+    let chunked = req
+        .headers
+        .get_all(http::header::TRANSFER_ENCODING)
+        .iter()
+        .any(|v| ends_with_chunked(v.as_bytes()));
+    let framing = if chunked {
+        RequestFraming::Chunked
+    } else {
+        RequestFraming::Raw
+    };
+    Ok((buf, framing))
+}
+
+fn ends_with_chunked(v: &[u8]) -> bool {
+    v.rsplit(|b| *b == b',')
+        .next()
+        .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
+}
+
+/// How a response body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (1xx, 204, 304, a response to HEAD, `Content-Length: 0`).
+    Empty,
+    /// This many bytes are left.
+    Length(u64),
+    /// Chunked; where the decoder is.
+    Chunked(Chunk),
+    /// Until the upstream closes the connection (cannot be reused).
+    UntilClose,
+}
+
+/// The chunked decoder's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside a chunk's data: bytes left.
+    Data(u64),
+    /// Expecting the CRLF after a chunk's data.
+    DataEnd,
+    /// After the last chunk: trailer lines until an empty one.
+    Trailers,
+}
+
+/// A parsed response head.
+pub struct Head {
+    pub header: ResponseHeader,
+    pub framing: Framing,
+    /// Whether the connection may carry another request after this response.
+    pub keep_alive: bool,
+}
+
+/// Parse a response head from the front of `buf`; `Ok(None)` until it is complete. The head's
+/// bytes are consumed from `buf`.
+pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => {
+            return Error::e_explain(
+                ErrorType::InvalidHTTPHeader,
+                "upstream response head larger than 64 KiB",
+            )
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => {
+            return Error::e_explain(
+                ErrorType::InvalidHTTPHeader,
+                format!("upstream response head: {e}"),
+            )
+        }
+    };
+    let code = resp.code.unwrap_or(0);
+    let http11 = resp.version == Some(1);
+    let mut header = ResponseHeader::build(code, Some(resp.headers.len()))?;
+    if !http11 {
+        header.set_version(http::Version::HTTP_10);
+    }
+    if let Some(reason) = resp.reason {
+        if http::StatusCode::from_u16(code)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            != Some(reason)
+        {
+            header.set_reason_phrase(Some(reason))?;
+        }
+    }
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut close = !http11;
+    for h in resp.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+            match (v, length) {
+                (Some(v), None) => length = Some(v),
+                (Some(v), Some(old)) if v == old => {}
+                _ => {
+                    return Error::e_explain(
+                        ErrorType::InvalidHTTPHeader,
+                        "upstream response with an invalid or conflicting Content-Length",
+                    )
+                }
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = ends_with_chunked(h.value);
+            if !chunked {
+                // Only chunked is understood: read until close, as RFC 9112 §6.3 says.
+                close = true;
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|b| *b == b',') {
+                let t = token.trim_ascii();
+                if t.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") && !http11 {
+                    close = false;
+                }
+            }
+        }
+        let value = http::HeaderValue::from_bytes(h.value).or_err_invalid()?;
+        header.append_header(name.to_string(), value)?;
+    }
+    buf.advance(len);
+    if chunked && length.is_some() {
+        // Both framings (RFC 9112 §6.3: chunked wins): read it, but never reuse the connection.
+        close = true;
+    }
+    let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
+    let framing = if no_body {
+        Framing::Empty
+    } else if chunked {
+        Framing::Chunked(Chunk::Size)
+    } else if let Some(n) = length {
+        if n == 0 {
+            Framing::Empty
+        } else {
+            Framing::Length(n)
+        }
+    } else {
+        Framing::UntilClose
+    };
+    let keep_alive = !close && framing != Framing::UntilClose;
+    Ok(Some(Head {
+        header,
+        framing,
+        keep_alive,
+    }))
+}
+
+trait OrInvalid<T> {
+    fn or_err_invalid(self) -> Result<T>;
+}
+
+impl<T, E: std::fmt::Display> OrInvalid<T> for std::result::Result<T, E> {
+    fn or_err_invalid(self) -> Result<T> {
+        self.map_err(|e| {
+            Error::explain(
+                ErrorType::InvalidHTTPHeader,
+                format!("upstream response header: {e}"),
+            )
+        })
+    }
+}
+
+/// What the decoder made of the buffered bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// Body bytes (never empty).
+    Data(Bytes),
+    /// More bytes are needed to go on.
+    NeedMore,
+    /// The body is complete.
+    Done,
+}
+
+/// Take the next piece of body from `buf` under `framing` (advanced in place). `Length` and
+/// `Chunked` never take bytes past the body's end.
+pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
+    loop {
+        match framing {
+            Framing::Empty => return Ok(Decoded::Done),
+            Framing::Length(0) => {
+                *framing = Framing::Empty;
+                return Ok(Decoded::Done);
+            }
+            Framing::Length(left) => {
+                if buf.is_empty() {
+                    return Ok(Decoded::NeedMore);
+                }
+                let n = (*left).min(buf.len() as u64) as usize;
+                *left -= n as u64;
+                return Ok(Decoded::Data(buf.split_to(n).freeze()));
+            }
+            Framing::UntilClose => {
+                if buf.is_empty() {
+                    return Ok(Decoded::NeedMore);
+                }
+                return Ok(Decoded::Data(buf.split().freeze()));
+            }
+            Framing::Chunked(state) => match *state {
+                Chunk::Size => match httparse::parse_chunk_size(buf) {
+                    Ok(httparse::Status::Complete((used, size))) => {
+                        buf.advance(used);
+                        *state = if size == 0 {
+                            Chunk::Trailers
+                        } else {
+                            Chunk::Data(size)
+                        };
+                    }
+                    Ok(httparse::Status::Partial) if buf.len() > 4096 => {
+                        return Error::e_explain(
+                            ErrorType::InvalidHTTPHeader,
+                            "upstream chunk-size line longer than 4 KiB",
+                        )
+                    }
+                    Ok(httparse::Status::Partial) => return Ok(Decoded::NeedMore),
+                    Err(_) => {
+                        return Error::e_explain(
+                            ErrorType::InvalidHTTPHeader,
+                            "upstream sent an invalid chunk size",
+                        )
+                    }
+                },
+                Chunk::Data(left) => {
+                    if buf.is_empty() {
+                        return Ok(Decoded::NeedMore);
+                    }
+                    let n = left.min(buf.len() as u64) as usize;
+                    *state = if left == n as u64 {
+                        Chunk::DataEnd
+                    } else {
+                        Chunk::Data(left - n as u64)
+                    };
+                    return Ok(Decoded::Data(buf.split_to(n).freeze()));
+                }
+                Chunk::DataEnd => {
+                    if buf.len() < 2 {
+                        return Ok(Decoded::NeedMore);
+                    }
+                    if &buf[..2] != b"\r\n" {
+                        return Error::e_explain(
+                            ErrorType::InvalidHTTPHeader,
+                            "upstream chunk data not followed by CRLF",
+                        );
+                    }
+                    buf.advance(2);
+                    *state = Chunk::Size;
+                }
+                Chunk::Trailers => {
+                    // Trailer lines are dropped; the empty line ends the body.
+                    let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+                        if buf.len() > MAX_HEAD {
+                            return Error::e_explain(
+                                ErrorType::InvalidHTTPHeader,
+                                "upstream trailers larger than 64 KiB",
+                            );
+                        }
+                        return Ok(Decoded::NeedMore);
+                    };
+                    buf.advance(end + 2);
+                    if end == 0 {
+                        *framing = Framing::Empty;
+                        return Ok(Decoded::Done);
+                    }
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;

@@ -1,0 +1,267 @@
+//! The gateway's own upstream HTTP/1.1 leg (`connections.upstream_leg: gateway`, the default)
+//! on the wire, against a raw upstream whose every byte the test decides: one write per
+//! request, keep-alive reuse, an idle connection the upstream closed, chunked / close-delimited
+//! / SSE responses, an upstream that dies mid-body. Everything on 127.0.0.1.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::background::AcceptLoop;
+use support::*;
+
+/// One request as the upstream read it.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// Bytes the first `read` returned.
+    first_read: usize,
+    /// Bytes of the whole request (head and body).
+    whole: usize,
+    body: Vec<u8>,
+}
+
+/// Read one request (Content-Length framing); `None` when the connection ended first.
+fn read_request(s: &mut TcpStream) -> Option<Seen> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256 * 1024];
+    let mut first_read = 0;
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if first_read == 0 {
+            first_read = n;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        if buf.len() >= end + 4 + len {
+            return Some(Seen {
+                first_read,
+                whole: end + 4 + len,
+                body: buf[end + 4..end + 4 + len].to_vec(),
+            });
+        }
+    }
+}
+
+/// A raw upstream: for each request on a connection, `answer(request number, stream)` writes
+/// the response; it returns whether to keep the connection.
+struct Raw {
+    server: AcceptLoop,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Raw {
+    fn start(answer: impl Fn(usize, &mut TcpStream) -> bool + Send + 'static) -> Raw {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (log, count) = (seen.clone(), accepted.clone());
+        let server = AcceptLoop::start(move |mut s| {
+            count.fetch_add(1, Ordering::SeqCst);
+            while let Some(req) = read_request(&mut s) {
+                let n = {
+                    let mut l = log.lock().unwrap();
+                    l.push(req);
+                    l.len()
+                };
+                if !answer(n, &mut s) {
+                    return;
+                }
+            }
+        });
+        Raw {
+            server,
+            seen,
+            accepted,
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn gateway(up: &Raw, extra: &str) -> mcp_edge::gateway::RunningGateway {
+    let cfg = config(
+        // No active health checks: every request the upstream sees is the test's.
+        &[(
+            "default",
+            &[up.server.addr],
+            "balance: round_robin\n    health: {check: off}",
+        )],
+        &format!("default_route: {{pool: default}}\n{extra}"),
+    );
+    mcp_edge::gateway::RunningGateway::start(cfg).unwrap()
+}
+
+fn ok_json(s: &mut TcpStream, id: usize) {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+}
+
+#[test]
+fn each_request_reaches_the_upstream_in_one_write_over_one_reused_connection() {
+    let up = Raw::start(|n, s| {
+        ok_json(s, n);
+        true
+    });
+    let gw = gateway(&up, "");
+    for i in 1..=20u64 {
+        let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["id"], i, "{}", r.text());
+    }
+    let seen = up.seen();
+    assert_eq!(seen.len(), 20);
+    for (i, s) in seen.iter().enumerate() {
+        assert_eq!(
+            s.first_read, s.whole,
+            "request {i}: the head and the body arrived in separate writes ({} of {} bytes first)",
+            s.first_read, s.whole
+        );
+        assert_eq!(
+            s.body,
+            call(i as u64 + 1, "t").as_bytes(),
+            "the body unchanged"
+        );
+    }
+    assert_eq!(
+        up.accepted.load(Ordering::SeqCst),
+        1,
+        "one upstream connection"
+    );
+}
+
+#[test]
+fn an_idle_connection_the_upstream_closed_costs_the_client_nothing() {
+    // Each connection carries one answer, then the upstream closes it (without saying so).
+    let up = Raw::start(|n, s| {
+        ok_json(s, n);
+        false
+    });
+    let gw = gateway(&up, "");
+    for i in 1..=5u64 {
+        // The close has reached the gateway before the next request (the upstream closed it).
+        std::thread::sleep(Duration::from_millis(50));
+        let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
+        assert_eq!(r.status, 200, "request {i}: {}", r.text());
+    }
+    assert_eq!(up.seen().len(), 5, "no request was sent twice");
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 5);
+}
+
+#[test]
+fn chunked_and_close_delimited_responses_reach_the_client_whole() {
+    let up = Raw::start(|n, s| {
+        if n == 1 {
+            // Chunked, in three writes (a chunk split across two of them), with a trailer.
+            let parts = ["{\"jsonr", "pc\":\"2.0\",\"id\":1,\"result\"", ":{}}\n"];
+            let chunk = |p: &str| format!("{:x}\r\n{p}\r\n", p.len());
+            let (a, b, c) = (chunk(parts[0]), chunk(parts[1]), chunk(parts[2]));
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+            s.write_all(&a.as_bytes()[..a.len() - 3]).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            s.write_all(format!("{}{b}", &a[a.len() - 3..]).as_bytes())
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            s.write_all(format!("{c}0\r\nx-trailer: 1\r\n\r\n").as_bytes())
+                .unwrap();
+            true
+        } else {
+            // No length: the body ends when the upstream closes.
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}").unwrap();
+            false
+        }
+    });
+    let gw = gateway(&up, "");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(1, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(2, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["id"], 2);
+    // The chunked answer left its connection reusable; the second request used it.
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn an_sse_answer_is_forwarded_event_by_event() {
+    let release = Arc::new(Mutex::new(false));
+    let r2 = release.clone();
+    let up = Raw::start(move |_, s| {
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        let ev = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n";
+        s.write_all(format!("{:x}\r\n", ev.len()).as_bytes())
+            .unwrap();
+        s.write_all(ev).unwrap();
+        s.write_all(b"\r\n").unwrap();
+        // The final answer only once the client has the first event.
+        for _ in 0..500 {
+            if *r2.lock().unwrap() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let done = b"data: {\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n\n";
+        s.write_all(format!("{:x}\r\n", done.len()).as_bytes())
+            .unwrap();
+        s.write_all(done).unwrap();
+        s.write_all(b"\r\n0\r\n\r\n").unwrap();
+        true
+    });
+    let gw = gateway(&up, "");
+    let mut sse =
+        support::http::SseStream::open(gw.mcp_addr, &refs(&call_headers("t")), &call(9, "t"));
+    let first = sse.next_message().expect("the first event");
+    assert_eq!(first["method"], "notifications/progress");
+    *release.lock().unwrap() = true;
+    let last = sse.next_message().expect("the answer");
+    assert_eq!(last["id"], 9);
+}
+
+#[test]
+fn an_upstream_that_dies_mid_body_is_counted_as_the_upstreams_failure() {
+    let up = Raw::start(|_, s| {
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":").unwrap();
+        false
+    });
+    let gw = gateway(&up, "");
+    let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
+    c.write_all(&req).unwrap();
+    let mut got = Vec::new();
+    // The gateway closes the client connection once the upstream's body is cut short.
+    let _ = c.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        !text.ends_with('}'),
+        "a truncated body is not completed: {text}"
+    );
+    let m = support::metrics::scrape(&gw);
+    assert!(
+        support::metrics::sample(&m, "mcp_edge_upstream_errors_total", &[]) >= 1.0,
+        "{m}"
+    );
+    assert_eq!(up.seen().len(), 1, "never re-sent");
+}
