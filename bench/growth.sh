@@ -396,7 +396,7 @@ if [ "$WRITE_DOCS" = 1 ]; then
     echo "the process's utime+stime over the requests wrk completed."
     echo
     echo "- machine: $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr)"
-    echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -1 | awk '{print "wrk " $2}'), mcp-edge $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo '+dirty') ($("$EDGE_BIN" --version), binary `$(realpath --relative-to="$ROOT" "$EDGE_BIN")`), $(rustc --version 2>/dev/null | awk '{print "rustc " $2}')"
+    echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $(wrk -v 2>&1 | head -1 | awk '{print "wrk " $2}'), mcp-edge $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml || echo '+dirty') ($("$EDGE_BIN" --version), binary \`$(realpath --relative-to="$ROOT" "$EDGE_BIN")\`), $(rustc --version 2>/dev/null | awk '{print "rustc " $2}')"
     echo "- reproduce: \`bench/growth.sh\` (raw wrk outputs: \`target/bench/growth-<date>/\`)"
     echo
     cat "$TABLE"

@@ -265,3 +265,28 @@ fn an_upstream_that_dies_mid_body_is_counted_as_the_upstreams_failure() {
     );
     assert_eq!(up.seen().len(), 1, "never re-sent");
 }
+
+#[test]
+fn a_sampled_out_body_with_a_length_streams_through_the_same_leg() {
+    let up = Raw::start(|n, s| {
+        ok_json(s, n);
+        true
+    });
+    let gw = gateway(&up, "validation: { sample: 0.0 }\n");
+    for i in 1..=10u64 {
+        let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let seen = up.seen();
+    assert_eq!(seen.len(), 10);
+    for (i, s) in seen.iter().enumerate() {
+        assert_eq!(
+            s.body,
+            call(i as u64 + 1, "t").as_bytes(),
+            "the body unchanged"
+        );
+        // The client sent head and body together: they leave together.
+        assert_eq!(s.first_read, s.whole, "request {i}");
+    }
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
+}

@@ -215,12 +215,9 @@ impl ProxyHttp for Proxy {
         let inst = &pool.instances[idx];
         let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
         let mut peer = forward::peer(base, &gw.config.timeouts);
-        // The gateway's own leg takes requests whose body is in hand and checked (most MCP
-        // requests); a body still streaming or held may be refused mid-way, which pingora's
-        // custom-connector pipe would not pass on until the upstream answered.
         if gw.peers[ctx.pool].is_plain_h1()
             && gw.config.connections.upstream_leg == crate::config::UpstreamLeg::Gateway
-            && matches!(ctx.progress, Progress::Checked(_))
+            && upstream_h1::takes(&ctx.progress, headers)
         {
             upstream_h1::use_for(&mut peer);
         }

@@ -35,6 +35,8 @@ use tokio::net::TcpStream;
 
 pub use session::{Conn, H1Session};
 
+use super::request::Progress;
+
 /// The ALPN value that sends a peer to this leg (a marker only: these peers speak plain HTTP/1.1
 /// over TCP, no ALPN is negotiated).
 pub const ALPN_MARK: &[u8] = b"mcp-edge-h1";
@@ -44,6 +46,22 @@ pub fn use_for(peer: &mut HttpPeer) {
     peer.options.alpn = pingora::protocols::ALPN::Custom(pingora::protocols::tls::CustomALPN::new(
         ALPN_MARK.to_vec(),
     ));
+}
+
+/// Whether this leg takes a request, by where its body is: in hand and checked (most MCP
+/// requests), or streaming unchecked with a declared length (admission has refused one above
+/// the limit, so nothing can refuse it mid-way). A body held for the check, or chunked, may be
+/// refused mid-way, and pingora's custom-connector pipe would not pass that refusal on until
+/// the upstream answered: those keep pingora's client.
+pub fn takes(progress: &Progress, headers: &http::HeaderMap) -> bool {
+    match progress {
+        Progress::Checked(_) => true,
+        Progress::Streaming => {
+            headers.contains_key(http::header::CONTENT_LENGTH)
+                && !headers.contains_key(http::header::TRANSFER_ENCODING)
+        }
+        _ => false,
+    }
 }
 
 /// Idle connections to one peer with the time each was released, oldest first.
