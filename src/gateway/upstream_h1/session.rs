@@ -313,8 +313,9 @@ fn closed(what: &str, retry: bool) -> Box<Error> {
 
 #[async_trait]
 impl Session for H1Session {
-    async fn write_request_header(&mut self, req: Box<RequestHeader>, end: bool) -> Result<()> {
+    async fn write_request_header(&mut self, mut req: Box<RequestHeader>, end: bool) -> Result<()> {
         self.head_request = req.method == http::Method::HEAD;
+        wire::to_http11(&mut req, !end)?;
         let (head, framing) = wire::request_head(&req)?;
         let mut writer = BodyWriter {
             conn: self.conn.clone(),

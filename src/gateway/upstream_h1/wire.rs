@@ -21,7 +21,31 @@ pub enum RequestFraming {
     Chunked,
 }
 
-/// The request head as it goes on the wire, and how its body is framed.
+/// Make a request (possibly from an HTTP/2 client) an HTTP/1.1 one, as pingora's own HTTP/1.1
+/// client does before it writes: a `Host` (from the HTTP/2 `:authority`, which wins over a
+/// `Host` field, RFC 9113 §8.3.1), and a framing for a body that has none (chunked).
+pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
+    let authority = req.uri.authority().map(|a| a.as_str().to_owned());
+    let host_missing = !req.headers.contains_key(http::header::HOST);
+    if let Some(a) = authority.filter(|_| host_missing || req.version == http::Version::HTTP_2) {
+        if a.contains('@') {
+            return Error::e_explain(ErrorType::InvalidHTTPHeader, "userinfo in the authority");
+        }
+        req.insert_header(http::header::HOST, a)?;
+    } else if host_missing {
+        // HTTP/1.1 requires the field, empty when there is no authority (RFC 9112 §3.2).
+        req.insert_header(http::header::HOST, "")?;
+    }
+    if has_body
+        && !req.headers.contains_key(http::header::CONTENT_LENGTH)
+        && !req.headers.contains_key(http::header::TRANSFER_ENCODING)
+    {
+        req.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    }
+    Ok(())
+}
+
+/// The request head as it goes on the wire (always HTTP/1.1), and how its body is framed.
 pub fn request_head(req: &RequestHeader) -> Result<(Vec<u8>, RequestFraming)> {
     let path = req.raw_path();
     if path.iter().any(|b| matches!(b, b' ' | b'\r' | b'\n')) {

@@ -161,3 +161,33 @@ fn bodies_decode_to_their_end_and_never_past_it() {
     assert!(body(b"zz\r\n", Framing::Chunked(Chunk::Size)).is_err());
     assert!(body(b"2\r\nabXY", Framing::Chunked(Chunk::Size)).is_err());
 }
+
+#[test]
+fn an_http2_request_becomes_http_1_1_with_a_host_and_a_framing() {
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.set_version(http::Version::HTTP_2);
+    req.set_uri("http://edge.example:8443/mcp".parse().unwrap());
+    req.insert_header("host", "other").unwrap();
+    to_http11(&mut req, true).unwrap();
+    assert_eq!(req.headers["host"], "edge.example:8443", ":authority wins");
+    assert_eq!(
+        req.headers["transfer-encoding"], "chunked",
+        "a body needs a framing"
+    );
+    let (wire, framing) = request_head(&req).unwrap();
+    assert!(wire.starts_with(b"POST /mcp HTTP/1.1\r\n"));
+    assert_eq!(framing, RequestFraming::Chunked);
+    // An HTTP/1.1 request keeps its Host; one without gets an empty one; a length stays.
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.insert_header("host", "a").unwrap();
+    req.insert_header("content-length", "3").unwrap();
+    to_http11(&mut req, true).unwrap();
+    assert_eq!(req.headers["host"], "a");
+    assert!(req.headers.get("transfer-encoding").is_none());
+    let mut req = RequestHeader::build("GET", b"/mcp", None).unwrap();
+    to_http11(&mut req, false).unwrap();
+    assert_eq!(req.headers["host"], "");
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.set_uri("http://user@edge/mcp".parse().unwrap());
+    assert!(to_http11(&mut req, false).is_err(), "userinfo is refused");
+}
