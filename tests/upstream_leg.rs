@@ -205,6 +205,9 @@ fn chunked_and_close_delimited_responses_reach_the_client_whole() {
     let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(2, "t"));
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["id"], 2);
+    // The client gets it chunked (its connection outlives the response), as pingora's own
+    // HTTP/1.1 proxy sends it.
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
     // The chunked answer left its connection reusable; the second request used it.
     assert_eq!(up.accepted.load(Ordering::SeqCst), 1);
 }

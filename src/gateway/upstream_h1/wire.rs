@@ -23,7 +23,8 @@ pub enum RequestFraming {
 
 /// Make a request (possibly from an HTTP/2 client) an HTTP/1.1 one, as pingora's own HTTP/1.1
 /// client does before it writes: a `Host` (from the HTTP/2 `:authority`, which wins over a
-/// `Host` field, RFC 9113 §8.3.1), and a framing for a body that has none (chunked).
+/// `Host` field, RFC 9113 §8.3.1), a framing for a body that has none (chunked), and the
+/// authority checks pingora makes.
 pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
     let authority = req.uri.authority().map(|a| a.as_str().to_owned());
     let host_missing = !req.headers.contains_key(http::header::HOST);
@@ -42,7 +43,9 @@ pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
     {
         req.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
     }
-    Ok(())
+    // The checks pingora's HTTP/1.1 client makes of the final request (one Host, no userinfo,
+    // a target that agrees with it).
+    pingora::protocols::http::authority::validate_request_authority(req)
 }
 
 /// The request head as it goes on the wire (always HTTP/1.1), and how its body is framed.
@@ -207,6 +210,12 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     } else {
         Framing::UntilClose
     };
+    if framing == Framing::UntilClose {
+        // As pingora's HTTP/1.1 proxy does: the client gets it chunked, so that its connection
+        // outlives this response (only the upstream's ends with it).
+        header.set_version(http::Version::HTTP_11);
+        header.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    }
     let keep_alive = !close && framing != Framing::UntilClose;
     Ok(Some(Head {
         header,

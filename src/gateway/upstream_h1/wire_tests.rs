@@ -47,8 +47,11 @@ fn response_framing_follows_rfc_9112() {
     .unwrap();
     assert_eq!(h.framing, Framing::Chunked(Chunk::Size));
     // No length: until close, never reused.
-    let h = head(b"HTTP/1.1 200 OK\r\n\r\n", false).unwrap().unwrap();
+    let h = head(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap().unwrap();
     assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+    // ... and goes to the client chunked, as HTTP/1.1.
+    assert_eq!(h.header.headers["transfer-encoding"], "chunked");
+    assert_eq!(h.header.version, http::Version::HTTP_11);
     // No body for HEAD, 204, 304 and 1xx, whatever the headers say.
     for (bytes, is_head) in [
         (&b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"[..], true),
@@ -190,4 +193,7 @@ fn an_http2_request_becomes_http_1_1_with_a_host_and_a_framing() {
     let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
     req.set_uri("http://user@edge/mcp".parse().unwrap());
     assert!(to_http11(&mut req, false).is_err(), "userinfo is refused");
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.insert_header("host", "user@edge").unwrap();
+    assert!(to_http11(&mut req, false).is_err(), "in Host too");
 }
