@@ -89,7 +89,11 @@ impl Live {
         {
             tracing::warn!("reload: listen addresses, threads and work_stealing keep their old values until a restart");
         }
-        if a.connections != b.connections {
+        // `connections.upstream_leg` is read per request: it applies with the reload.
+        let (ca, cb) = (&a.connections, &b.connections);
+        if (ca.read_buffer, ca.write_buffer, ca.park_idle)
+            != (cb.read_buffer, cb.write_buffer, cb.park_idle)
+        {
             tracing::warn!(
                 "reload: connections (buffers, park_idle) keep their old values until a restart"
             );

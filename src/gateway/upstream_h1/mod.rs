@@ -64,31 +64,48 @@ pub fn takes(progress: &Progress, headers: &http::HeaderMap) -> bool {
     }
 }
 
-/// Idle connections to one peer with the time each was released, oldest first.
-type Stack = Vec<(Arc<Conn>, Instant)>;
+/// Idle connections to one peer, each with the time after which it is not reused (the peer's
+/// idle timeout from its release), oldest first.
+type Stack = Vec<(Arc<Conn>, Option<Instant>)>;
+
+/// How often the whole pool is swept for connections idle past their timeout (those to peers no
+/// longer asked for, e.g. an instance removed by a reload, would otherwise stay open).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Idle upstream connections by peer (pingora's reuse hash: address, TLS and ALPN settings),
 /// most recently released on top.
 pub struct Pool {
-    idle: Mutex<HashMap<u64, Stack>>,
+    idle: Mutex<Idle>,
     per_peer: usize,
+}
+
+struct Idle {
+    by_peer: HashMap<u64, Stack>,
+    swept: Instant,
+}
+
+fn expired(deadline: &Option<Instant>, now: Instant) -> bool {
+    deadline.is_some_and(|d| now > d)
 }
 
 impl Pool {
     pub fn new(per_peer: usize) -> Pool {
         Pool {
-            idle: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Idle {
+                by_peer: HashMap::new(),
+                swept: Instant::now(),
+            }),
             per_peer: per_peer.max(1),
         }
     }
 
     /// The most recently released live connection to `key`, if any; stale ones are dropped.
-    fn take(&self, key: u64, idle_timeout: Option<Duration>) -> Option<Arc<Conn>> {
+    fn take(&self, key: u64) -> Option<Arc<Conn>> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let stack = idle.get_mut(&key)?;
-        while let Some((conn, since)) = stack.pop() {
-            let expired = idle_timeout.is_some_and(|t| since.elapsed() > t);
-            if !expired && conn.still_open() {
+        let stack = idle.by_peer.get_mut(&key)?;
+        let now = Instant::now();
+        while let Some((conn, deadline)) = stack.pop() {
+            if !expired(&deadline, now) && conn.still_open() {
                 return Some(conn);
             }
         }
@@ -97,23 +114,26 @@ impl Pool {
 
     fn put(&self, key: u64, conn: Arc<Conn>, idle_timeout: Option<Duration>) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let stack = idle.entry(key).or_default();
-        // The oldest connections are at the bottom: drop those idle past their timeout, and
-        // make room when the stack is full.
-        if let Some(t) = idle_timeout {
-            let stale = stack.iter().take_while(|(_, s)| s.elapsed() > t).count();
-            stack.drain(..stale);
+        let now = Instant::now();
+        if now.duration_since(idle.swept) >= SWEEP_EVERY {
+            idle.swept = now;
+            idle.by_peer.retain(|_, stack| {
+                stack.retain(|(_, d)| !expired(d, now));
+                !stack.is_empty()
+            });
         }
+        let stack = idle.by_peer.entry(key).or_default();
+        // The oldest connections are at the bottom: make room there when the stack is full.
         if stack.len() >= self.per_peer {
             stack.remove(0);
         }
-        stack.push((conn, Instant::now()));
+        stack.push((conn, idle_timeout.map(|t| now + t)));
     }
 
     /// Idle connections held (for tests and metrics).
     pub fn idle_count(&self) -> usize {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.values().map(Vec::len).sum()
+        idle.by_peer.values().map(Vec::len).sum()
     }
 }
 
@@ -219,7 +239,7 @@ impl Connector for OwnH1 {
         &self,
         peer: &P,
     ) -> Result<(Connection<H1Session>, bool)> {
-        if let Some(conn) = self.pool.take(peer.reuse_hash(), peer.idle_timeout()) {
+        if let Some(conn) = self.pool.take(peer.reuse_hash()) {
             return Ok((Connection::Session(H1Session::new(conn, true)), true));
         }
         let conn = connect(peer).await?;
@@ -234,7 +254,7 @@ impl Connector for OwnH1 {
         peer: &P,
     ) -> Option<H1Session> {
         self.pool
-            .take(peer.reuse_hash(), peer.idle_timeout())
+            .take(peer.reuse_hash())
             .map(|c| H1Session::new(c, true))
     }
 

@@ -20,9 +20,9 @@ async fn the_pool_gives_back_the_newest_open_connection() {
     let b_fd = b.fd();
     pool.put(1, a, None);
     pool.put(1, b, None);
-    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(b_fd));
+    assert_eq!(pool.take(1).map(|c| c.fd()), Some(b_fd));
     assert!(
-        pool.take(2, None).is_none(),
+        pool.take(2).is_none(),
         "another peer's connections are not handed out"
     );
     assert_eq!(pool.idle_count(), 1);
@@ -36,7 +36,7 @@ async fn a_connection_the_upstream_closed_is_not_handed_out() {
     drop(a_peer);
     // The close reaches our side; the pool finds it when asked.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(pool.take(1, None).is_none());
+    assert!(pool.take(1).is_none());
     assert_eq!(pool.idle_count(), 0);
 }
 
@@ -52,13 +52,22 @@ async fn idle_timeouts_and_the_size_cap_drop_the_oldest() {
         pool.put(1, c, None);
     }
     assert_eq!(pool.idle_count(), 2, "capped at 2 per peer");
-    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(fds[2]));
-    assert_eq!(pool.take(1, None).map(|c| c.fd()), Some(fds[1]));
+    assert_eq!(pool.take(1).map(|c| c.fd()), Some(fds[2]));
+    assert_eq!(pool.take(1).map(|c| c.fd()), Some(fds[1]));
     let (c, _p) = pair().await;
-    pool.put(1, c, None);
+    pool.put(1, c, Some(Duration::from_millis(10)));
     tokio::time::sleep(Duration::from_millis(30)).await;
-    assert!(
-        pool.take(1, Some(Duration::from_millis(10))).is_none(),
-        "idle past its timeout"
-    );
+    assert!(pool.take(1).is_none(), "idle past its timeout");
+}
+
+#[tokio::test]
+async fn connections_to_a_peer_no_longer_asked_for_are_swept() {
+    let pool = Pool::new(8);
+    let (old, _old_peer) = pair().await;
+    pool.put(1, old, Some(Duration::from_millis(10)));
+    tokio::time::sleep(SWEEP_EVERY + Duration::from_millis(50)).await;
+    // Traffic to another peer sweeps the first peer's expired connection away.
+    let (new, _new_peer) = pair().await;
+    pool.put(2, new, Some(Duration::from_secs(60)));
+    assert_eq!(pool.idle_count(), 1);
 }
