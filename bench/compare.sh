@@ -52,34 +52,12 @@ while [ $# -gt 0 ]; do
 done
 
 # --- tools -------------------------------------------------------------------------------------
-need=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-command -v jq >/dev/null 2>&1 || need+=(jq)
-command -v curl >/dev/null 2>&1 || need+=(curl)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "== installing: ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-  # The Debian package may start a system nginx/haproxy; this script never uses them.
-fi
-export PATH=$PATH:/usr/sbin
+. bench/lib.sh
+bench_tools nginx:nginx-light haproxy:haproxy wrk:wrk jq:jq curl:curl
 NGINX=$(command -v nginx)
 HAPROXY=$(command -v haproxy)
 
-if [ -z "$EDGE_BIN" ]; then
-  if [ "$SMOKE" = 1 ] && [ -x target/release/mcp-edge ]; then
-    EDGE_BIN=target/release/mcp-edge
-  elif [ "$SMOKE" = 1 ] && [ -x target/debug/mcp-edge ]; then
-    EDGE_BIN=target/debug/mcp-edge
-  else
-    echo "== cargo build --release (fat LTO: several minutes on 2 cores when not up to date)"
-    cargo build --release --bin mcp-edge >/dev/null
-    EDGE_BIN=target/release/mcp-edge
-  fi
-fi
-EDGE_BIN=$(realpath "$EDGE_BIN")
+bench_edge_bin
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 OUT=$ROOT/target/bench/compare-$STAMP
@@ -87,17 +65,8 @@ mkdir -p "$OUT"
 echo "== raw outputs in $OUT"
 
 # --- processes ---------------------------------------------------------------------------------
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+start_cleanup
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 BASE=18800
 while ! { port_free $BASE && port_free $((BASE + 1)) && port_free $((BASE + 9)); }; do
   BASE=$((BASE + 20))
@@ -111,15 +80,6 @@ BACKEND=$((BASE + 5))
 EDGEB=$((BASE + 6))
 EXTRA_PORT0=$((BASE + 10))
 
-wait_port() {
-  local i
-  for i in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
 
 RESULT='{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello from the mcp-edge peer benchmark, 480 B"}],"resultType":"complete"}}'
 
@@ -245,16 +205,6 @@ for t in "${TARGETS[@]}"; do wait_port "${PORT[$t]}"; done
 
 pid_of() { local v="PID_${1//[-.]/_}"; echo "${!v}"; }
 
-# utime+stime (clock ticks) of a process and its direct children (nginx's worker).
-cpu_ticks() {
-  local p total=0 f
-  for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-    f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-    set -- $f
-    total=$((total + ${12} + ${13}))
-  done
-  echo $total
-}
 
 # Check every target answers the call correctly before measuring.
 for t in "${TARGETS[@]}"; do

@@ -49,30 +49,11 @@ case "$ROUNDS$DURATION" in *[!0-9]*) echo "--rounds and --duration take whole nu
 [ "$ROUNDS" -ge 1 ] && [ "$DURATION" -ge 1 ] || { echo "--rounds and --duration must be at least 1" >&2; exit 2; }
 
 # --- tools -------------------------------------------------------------------------------------
-need=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-command -v curl >/dev/null 2>&1 || need+=(curl)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "== installing: ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-export PATH=$PATH:/usr/sbin
+. bench/lib.sh
+bench_tools nginx:nginx-light wrk:wrk curl:curl
 NGINX=$(command -v nginx)
 
-if [ -z "$EDGE_BIN" ]; then
-  if [ -x target/release/mcp-edge ]; then
-    EDGE_BIN=target/release/mcp-edge
-  elif [ "$SMOKE" = 1 ] && [ -x target/debug/mcp-edge ]; then
-    EDGE_BIN=target/debug/mcp-edge
-  else
-    echo "== cargo build --release (fat LTO: several minutes on 2 cores when not up to date)"
-    cargo build --release --bin mcp-edge >/dev/null
-    EDGE_BIN=target/release/mcp-edge
-  fi
-fi
-EDGE_BIN=$(realpath "$EDGE_BIN")
+bench_edge_bin
 
 # 1024 connections: wrk holds 1024 sockets, a proxy 1024 client + up to 1024 upstream sockets.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -87,17 +68,8 @@ mkdir -p "$OUT"
 echo "== raw outputs in $OUT (mcp-edge: $EDGE_BIN)"
 
 # --- processes ---------------------------------------------------------------------------------
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+start_cleanup
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 BASE=18900
 for _ in $(seq 1 50); do
   ok=1
@@ -108,15 +80,6 @@ done
 [ $ok = 1 ] || { echo "no 9 free ports found from 18900" >&2; exit 1; }
 UP=$BASE
 
-wait_port() { # port seconds
-  local i
-  for i in $(seq 1 $(($2 * 20))); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1 after $2 s" >&2
-  return 1
-}
 
 start() { # name command...
   local name=$1; shift
@@ -297,16 +260,6 @@ done
 echo "== every target answers every point (${#POINTS[@]} points)"
 
 # --- runs --------------------------------------------------------------------------------------
-# utime+stime (clock ticks) of a process and its direct children (nginx's worker).
-cpu_ticks() {
-  local p total=0 f
-  for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-    f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-    read -r -a s <<<"$f"
-    total=$((total + s[11] + s[12]))
-  done
-  echo $total
-}
 CLK=$(getconf CLK_TCK)
 RUNS=$OUT/runs.tsv
 printf 'round\tdim\tpoint\ttarget\trps\trequests\tproxy_ticks\tupstream_ticks\tnon2xx\tsockerr\n' >"$RUNS"
