@@ -15,10 +15,12 @@
 //!
 //! pingora keeps the rest of the request's journey: the `ProxyHttp` phases, the retry buffer and
 //! retries, the response pipe to the client. TLS and h2/h2c pools keep pingora's own client.
-//! The session is in [`session`], the wire format (request head, response framing) in [`wire`].
+//! The session (the response side) is in [`session`], the request's writer in [`write`], the
+//! wire format (request head, response framing) in [`wire`].
 
 mod session;
 pub mod wire;
+mod write;
 
 use async_trait::async_trait;
 use pingora::connectors::http::custom::{Connection, Connector};

@@ -2,9 +2,8 @@
 //! `BodyWrite`) over a plain TCP connection ([`Conn`]).
 //!
 //! The connection is shared (`Arc`) by the session, which reads the response, and the body
-//! writer pingora takes out of it, which writes the request: both use tokio's `&TcpStream`
-//! readiness I/O, so neither waits on the other. The request head is held by the body writer
-//! and leaves with the first body bytes in one `writev`.
+//! writer pingora takes out of it ([`super::write`]), which writes the request: both use tokio's
+//! `&TcpStream` readiness I/O, so neither waits on the other.
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -14,28 +13,29 @@ use pingora::protocols::http::custom::{BodyWrite, CustomMessageWrite};
 use pingora::protocols::l4::socket::SocketAddr as PSocketAddr;
 use pingora::protocols::{Digest, UniqueIDType};
 use pingora::{Error, ErrorType, Result, RetryType};
-use std::io::{self, IoSlice};
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-use super::wire::{self, Decoded, Framing, RequestFraming};
+use super::wire::{self, Decoded, Framing};
+use super::write::{io_error, within, BodyWriter};
 
 /// Bytes read from the upstream at a time (the buffer grows only for a head that needs more).
 const READ_CHUNK: usize = 4096;
 
 /// An upstream TCP connection, kept across requests by the pool.
 pub struct Conn {
-    stream: TcpStream,
+    pub(super) stream: TcpStream,
     peer: PSocketAddr,
     local: Option<PSocketAddr>,
     fd: UniqueIDType,
     /// The current request was written whole (set by the body writer).
-    request_done: AtomicBool,
+    pub(super) request_done: AtomicBool,
     /// A write of the current request failed: the connection is not reused.
-    write_failed: AtomicBool,
+    pub(super) write_failed: AtomicBool,
 }
 
 impl Conn {
@@ -60,140 +60,14 @@ impl Conn {
         self.fd
     }
 
-    /// Whether an idle connection is still open: nothing to read and no end of stream. Costs no
-    /// system call when tokio has seen no event on the socket since the last read.
+    /// Whether an idle connection is still open: nothing to read and no end of stream. No system
+    /// call when tokio knows the socket has nothing (its last read would have blocked and no
+    /// event came since); after a response read to its end, one (the `EAGAIN` per request in
+    /// docs/benchmarks.md).
     pub fn still_open(&self) -> bool {
         let mut one = [0u8; 1];
         matches!(self.stream.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
-}
-
-/// Write all of `parts` (in order, as few `writev` calls as the socket allows).
-async fn write_parts(stream: &TcpStream, parts: &mut [&[u8]]) -> io::Result<()> {
-    let mut first = 0;
-    while first < parts.len() {
-        if parts[first].is_empty() {
-            first += 1;
-            continue;
-        }
-        let mut slices = [IoSlice::new(&[]); 4];
-        let live = &parts[first..];
-        for (s, p) in slices.iter_mut().zip(live) {
-            *s = IoSlice::new(p);
-        }
-        match stream.try_write_vectored(&slices[..live.len().min(4)]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(mut n) => {
-                while n > 0 {
-                    let k = n.min(parts[first].len());
-                    parts[first] = &parts[first][k..];
-                    n -= k;
-                    if parts[first].is_empty() {
-                        first += 1;
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.writable().await?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// `fut` under an optional deadline; running out is `TimedOut`.
-async fn within<T>(
-    limit: Option<Duration>,
-    fut: impl std::future::Future<Output = io::Result<T>>,
-) -> io::Result<T> {
-    match limit {
-        Some(t) => tokio::time::timeout(t, fut)
-            .await
-            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-        None => fut.await,
-    }
-}
-
-fn io_error(e: io::Error, writing: bool, retry_if_reused: bool) -> Box<Error> {
-    let timed_out = e.kind() == io::ErrorKind::TimedOut;
-    let (kind, what) = match (writing, timed_out) {
-        (true, true) => (
-            ErrorType::WriteTimedout,
-            "writing the request upstream (timeout)",
-        ),
-        (true, false) => (ErrorType::WriteError, "writing the request upstream"),
-        (false, true) => (
-            ErrorType::ReadTimedout,
-            "reading the upstream response (timeout)",
-        ),
-        (false, false) => (ErrorType::ReadError, "reading the upstream response"),
-    };
-    let mut err = Error::because(kind, what, e);
-    if retry_if_reused && !timed_out {
-        err.retry = RetryType::ReusedOnly;
-    }
-    err
-}
-
-/// The request body's way to the upstream (taken out of the session by pingora).
-struct BodyWriter {
-    conn: Arc<Conn>,
-    /// The request head, until it leaves with the first body bytes.
-    head: Option<Vec<u8>>,
-    framing: RequestFraming,
-    timeout: Option<Duration>,
-    reused: bool,
-    finished: bool,
-}
-
-impl BodyWriter {
-    async fn send(&mut self, parts: &mut [&[u8]]) -> Result<()> {
-        let r = within(self.timeout, write_parts(&self.conn.stream, parts)).await;
-        r.map_err(|e| {
-            self.conn.write_failed.store(true, Ordering::Release);
-            io_error(e, true, self.reused)
-        })
-    }
-}
-
-#[async_trait]
-impl BodyWrite for BodyWriter {
-    async fn write_all_buf(&mut self, data: &mut Bytes) -> Result<()> {
-        if data.is_empty() || self.finished {
-            return Ok(());
-        }
-        let head = self.head.take().unwrap_or_default();
-        match self.framing {
-            RequestFraming::Raw => self.send(&mut [&head, data]).await?,
-            RequestFraming::Chunked => {
-                let size = format!("{:x}\r\n", data.len());
-                self.send(&mut [&head, size.as_bytes(), data, b"\r\n"])
-                    .await?
-            }
-        }
-        data.clear();
-        Ok(())
-    }
-
-    async fn finish(&mut self) -> Result<()> {
-        if self.finished {
-            return Ok(());
-        }
-        self.finished = true;
-        let head = self.head.take().unwrap_or_default();
-        let end: &[u8] = match self.framing {
-            RequestFraming::Raw => b"",
-            RequestFraming::Chunked => b"0\r\n\r\n",
-        };
-        self.send(&mut [&head, end]).await?;
-        self.conn.request_done.store(true, Ordering::Release);
-        Ok(())
-    }
-
-    async fn cleanup(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn upgrade_body_writer(&mut self) {}
 }
 
 /// One request's exchange on a [`Conn`].
@@ -425,7 +299,7 @@ impl Session for H1Session {
     }
 
     fn response_finished(&self) -> bool {
-        !self.informational && self.ahead.is_none() && self.finished()
+        self.response.is_some() && !self.informational && self.ahead.is_none() && self.finished()
     }
 
     async fn shutdown(&mut self, _code: u32, _ctx: &str) {
