@@ -201,6 +201,9 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
         Framing::Empty
     } else if chunked {
         Framing::Chunked(Chunk::Size)
+    } else if header.headers.contains_key(http::header::TRANSFER_ENCODING) {
+        // A coding without chunked last: the length means nothing, the body ends at the close.
+        Framing::UntilClose
     } else if let Some(n) = length {
         if n == 0 {
             Framing::Empty
@@ -210,7 +213,9 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     } else {
         Framing::UntilClose
     };
-    if framing == Framing::UntilClose {
+    if framing == Framing::UntilClose
+        && !header.headers.contains_key(http::header::TRANSFER_ENCODING)
+    {
         // As pingora's HTTP/1.1 proxy does: the client gets it chunked, so that its connection
         // outlives this response (only the upstream's ends with it).
         header.set_version(http::Version::HTTP_11);

@@ -52,6 +52,15 @@ fn response_framing_follows_rfc_9112() {
     // ... and goes to the client chunked, as HTTP/1.1.
     assert_eq!(h.header.headers["transfer-encoding"], "chunked");
     assert_eq!(h.header.version, http::Version::HTTP_11);
+    // A coding other than chunked is left as the upstream sent it (read until close).
+    let h = head(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\n",
+        false,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!((h.framing, h.keep_alive), (Framing::UntilClose, false));
+    assert_eq!(h.header.headers["transfer-encoding"], "gzip");
     // No body for HEAD, 204, 304 and 1xx, whatever the headers say.
     for (bytes, is_head) in [
         (&b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"[..], true),
