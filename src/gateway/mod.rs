@@ -4,7 +4,7 @@
 //! |---------------------------|---------------------------------------------------------------|
 //! | (below pingora)           | the whole HTTP/1 request head under a deadline ([`head_deadline`]), before pingora has parsed it |
 //! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen |
-//! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]) |
+//! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]); a plain HTTP/1.1 peer goes on the gateway's own upstream leg ([`upstream_h1`]: head and body in one write, its own pool) |
 //! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
 //! | `request_body_filter`     | larger bodies: **inspect** and **validate** chunk by chunk (held, then released whole) |
 //! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning |
