@@ -5,11 +5,13 @@
 //! `scope: replica` limit (the default) keeps its buckets in this process ([`local`]: a bounded
 //! LRU store under a per-process random hash key); a `scope: global` limit asks Redis
 //! ([`store`]) with the same GCRA semantics, keyed by a SHA-256 of the limit and its key, and
-//! follows its `on_store_error` policy when Redis cannot answer in time.
+//! follows its `on_store_error` policy when Redis cannot answer in time, behind a circuit
+//! breaker ([`circuit`]).
 //!
 //! Requests with more than one `Authorization` header never get here: admission refuses them
 //! (which one would name the principal is ambiguous).
 
+pub mod circuit;
 pub mod local;
 pub mod store;
 

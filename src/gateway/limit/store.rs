@@ -9,18 +9,19 @@
 //!
 //! Every call is bounded by `redis.timeout`. After `circuit.failures` errors in a row the store
 //! stops asking Redis for `circuit.open_for`, then lets one request probe; its success closes
-//! the circuit. Metrics: `mcp_edge_limit_store_seconds`, `mcp_edge_limit_store_errors_total{kind}`,
+//! the circuit ([`super::circuit`]). Metrics: `mcp_edge_limit_store_seconds`, `mcp_edge_limit_store_errors_total{kind}`,
 //! `mcp_edge_limit_store_fallbacks_total{limit,policy}`, `mcp_edge_limit_store_up`.
 
 use arc_swap::ArcSwapOption;
 use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock, Weak};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+use super::circuit::{now_ms, Circuit};
 use crate::config::{OnStoreError, RedisConfig};
 
 /// GCRA with governor's semantics, in microseconds of Redis time.
@@ -112,66 +113,6 @@ impl StoreMetrics {
             fallbacks,
             up,
         })
-    }
-}
-
-/// Consecutive failures open the circuit for a while; then one probe may close it again.
-pub struct Circuit {
-    threshold: u32,
-    open_for_ms: u64,
-    failures: AtomicU32,
-    /// Milliseconds since the process clock's start until which Redis is not asked.
-    open_until_ms: AtomicU64,
-}
-
-fn now_ms() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-impl Circuit {
-    pub fn new(threshold: u32, open_for: Duration) -> Circuit {
-        Circuit {
-            threshold: threshold.max(1),
-            open_for_ms: open_for.as_millis() as u64,
-            failures: AtomicU32::new(0),
-            open_until_ms: AtomicU64::new(0),
-        }
-    }
-
-    /// Whether a request may ask Redis at `now` (milliseconds).
-    pub fn allow(&self, now: u64) -> bool {
-        if self.failures.load(Ordering::Relaxed) < self.threshold {
-            return true;
-        }
-        let until = self.open_until_ms.load(Ordering::Relaxed);
-        // Open: nobody asks. Past the deadline: the one who moves it probes, the rest wait.
-        now >= until
-            && self
-                .open_until_ms
-                .compare_exchange(
-                    until,
-                    now + self.open_for_ms,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-    }
-
-    pub fn success(&self) {
-        self.failures.store(0, Ordering::Relaxed);
-    }
-
-    pub fn failure(&self, now: u64) {
-        let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if n == self.threshold {
-            self.open_until_ms
-                .store(now + self.open_for_ms, Ordering::Relaxed);
-        }
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.failures.load(Ordering::Relaxed) < self.threshold
     }
 }
 
@@ -389,28 +330,5 @@ async fn connect(client: redis::Client, cfg: ConnectionManagerConfig, slot: Weak
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(1));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_circuit_opens_after_repeated_failures_and_one_probe_closes_it() {
-        let c = Circuit::new(3, Duration::from_millis(100));
-        assert!(c.allow(0));
-        c.failure(0);
-        c.failure(1);
-        assert!(c.allow(2), "two failures: still closed");
-        c.failure(2);
-        assert!(!c.allow(3) && !c.allow(101), "open for 100 ms");
-        assert!(c.allow(102), "the first request after the pause probes");
-        assert!(!c.allow(103), "...and only that one");
-        c.failure(103);
-        assert!(!c.allow(150), "a failed probe keeps it open");
-        assert!(c.allow(203));
-        c.success();
-        assert!(c.is_closed() && c.allow(204) && c.allow(205));
     }
 }
