@@ -66,13 +66,16 @@ struct Raw {
     server: AcceptLoop,
     seen: Arc<Mutex<Vec<Seen>>>,
     accepted: Arc<AtomicUsize>,
+    /// Connections the upstream has closed (counted after the close).
+    closed: Arc<AtomicUsize>,
 }
 
 impl Raw {
     fn start(answer: impl Fn(usize, &mut TcpStream) -> bool + Send + 'static) -> Raw {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let accepted = Arc::new(AtomicUsize::new(0));
-        let (log, count) = (seen.clone(), accepted.clone());
+        let closed = Arc::new(AtomicUsize::new(0));
+        let (log, count, gone) = (seen.clone(), accepted.clone(), closed.clone());
         let server = AcceptLoop::start(move |mut s| {
             count.fetch_add(1, Ordering::SeqCst);
             while let Some(req) = read_request(&mut s) {
@@ -82,14 +85,17 @@ impl Raw {
                     l.len()
                 };
                 if !answer(n, &mut s) {
-                    return;
+                    break;
                 }
             }
+            drop(s);
+            gone.fetch_add(1, Ordering::SeqCst);
         });
         Raw {
             server,
             seen,
             accepted,
+            closed,
         }
     }
 
@@ -166,8 +172,12 @@ fn an_idle_connection_the_upstream_closed_costs_the_client_nothing() {
     });
     let gw = gateway(&up, "");
     for i in 1..=5u64 {
-        // The close has reached the gateway before the next request (the upstream closed it).
-        std::thread::sleep(Duration::from_millis(50));
+        // The next request only once the upstream has closed the last connection (on loopback
+        // its FIN is then already queued on the gateway's side).
+        let closed = eventually(Duration::from_secs(10), || {
+            up.closed.load(Ordering::SeqCst) as u64 == i - 1
+        });
+        assert!(closed, "the upstream closed connection {}", i - 1);
         let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
         assert_eq!(r.status, 200, "request {i}: {}", r.text());
     }
