@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::spawn::{backend, Procs};
+use support::spawn::{backend, fleet, Procs};
 use support::*;
 
 fn key_file() -> std::path::PathBuf {
@@ -74,12 +74,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_readmitted() {
     let _serial = one_at_a_time();
     let key = key_file();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Procs(ports.iter().map(|p| backend(*p, Some(&key))).collect());
-    let addrs: Vec<SocketAddr> = ports
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
-        .collect();
+    let (mut procs, addrs) = fleet(3, Some(&key));
     let cfg = config(
         &[("default", &addrs, "balance: round_robin\n    health: {interval: 250ms, timeout: 200ms, healthy_threshold: 1, unhealthy_threshold: 1}")],
         "default_route: {pool: default}\n",
@@ -107,7 +102,7 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
 
     // Bring it back on the same port: re-admitted by the health checks.
     std::thread::sleep(Duration::from_millis(700));
-    procs.0[2] = backend(ports[2], Some(&key));
+    procs.0[2] = backend(addrs[2].port(), Some(&key));
     let restarted_at = Instant::now();
     assert!(
         eventually(Duration::from_secs(3), || up_value(&scrape(&gw), &victim)
@@ -139,12 +134,7 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
 fn ten_reloads_under_load_lose_nothing_and_keep_limiter_state() {
     let _serial = one_at_a_time();
     let key = key_file();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let _procs = Procs(ports.iter().map(|p| backend(*p, Some(&key))).collect());
-    let addrs: Vec<SocketAddr> = ports
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
-        .collect();
+    let (_procs, addrs) = fleet(3, Some(&key));
     let limit = "rate_limits:\n  - {name: kept, match: {name: never_called}, key: [name], rate: 1/h, burst: 1}\n";
     let make = |sample: f64, two: bool| {
         let pools = if two { &addrs[..2] } else { &addrs[..] };

@@ -5,35 +5,18 @@
 
 mod support;
 
+use support::config;
 use support::http::*;
-use support::scrape;
-use support::spawn::{backend, Procs};
-use support::{config, free_port};
+use support::metrics::{sample, scrape};
+use support::spawn::fleet;
 
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-fn routing_count(metrics: &str, result: &str) -> u64 {
-    metrics
-        .lines()
-        .find(|l| {
-            l.starts_with("mcp_edge_task_routing_total{")
-                && l.contains(&format!("result=\"{result}\""))
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 #[test]
 fn every_task_request_reaches_its_owner_and_a_dead_owner_is_a_clean_error() {
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut procs = Procs(ports.iter().map(|p| backend(*p, None)).collect());
-    let addrs: Vec<SocketAddr> = ports
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
-        .collect();
+    let (mut procs, addrs) = fleet(3, None);
     let cfg = config(
         &[("default", &addrs, "balance: round_robin")],
         "default_route: {pool: default}\n",
@@ -92,7 +75,11 @@ fn every_task_request_reaches_its_owner_and_a_dead_owner_is_a_clean_error() {
         assert_eq!(&instance_of(&r.result()), owner);
     }
     let m = scrape(&gw);
-    assert_eq!(routing_count(&m, "owner"), gets + tasks.len() as u64, "{m}");
+    assert_eq!(
+        sample(&m, "mcp_edge_task_routing_total", &["result=\"owner\""]) as u64,
+        gets + tasks.len() as u64,
+        "{m}"
+    );
     // Task ids never become `name` labels (each is new; they would crowd out the tools).
     assert!(!tasks.iter().any(|(id, _)| m.contains(id.as_str())), "{m}");
     // The gateway checks Mcp-Name against params.taskId itself.
@@ -109,7 +96,14 @@ fn every_task_request_reaches_its_owner_and_a_dead_owner_is_a_clean_error() {
     // A task id without a hint is balanced, and answered "unknown" by whoever gets it.
     let r = task_rpc(g, "tasks/get", "no-hint-here", json!({}), Some("alice"));
     assert_eq!(r.error_code(), -32602);
-    assert_eq!(routing_count(&scrape(&gw), "no_hint"), 1);
+    assert_eq!(
+        sample(
+            &scrape(&gw),
+            "mcp_edge_task_routing_total",
+            &["result=\"no_hint\""]
+        ) as u64,
+        1
+    );
 
     // Kill the owner of the first task: its tasks/get fails fast with a gateway error.
     let (dead_id, dead_owner) = tasks[0].clone();

@@ -7,41 +7,17 @@
 
 mod support;
 
-use support::http::raw;
-use support::spawn::{backend, Procs};
-use support::{config, free_port};
+use support::config;
+use support::metrics::{sample, scrape};
+use support::spawn::fleet;
 
 use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::task_measure::TaskReq;
 use mcp_edge::loadtest::{execute, LoadTestArgs};
-use std::net::SocketAddr;
-
-fn scrape(gw: &RunningGateway) -> String {
-    let r = raw(
-        gw.admin_addr.unwrap(),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
-    );
-    String::from_utf8(r.body).unwrap()
-}
-
-/// The sum of the samples of `name` whose label set contains every one of `labels`.
-fn sum(metrics: &str, name: &str, labels: &[&str]) -> u64 {
-    metrics
-        .lines()
-        .filter(|l| l.split(['{', ' ']).next() == Some(name))
-        .filter(|l| labels.iter().all(|f| l.contains(f)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let _procs = Procs(ports.iter().map(|p| backend(*p, None)).collect());
-    let addrs: Vec<SocketAddr> = ports
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}").parse().unwrap())
-        .collect();
+    let (_procs, addrs) = fleet(3, None);
     let cfg = config(
         &[("default", &addrs, "balance: round_robin")],
         "default_route: {pool: default}\n",
@@ -101,12 +77,15 @@ async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
             .find(|o| o.label == format!("tools/call {tool}"))
             .unwrap();
         assert_eq!(
-            sum(m, "mcp_edge_tasks_created_total", &[&label]),
+            sample(m, "mcp_edge_tasks_created_total", &[&label]) as u64,
             op.legs.requests,
             "{tool}\n{text}\n{m}"
         );
     }
-    assert_eq!(sum(m, "mcp_edge_tasks_created_total", &[]), t.created);
+    assert_eq!(
+        sample(m, "mcp_edge_tasks_created_total", &[]) as u64,
+        t.created
+    );
     for (status, n) in [
         ("completed", t.completed),
         ("cancelled", t.cancelled),
@@ -114,23 +93,23 @@ async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
     ] {
         let st = format!("status=\"{status}\"");
         assert_eq!(
-            sum(m, "mcp_edge_tasks_ended_total", &[&st]),
+            sample(m, "mcp_edge_tasks_ended_total", &[&st]) as u64,
             n,
             "{status}\n{text}\n{m}"
         );
     }
     assert_eq!(
-        sum(m, "mcp_edge_tasks_ended_total", &["tool=\"_unknown\""]),
+        sample(m, "mcp_edge_tasks_ended_total", &["tool=\"_unknown\""]) as u64,
         0
     );
-    assert_eq!(sum(m, "mcp_edge_tasks_evicted_total", &[]), 0);
+    assert_eq!(sample(m, "mcp_edge_tasks_evicted_total", &[]) as u64, 0);
     assert_eq!(
-        sum(m, "mcp_edge_task_routing_total", &["result=\"owner\""]),
+        sample(m, "mcp_edge_task_routing_total", &["result=\"owner\""]) as u64,
         t.requests(),
         "{m}"
     );
     assert_eq!(
-        sum(m, "mcp_edge_task_routing_total", &[]),
+        sample(m, "mcp_edge_task_routing_total", &[]) as u64,
         t.requests(),
         "{m}"
     );
@@ -140,8 +119,7 @@ async fn the_tasks_scenario_agrees_with_the_gateways_metrics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_past_its_limit_is_cancelled_and_counted_abandoned() {
     // Straight to one backend process: the instance comes from result `_meta` here.
-    let port = free_port();
-    let _procs = Procs(vec![backend(port, None)]);
+    let (_procs, addrs) = fleet(1, None);
     let dir = std::env::temp_dir().join(format!("mcp-edge-lt-tasks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("long.yaml");
@@ -150,7 +128,7 @@ async fn a_task_past_its_limit_is_cancelled_and_counted_abandoned() {
         "name: long\nflows:\n  - tool: slow_compute\n    arguments: {seconds: 60}\n    tasks: true\n",
     )
     .unwrap();
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let url = format!("http://{}/mcp", addrs[0]);
     let args = LoadTestArgs::from_cli([
         "--target",
         &url,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::eventually;
+use super::{eventually, free_port};
 
 /// Kills the processes when dropped, so a failing test leaves nothing behind.
 pub struct Procs(pub Vec<Child>);
@@ -39,4 +39,17 @@ pub fn backend(port: u16, key: Option<&Path>) -> Child {
         "backend on {port} did not start"
     );
     child
+}
+
+/// `n` backend processes on free loopback ports (with the shared state key file or without), and
+/// their addresses in the order started, for a gateway pool.
+#[allow(dead_code)]
+pub fn fleet(n: usize, key: Option<&Path>) -> (Procs, Vec<SocketAddr>) {
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let procs = Procs(ports.iter().map(|p| backend(*p, key)).collect());
+    let addrs = ports
+        .iter()
+        .map(|p| SocketAddr::from(([127, 0, 0, 1], *p)))
+        .collect();
+    (procs, addrs)
 }
