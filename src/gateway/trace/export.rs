@@ -143,18 +143,7 @@ impl Tracing {
         let links = info
             .previous_leg
             .map(|p| {
-                let flags = if p.sampled {
-                    TraceFlags::SAMPLED
-                } else {
-                    TraceFlags::default()
-                };
-                let sc = SpanContext::new(
-                    TraceId::from(p.trace_id),
-                    SpanId::from(p.span_id),
-                    flags,
-                    false,
-                    TraceState::default(),
-                );
+                let sc = span_context(&p, false, TraceState::default());
                 let kv = KeyValue::new("mcp_edge.link", "previous_leg");
                 vec![Link::new(sc, vec![kv], 0)]
             })
@@ -169,19 +158,7 @@ impl Tracing {
                     .as_deref()
                     .and_then(|s| s.parse::<TraceState>().ok())
                     .unwrap_or_default();
-                let flags = if p.sampled {
-                    TraceFlags::SAMPLED
-                } else {
-                    TraceFlags::default()
-                };
-                let sc = SpanContext::new(
-                    TraceId::from(p.trace_id),
-                    SpanId::from(p.span_id),
-                    flags,
-                    true,
-                    state,
-                );
-                Context::new().with_remote_span_context(sc)
+                Context::new().with_remote_span_context(span_context(p, true, state))
             }
             None => Context::new(),
         };
@@ -213,4 +190,20 @@ impl Drop for Tracing {
     fn drop(&mut self) {
         let _ = self.provider.shutdown_with_timeout(Duration::from_secs(2));
     }
+}
+
+/// The OpenTelemetry context of a span reference (a remote parent, or a previous leg linked to).
+fn span_context(r: &SpanRef, remote: bool, state: TraceState) -> SpanContext {
+    let flags = if r.sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    SpanContext::new(
+        TraceId::from(r.trace_id),
+        SpanId::from(r.span_id),
+        flags,
+        remote,
+        state,
+    )
 }

@@ -14,13 +14,9 @@ pub use export::{SpanInfo, Tracing};
 
 use super::flows::SpanRef;
 
-/// A W3C `traceparent`: trace id, parent span id, flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Parent {
-    pub trace_id: u128,
-    pub span_id: u64,
-    pub sampled: bool,
-}
+/// A W3C `traceparent`: trace id, parent span id, the sampled flag; the same span reference
+/// a flow keeps of its previous leg.
+pub type Parent = SpanRef;
 
 /// Parse a `traceparent` value (W3C Trace Context level 1): `00-<32 hex>-<16 hex>-<2 hex>`,
 /// lowercase, ids not all zero, version `ff` invalid; later versions may append `-…` fields.
