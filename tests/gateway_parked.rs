@@ -6,9 +6,9 @@
 
 mod support;
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::*;
 
@@ -74,16 +74,9 @@ fn a_parked_connection_is_closed_after_the_client_idle_a_reload_set() {
     gw.reload(cfg).unwrap();
     s.write_all(&request(2)).unwrap();
     assert_eq!(support::http::read_reply(&mut r).unwrap().status, 200);
-    let idle_since = Instant::now();
-    let mut buf = [0u8; 16];
-    let n = r.read(&mut buf).unwrap_or(0);
-    assert_eq!(
-        n, 0,
-        "the idle connection got bytes instead of being closed"
-    );
-    let idle = idle_since.elapsed();
-    assert!(
-        idle >= Duration::from_millis(800) && idle < Duration::from_secs(5),
-        "{idle:?}"
+    support::http::assert_closed_when_idle(
+        &mut r,
+        Duration::from_millis(800),
+        Duration::from_secs(5),
     );
 }

@@ -184,17 +184,10 @@ fn i13_1_an_idle_keep_alive_connection_is_closed_after_client_idle() {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let first = support::http::read_reply(&mut r).unwrap();
     assert_eq!(first.status, 200);
-    let idle_since = Instant::now();
-    let mut buf = [0u8; 16];
-    let n = r.read(&mut buf).unwrap_or(0);
-    assert_eq!(
-        n, 0,
-        "the idle connection got bytes instead of being closed"
-    );
-    let idle = idle_since.elapsed();
-    assert!(
-        idle >= Duration::from_millis(800) && idle < Duration::from_secs(5),
-        "{idle:?}"
+    support::http::assert_closed_when_idle(
+        &mut r,
+        Duration::from_millis(800),
+        Duration::from_secs(5),
     );
 }
 

@@ -7,9 +7,9 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The Tasks helpers live in `support::tasks`; these names stay for existing callers.
 pub use super::tasks::{task_rpc, tasks_caps, wait_task};
@@ -369,4 +369,19 @@ impl SseStream {
             self.pending.extend_from_slice(&chunk);
         }
     }
+}
+
+/// Wait on an idle keep-alive connection until the gateway closes it: no byte arrives, and the
+/// close comes no sooner than `at_least` and before `before`.
+#[allow(dead_code)]
+pub fn assert_closed_when_idle(r: &mut impl Read, at_least: Duration, before: Duration) {
+    let idle_since = Instant::now();
+    let mut buf = [0u8; 16];
+    let n = r.read(&mut buf).unwrap_or(0);
+    assert_eq!(
+        n, 0,
+        "the idle connection got bytes instead of being closed"
+    );
+    let idle = idle_since.elapsed();
+    assert!(idle >= at_least && idle < before, "{idle:?}");
 }
