@@ -5,14 +5,14 @@
 use std::time::{Instant, SystemTime};
 
 use super::flows::{Leg, LegFlow};
-use super::observe::method_label;
+use super::observe::{method_label, Outcome};
 use super::trace::SpanInfo;
 use super::RequestCtx;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::{ResultKind, Verdict};
 
 /// Record the request's leg in its flow and export its span.
-pub fn finished(ctx: &mut RequestCtx, status: u16) {
+pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) {
     let gw = ctx.gw.clone();
     if gw.flows.is_none() && gw.tracing.is_none() {
         return;
@@ -51,23 +51,12 @@ pub fn finished(ctx: &mut RequestCtx, status: u16) {
         if !leg.sampled {
             return;
         }
-        let route = ctx.route.and_then(|r| gw.table.get(r));
-        let pool = &gw.pools[ctx.pool];
-        let answer = ctx.answer.as_ref().map(|(r, _)| r);
         let info = SpanInfo {
-            method: ctx.method.as_deref(),
-            name: ctx.name.as_deref(),
-            route: route.map(|r| r.name.as_str()),
-            pool: route.map(|_| pool.name.as_str()),
-            instance: ctx.instance.map(|i| pool.instances[i].name.as_str()),
-            status,
-            gateway_code: answer.map(|r| r.code),
-            reason: answer.map(|r| r.reason),
+            outcome,
             rpc_error: verdict.kind == ResultKind::Error,
             round: flow.as_ref().map(|f: &LegFlow| f.round),
             previous_leg: flow.as_ref().and_then(|f| f.previous_span),
             start: SystemTime::now().checked_sub(ctx.started.elapsed()),
-            duration: ctx.started.elapsed(),
         };
         tracing.export(leg, &info);
     }

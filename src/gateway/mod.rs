@@ -383,10 +383,10 @@ impl ProxyHttp for Proxy {
                 ));
             }
         }
-        follow::finished(ctx, status);
-        ctx.slots = None;
         let outcome = observe::Outcome::of(ctx, status, session.body_bytes_sent());
         ctx.gw.metrics.record(&outcome);
         observe::access_log(&outcome);
+        follow::finished(ctx, status, outcome);
+        ctx.slots = None;
     }
 }

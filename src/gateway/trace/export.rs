@@ -16,26 +16,20 @@ use std::cell::Cell;
 use std::time::{Duration, SystemTime};
 
 use super::super::flows::SpanRef;
+use super::super::observe::Outcome;
 use super::TraceLeg;
 use crate::config::TracingConfig;
 
-/// Everything a finished request's span says.
+/// Everything a finished request's span says: what the access log and the metrics say
+/// ([`Outcome`]), and the span's own facts.
 #[derive(Debug, Default)]
 pub struct SpanInfo<'a> {
-    pub method: Option<&'a str>,
-    pub name: Option<&'a str>,
-    pub route: Option<&'a str>,
-    pub pool: Option<&'a str>,
-    pub instance: Option<&'a str>,
-    pub status: u16,
-    pub gateway_code: Option<i32>,
-    pub reason: Option<&'static str>,
+    pub outcome: Outcome<'a>,
     /// The response was a JSON-RPC error.
     pub rpc_error: bool,
     pub round: Option<u32>,
     pub previous_leg: Option<SpanRef>,
     pub start: Option<SystemTime>,
-    pub duration: Duration,
 }
 
 thread_local! {
@@ -105,14 +99,15 @@ impl Tracing {
         if !leg.sampled {
             return;
         }
-        let method = info.method.unwrap_or("_unknown");
-        let span_name = match info.name {
+        let o = &info.outcome;
+        let method = o.method.unwrap_or("_unknown");
+        let span_name = match o.name {
             Some(n) => format!("{method} {n}"),
             None => method.to_string(),
         };
         let mut attrs = Vec::with_capacity(12);
         attrs.push(KeyValue::new("mcp.method.name", method.to_string()));
-        if let Some(n) = info.name {
+        if let Some(n) = o.name {
             let key = match method {
                 "tools/call" => "gen_ai.tool.name",
                 "prompts/get" => "gen_ai.prompt.name",
@@ -126,15 +121,15 @@ impl Tracing {
                 attrs.push(KeyValue::new(k, v.to_string()));
             }
         };
-        opt("mcp_edge.route", info.route);
-        opt("mcp_edge.pool", info.pool);
-        opt("mcp_edge.instance", info.instance);
-        opt("error.type", info.reason);
+        opt("mcp_edge.route", o.route);
+        opt("mcp_edge.pool", o.pool);
+        opt("mcp_edge.instance", o.instance);
+        opt("error.type", o.reason);
         attrs.push(KeyValue::new(
             "http.response.status_code",
-            i64::from(info.status),
+            i64::from(o.status),
         ));
-        if let Some(c) = info.gateway_code {
+        if let Some(c) = o.gateway_code {
             attrs.push(KeyValue::new("mcp_edge.gateway_code", i64::from(c)));
         }
         if let Some(r) = info.round {
@@ -148,9 +143,7 @@ impl Tracing {
                 vec![Link::new(sc, vec![kv], 0)]
             })
             .unwrap_or_default();
-        let start = info
-            .start
-            .unwrap_or_else(|| SystemTime::now() - info.duration);
+        let start = info.start.unwrap_or_else(|| SystemTime::now() - o.duration);
         let parent_cx = match &leg.parent {
             Some(p) => {
                 let state = leg
@@ -173,11 +166,11 @@ impl Tracing {
         let mut span = self.tracer.build_with_context(builder, &parent_cx);
         NEXT_IDS.with(|c| c.set(None));
         use opentelemetry::trace::Span as _;
-        if info.status >= 500 || info.rpc_error {
-            let why = info.reason.unwrap_or("error");
+        if o.status >= 500 || info.rpc_error {
+            let why = o.reason.unwrap_or("error");
             span.set_status(Status::error(why.to_string()));
         }
-        span.end_with_timestamp(start + info.duration);
+        span.end_with_timestamp(start + o.duration);
     }
 
     /// Send what is queued (for tests and shutdown).
