@@ -25,6 +25,9 @@ use super::upstream_tls::PoolPeers;
 use crate::config::tls::{ListenerOptions, UpstreamHttp};
 use crate::config::Config;
 
+mod options;
+pub use options::HasServerOptions;
+
 /// One listener.
 pub struct Listener {
     /// Its key in gateway.yaml: `listen.mcp`, `listen.extra[0]`, `listen.admin`.
@@ -272,25 +275,6 @@ fn attach<A>(svc: &mut Service<A>, l: &Listener, buffers: L4BufferSettings) -> a
     }
     svc.add_listener(endpoint);
     Ok(())
-}
-
-/// Apps whose pingora server options can be set (the proxy).
-pub trait HasServerOptions {
-    fn set_server_options(&mut self, o: HttpServerOptions);
-}
-
-impl<SV, C: pingora::connectors::http::custom::Connector> HasServerOptions
-    for pingora::proxy::HttpProxy<SV, C>
-{
-    fn set_server_options(&mut self, o: HttpServerOptions) {
-        self.server_options = Some(o);
-    }
-}
-
-impl<A: HasServerOptions> HasServerOptions for super::head_deadline::HeadDeadlineApp<A> {
-    fn set_server_options(&mut self, o: HttpServerOptions) {
-        self.inner_mut().set_server_options(o);
-    }
 }
 
 /// Certificates read and checked, waiting to be swapped in.
