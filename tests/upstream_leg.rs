@@ -1,7 +1,10 @@
-//! The gateway's own upstream HTTP/1.1 leg (`connections.upstream_leg: gateway`, the default)
-//! on the wire, against a raw upstream whose every byte the test decides: one write per
-//! request, keep-alive reuse, an idle connection the upstream closed, chunked / close-delimited
-//! / SSE responses, an upstream that dies mid-body. Everything on 127.0.0.1.
+//! The gateway's own upstream HTTP/1.1 leg on the wire, against a raw upstream whose every byte
+//! the test decides: one write per request, keep-alive reuse, an idle connection the upstream
+//! closed, chunked / close-delimited / SSE responses, an upstream that dies mid-body, a client
+//! that leaves mid-answer, a request never re-sent once written. Most run on the default,
+//! `connections.upstream_leg: direct` (a checked body forwarded from the gateway's first
+//! phase); the ones marked so run on `gateway` too (the same leg inside pingora's proxy pipe).
+//! Everything on 127.0.0.1.
 
 mod support;
 
@@ -130,13 +133,25 @@ fn ok_json(s: &mut TcpStream, id: usize) {
     s.write_all(body.as_bytes()).unwrap();
 }
 
+/// The setting that keeps the own leg inside pingora's proxy pipe.
+const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: gateway }\n";
+
 #[test]
 fn each_request_reaches_the_upstream_in_one_write_over_one_reused_connection() {
+    one_write_per_request_over_one_connection("");
+}
+
+#[test]
+fn inside_pingoras_pipe_too_each_request_leaves_in_one_write_over_one_connection() {
+    one_write_per_request_over_one_connection(IN_PINGORAS_PIPE);
+}
+
+fn one_write_per_request_over_one_connection(extra: &str) {
     let up = Raw::start(|n, s| {
         ok_json(s, n);
         true
     });
-    let gw = gateway(&up, "");
+    let gw = gateway(&up, extra);
     for i in 1..=20u64 {
         let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
         assert_eq!(r.status, 200, "{}", r.text());
@@ -259,11 +274,20 @@ fn an_sse_answer_is_forwarded_event_by_event() {
 
 #[test]
 fn an_upstream_that_dies_mid_body_is_counted_as_the_upstreams_failure() {
+    dies_mid_body("");
+}
+
+#[test]
+fn inside_pingoras_pipe_too_an_upstream_dying_mid_body_is_the_upstreams_failure() {
+    dies_mid_body(IN_PINGORAS_PIPE);
+}
+
+fn dies_mid_body(extra: &str) {
     let up = Raw::start(|_, s| {
         s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":").unwrap();
         false
     });
-    let gw = gateway(&up, "");
+    let gw = gateway(&up, extra);
     let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
@@ -356,4 +380,63 @@ fn an_h2_request_leaves_as_http_1_1_with_a_host_and_a_length() {
         assert_eq!(s.body, call(i as u64 + 1, "t").as_bytes());
         assert_eq!(s.first_read, s.whole, "one write");
     }
+}
+
+#[test]
+fn a_request_written_whole_is_never_sent_twice_even_on_a_pooled_connection() {
+    // The second request arrives on the pooled connection; the upstream reads it whole and
+    // closes without a byte of answer (as if it crashed while running the call).
+    let up = Raw::start(|n, s| {
+        if n == 2 {
+            return false;
+        }
+        ok_json(s, n);
+        true
+    });
+    let gw = gateway(&up, "");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(1, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(2, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 2, "{}", r.text());
+    assert_eq!(
+        r.json()["error"]["code"],
+        mcp_edge::mcp::error::codes::GATEWAY_UPSTREAM_FAILED,
+        "{}",
+        r.text()
+    );
+    assert_eq!(up.seen().len(), 2, "the second request was not re-sent");
+    // The next request gets a fresh connection and its answer.
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(3, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_client_that_leaves_mid_answer_closes_the_upstream_request() {
+    // The upstream never answers; it reports when its connection is closed by the gateway.
+    let saw_close = Arc::new(AtomicUsize::new(0));
+    let seen_close = saw_close.clone();
+    let up = Raw::start(move |_, s| {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut b = [0u8; 64];
+        if matches!(s.read(&mut b), Ok(0)) {
+            seen_close.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    });
+    let gw = gateway(&up, "timeouts: { upstream_read: 30s }\n");
+    let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
+    let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
+    c.write_all(&req).unwrap();
+    let arrived = eventually(Duration::from_secs(10), || up.seen().len() == 1);
+    assert!(arrived, "the request reached the upstream");
+    drop(c);
+    let closed = eventually(Duration::from_secs(10), || {
+        saw_close.load(Ordering::SeqCst) == 1
+    });
+    assert!(
+        closed,
+        "the upstream connection was closed when the client left"
+    );
 }

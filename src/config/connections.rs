@@ -29,9 +29,12 @@ pub struct ConnectionsConfig {
     /// `false`: pingora's own loop, which holds that state for the connection's whole life.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
-    /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `gateway`, the gateway's own leg
-    /// (`gateway::upstream_h1`: request head and body in one write, its own keep-alive pool), or
-    /// `pingora`, pingora's HTTP/1.1 client. TLS and h2/h2c pools always use pingora's.
+    /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `direct`, the gateway's own leg
+    /// for every request it can take, and a request whose body was read and checked is
+    /// forwarded straight from the gateway's first phase, without pingora's proxy pipe
+    /// (`gateway::direct`); `gateway`, the gateway's own leg (`gateway::upstream_h1`: request
+    /// head and body in one write, its own keep-alive pool) always inside pingora's proxy pipe;
+    /// or `pingora`, pingora's HTTP/1.1 client. TLS and h2/h2c pools always use pingora's.
     #[serde(default)]
     pub upstream_leg: UpstreamLeg,
 }
@@ -41,6 +44,7 @@ pub struct ConnectionsConfig {
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamLeg {
     #[default]
+    Direct,
     Gateway,
     Pingora,
 }

@@ -3,9 +3,15 @@
 //! The body is never touched here: it leaves exactly as the client sent it. Headers leave as
 //! the client sent them minus the hop-by-hop ones (RFC 9110 §7.6.1): the fixed list below and
 //! every name the client listed in `Connection`. Unknown headers and `Mcp-Param-*` pass through.
+//! The instance is chosen here too ([`choose`]): both legs (pingora's pipe and the direct one)
+//! pick and prepare a request the same way.
 
+use pingora::http::RequestHeader;
 use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorType, Result};
+use std::time::Instant;
 
+use super::{auth_stage, trace, RequestCtx};
 use crate::config::Timeouts;
 
 /// Headers that belong to one connection and are never forwarded.
@@ -52,6 +58,62 @@ pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
     peer.options.write_timeout = Some(t.upstream_write);
     peer.options.idle_timeout = Some(t.upstream_idle);
     peer
+}
+
+/// Balance: pick an instance of the request's pool (one it has not tried yet), note it in the
+/// request and the instance's metrics, and return the peer that reaches it.
+pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
+    let gw = ctx.gw.clone();
+    let pool = &gw.pools[ctx.pool];
+    let (idx, task_route) = pool.pick_request(
+        ctx.method.as_deref(),
+        ctx.name.as_deref(),
+        headers,
+        ctx.identity.as_deref(),
+        ctx.tried,
+    );
+    if let Some(r) = task_route {
+        let labels = [pool.name.as_str(), r.label()];
+        gw.metrics.task_routing.with_label_values(&labels).inc();
+    }
+    let idx = idx.ok_or_else(|| {
+        let msg = format!("pool {} has no usable instance left", pool.name);
+        Error::explain(ErrorType::ConnectNoRoute, msg)
+    })?;
+    ctx.release_instance();
+    ctx.instance = Some(idx);
+    ctx.tried.add(idx);
+    ctx.upstream_since = Some(Instant::now());
+    gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
+    let inst = &pool.instances[idx];
+    let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
+    Ok(peer(base, &gw.config.timeouts))
+}
+
+/// The request head that goes upstream: auth header edits, hop-by-hop headers removed, and the
+/// trace context (the request's trace ids are chosen here). `client` is the client's headers.
+pub fn upstream_headers(
+    client: &http::HeaderMap,
+    upstream: &mut RequestHeader,
+    ctx: &mut RequestCtx,
+) -> Result<()> {
+    auth_stage::upstream_headers(ctx, upstream)?;
+    for name in hop_by_hop_names(&upstream.headers) {
+        upstream.remove_header(name.as_str());
+    }
+    if let Some(tracing) = &ctx.gw.tracing {
+        let ratio = tracing.config.sample_ratio;
+        let leg = ctx
+            .trace
+            .get_or_insert_with(|| trace::begin_request(client, ctx.progress.envelope(), ratio));
+        if tracing.config.propagate {
+            upstream.insert_header(crate::mcp::header::TRACEPARENT, leg.traceparent())?;
+            if let Some(ts) = &leg.tracestate {
+                upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub mod balance;
 pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
+pub mod direct;
 pub mod dns;
 pub mod expiring;
 pub mod failure;
@@ -52,6 +53,7 @@ pub mod listeners;
 pub mod observe;
 pub mod parked;
 pub mod request;
+pub mod response;
 pub mod route;
 pub mod route_index;
 pub mod server;
@@ -70,12 +72,9 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
-use pingora::ErrorType;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::mcp::methods::name_field;
-use crate::mcp::result_scan::ResultScanner;
 use answer::too_large;
 use inspect::BodyHold;
 use request::Progress;
@@ -90,11 +89,13 @@ use steps::{
 /// The pingora service.
 pub struct Proxy {
     live: Arc<Live>,
+    /// Idle connections to plain HTTP/1.1 instances (the direct leg's and the own leg's).
+    upstreams: Arc<upstream_h1::Pool>,
 }
 
 impl Proxy {
-    pub fn new(live: Arc<Live>) -> Self {
-        Proxy { live }
+    pub fn new(live: Arc<Live>, upstreams: Arc<upstream_h1::Pool>) -> Self {
+        Proxy { live, upstreams }
     }
 }
 
@@ -180,6 +181,11 @@ impl ProxyHttp for Proxy {
                 ctx.progress = Progress::Holding(BodyHold::default());
             }
         }
+
+        // 6. A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.
+        if direct::takes(session, ctx) {
+            return direct::forward(session, ctx, &self.upstreams).await;
+        }
         Ok(false)
     }
 
@@ -190,33 +196,10 @@ impl ProxyHttp for Proxy {
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
         let gw = ctx.gw.clone();
-        let pool = &gw.pools[ctx.pool];
         let headers = &session.req_header().headers;
-        let (idx, task_route) = pool.pick_request(
-            ctx.method.as_deref(),
-            ctx.name.as_deref(),
-            headers,
-            ctx.identity.as_deref(),
-            ctx.tried,
-        );
-        if let Some(r) = task_route {
-            let labels = [pool.name.as_str(), r.label()];
-            gw.metrics.task_routing.with_label_values(&labels).inc();
-        }
-        let idx = idx.ok_or_else(|| {
-            let msg = format!("pool {} has no usable instance left", pool.name);
-            Error::explain(ErrorType::ConnectNoRoute, msg)
-        })?;
-        ctx.release_instance();
-        ctx.instance = Some(idx);
-        ctx.tried.add(idx);
-        ctx.upstream_since = Some(Instant::now());
-        gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
-        let inst = &pool.instances[idx];
-        let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
-        let mut peer = forward::peer(base, &gw.config.timeouts);
+        let mut peer = forward::choose(headers, ctx)?;
         if gw.peers[ctx.pool].is_plain_h1()
-            && gw.config.connections.upstream_leg == crate::config::UpstreamLeg::Gateway
+            && gw.config.connections.upstream_leg != crate::config::UpstreamLeg::Pingora
             && upstream_h1::takes(&ctx.progress, headers)
         {
             upstream_h1::use_for(&mut peer);
@@ -231,25 +214,7 @@ impl ProxyHttp for Proxy {
         upstream: &mut pingora::http::RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        auth_stage::upstream_headers(ctx, upstream)?;
-        for name in forward::hop_by_hop_names(&upstream.headers) {
-            upstream.remove_header(name.as_str());
-        }
-        // Trace: the request's ids are chosen here, and the upstream is told its parent span.
-        if let Some(tracing) = &ctx.gw.tracing {
-            let ratio = tracing.config.sample_ratio;
-            let headers = &session.req_header().headers;
-            let leg = ctx.trace.get_or_insert_with(|| {
-                trace::begin_request(headers, ctx.progress.envelope(), ratio)
-            });
-            if tracing.config.propagate {
-                upstream.insert_header(crate::mcp::header::TRACEPARENT, leg.traceparent())?;
-                if let Some(ts) = &leg.tracestate {
-                    upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
-                }
-            }
-        }
-        Ok(())
+        forward::upstream_headers(&session.req_header().headers, upstream, ctx)
     }
 
     /// Inspect and validate: hold the body until it is complete, check it, release it whole.
@@ -293,36 +258,7 @@ impl ProxyHttp for Proxy {
         upstream_response: &mut ResponseHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        let gw = ctx.gw.clone();
-        if let Some(idx) = ctx.instance {
-            let pool = &gw.pools[ctx.pool];
-            if let Some(since) = ctx.upstream_since {
-                gw.upstream_metrics(ctx.pool, idx)
-                    .duration
-                    .observe(since.elapsed().as_secs_f64());
-            }
-            if let Some(name) = &gw.upstream_header {
-                let value = pool.instances[idx].header_value.clone();
-                upstream_response.insert_header(name.clone(), value)?;
-            }
-            let status = upstream_response.status.as_u16();
-            gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
-        }
-        let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
-        let starts = |p: &[u8]| content_type.is_some_and(|v| v.as_bytes().starts_with(p));
-        if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
-            // With flows and tracing off, only the input_required metric needs the body.
-            let follow = gw.flows.is_some() || gw.tracing.is_some();
-            ctx.scanner = match (starts(b"application/json"), follow) {
-                (true, true) => Some(ResultScanner::json()),
-                (true, false) => Some(ResultScanner::input_required_only()),
-                (false, true) if starts(b"text/event-stream") => Some(ResultScanner::sse()),
-                _ => None,
-            };
-        }
-        auth_stage::on_response_header(ctx, upstream_response);
-        // The edge cache: collect a cacheable response, watch streams for invalidations.
-        cache::flow::on_response_header(ctx, upstream_response)
+        response::on_header(ctx, upstream_response)
     }
 
     fn response_body_filter(
@@ -332,11 +268,7 @@ impl ProxyHttp for Proxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<Option<Duration>> {
-        auth_stage::on_response_body(ctx, body, end_of_stream);
-        if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
-            scanner.feed(chunk);
-        }
-        cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
+        response::on_body(ctx, body, end_of_stream);
         Ok(None)
     }
 

@@ -275,8 +275,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     let park = live.load().config.connections.park_idle;
     let pool_size = live.load().config.upstream_pool_size;
     let proxies = listeners.attach_mcp(|| {
-        let proxy =
-            super::upstream_h1::proxy(Proxy::new(live.clone()), &server.configuration, pool_size);
+        // One upstream keep-alive pool, shared by the direct leg and pingora's custom connector.
+        let leg = super::upstream_h1::OwnH1::new(pool_size);
+        let gateway = Proxy::new(live.clone(), leg.pool().clone());
+        let proxy = super::upstream_h1::proxy(gateway, &server.configuration, leg);
         let idle_live = live.clone();
         let idle: parked::IdleWait = Arc::new(move || idle_live.load().config.timeouts.client_idle);
         pingora::services::listening::Service::new(

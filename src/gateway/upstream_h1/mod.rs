@@ -102,7 +102,7 @@ impl Pool {
     }
 
     /// The most recently released live connection to `key`, if any; stale ones are dropped.
-    fn take(&self, key: u64) -> Option<Arc<Conn>> {
+    pub(crate) fn take(&self, key: u64) -> Option<Arc<Conn>> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let stack = idle.by_peer.get_mut(&key)?;
         let now = Instant::now();
@@ -114,7 +114,8 @@ impl Pool {
         None
     }
 
-    fn put(&self, key: u64, conn: Arc<Conn>, idle_timeout: Option<Duration>) {
+    /// Keep `conn` for the next request to `key`, until `idle_timeout` from now.
+    pub(crate) fn put(&self, key: u64, conn: Arc<Conn>, idle_timeout: Option<Duration>) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         if now.duration_since(idle.swept) >= SWEEP_EVERY {
@@ -164,8 +165,8 @@ impl Default for OwnH1 {
 }
 
 /// pingora's proxy app with this leg as its custom connector, ready to be wrapped in the
-/// gateway's own apps (`parked`, `head_deadline`).
-pub fn proxy<SV>(inner: SV, conf: &Arc<ServerConf>, per_peer: usize) -> HttpProxy<SV, OwnH1>
+/// gateway's own apps (`parked`, `head_deadline`). The direct leg shares `leg`'s pool.
+pub fn proxy<SV>(inner: SV, conf: &Arc<ServerConf>, leg: OwnH1) -> HttpProxy<SV, OwnH1>
 where
     SV: ProxyHttp + Send + Sync + 'static,
     SV::CTX: Send + Sync + 'static,
@@ -173,7 +174,7 @@ where
     // Downstream custom protocols are not used (no listener sets `force_custom`).
     let on_custom: ProcessCustomSession<SV, OwnH1> = Arc::new(|_, _, _| Box::pin(async { None }));
     let service = ProxyServiceBuilder::new(conf, inner)
-        .custom(OwnH1::new(per_peer), on_custom)
+        .custom(leg, on_custom)
         .build();
     take_app(service)
 }
@@ -193,7 +194,7 @@ fn take_app<A>(service: Service<A>) -> A {
 }
 
 /// Connect to `peer` within its connection timeout.
-async fn connect<P: Peer>(peer: &P) -> Result<Conn> {
+pub(crate) async fn connect<P: Peer>(peer: &P) -> Result<Conn> {
     let addr = match peer.address() {
         pingora::protocols::l4::socket::SocketAddr::Inet(a) => *a,
         #[cfg(unix)]

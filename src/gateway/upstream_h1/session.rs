@@ -80,6 +80,8 @@ pub struct H1Session {
     head_request: bool,
     buf: BytesMut,
     response: Option<ResponseHeader>,
+    /// A response head was read (it may since have been taken out by [`H1Session::take_response`]).
+    got_head: bool,
     /// The last head read was a 1xx: a final response follows.
     informational: bool,
     framing: Framing,
@@ -104,6 +106,7 @@ impl H1Session {
             head_request: false,
             buf: BytesMut::new(),
             response: None,
+            got_head: false,
             informational: false,
             framing: Framing::Empty,
             keep_alive: false,
@@ -121,7 +124,7 @@ impl H1Session {
             && !self.conn.write_failed.load(Ordering::Acquire);
         let ok = !self.broken
             && whole
-            && self.response.is_some()
+            && self.got_head
             && !self.informational
             && self.finished()
             && self.keep_alive
@@ -130,6 +133,22 @@ impl H1Session {
         drop(self.writer);
         // The body writer pingora took is gone by now; if not, the connection is not ours alone.
         (ok && Arc::strong_count(&self.conn) == 1).then_some(self.conn)
+    }
+
+    /// The response head just read, moved out (the direct leg writes it to the client as it is;
+    /// pingora's pipe reads it through `response_header` instead).
+    pub fn take_response(&mut self) -> Option<ResponseHeader> {
+        self.response.take()
+    }
+
+    /// Whether the last head read was a 1xx (a final response follows).
+    pub fn informational(&self) -> bool {
+        self.informational
+    }
+
+    /// Whether this request went on a connection taken from the pool.
+    pub fn reused(&self) -> bool {
+        self.reused
     }
 
     fn finished(&self) -> bool {
@@ -247,6 +266,7 @@ impl Session for H1Session {
                 self.framing = head.framing;
                 self.keep_alive = head.keep_alive;
                 self.response = Some(head.header);
+                self.got_head = true;
                 if !self.informational {
                     self.look_ahead()?;
                 }
@@ -299,7 +319,7 @@ impl Session for H1Session {
     }
 
     fn response_finished(&self) -> bool {
-        self.response.is_some() && !self.informational && self.ahead.is_none() && self.finished()
+        self.got_head && !self.informational && self.ahead.is_none() && self.finished()
     }
 
     async fn shutdown(&mut self, _code: u32, _ctx: &str) {

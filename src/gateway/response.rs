@@ -1,0 +1,60 @@
+//! Response stage: what the gateway does to an upstream's response on its way to the client,
+//! the same whichever leg carried it (pingora's proxy pipe, through `response_filter` and
+//! `response_body_filter`, or the direct leg, [`super::direct`]).
+//!
+//! On the head: the instance's latency, the header naming the instance, passive health, the
+//! scanner that watches a JSON or SSE result for its MRTR flow, the caller's list filter and
+//! the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
+//! the scanner and the cache.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::Result;
+
+use crate::mcp::methods::name_field;
+use crate::mcp::result_scan::ResultScanner;
+
+use super::{auth_stage, cache, RequestCtx};
+
+/// The response head, before it is written to the client.
+pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -> Result<()> {
+    let gw = ctx.gw.clone();
+    if let Some(idx) = ctx.instance {
+        let pool = &gw.pools[ctx.pool];
+        if let Some(since) = ctx.upstream_since {
+            gw.upstream_metrics(ctx.pool, idx)
+                .duration
+                .observe(since.elapsed().as_secs_f64());
+        }
+        if let Some(name) = &gw.upstream_header {
+            let value = pool.instances[idx].header_value.clone();
+            upstream_response.insert_header(name.clone(), value)?;
+        }
+        let status = upstream_response.status.as_u16();
+        gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
+    }
+    let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
+    let starts = |p: &[u8]| content_type.is_some_and(|v| v.as_bytes().starts_with(p));
+    if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
+        // With flows and tracing off, only the input_required metric needs the body.
+        let follow = gw.flows.is_some() || gw.tracing.is_some();
+        ctx.scanner = match (starts(b"application/json"), follow) {
+            (true, true) => Some(ResultScanner::json()),
+            (true, false) => Some(ResultScanner::input_required_only()),
+            (false, true) if starts(b"text/event-stream") => Some(ResultScanner::sse()),
+            _ => None,
+        };
+    }
+    auth_stage::on_response_header(ctx, upstream_response);
+    // The edge cache: collect a cacheable response, watch streams for invalidations.
+    cache::flow::on_response_header(ctx, upstream_response)
+}
+
+/// One chunk of the response body (`None` at the end, or when the list filter holds it).
+pub fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
+    auth_stage::on_response_body(ctx, body, end_of_stream);
+    if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
+        scanner.feed(chunk);
+    }
+    cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
+}
