@@ -48,6 +48,11 @@ pub fn takes(session: &Session, ctx: &RequestCtx) -> bool {
 /// Forward the request and write its response; `Ok(true)`: the client got its answer.
 pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -> Result<bool> {
     let body = session.get_retry_buffer().unwrap_or_default();
+    // The client's head becomes the upstream's in place (nothing reads it as the client sent
+    // it any more): edited once, whatever the attempts.
+    let head = session.req_header_mut();
+    forward::upstream_headers(head, ctx)?;
+    upstream_h1::wire::to_http11(head, !body.is_empty())?;
     loop {
         let peer = forward::choose(&session.req_header().headers, ctx)?;
         let key = peer.reuse_hash();
@@ -118,17 +123,9 @@ async fn exchange(
     up.set_write_timeout(peer.options.write_timeout);
 
     // The request: head and body in one write.
-    let mut req = Box::new(session.req_header().clone());
-    forward::upstream_headers(&session.req_header().headers, &mut req, ctx)?;
-    let up_err = |e: Box<Error>| e.into_up();
-    up.write_request_header(req, body.is_empty())
+    up.send_request(session.req_header(), body)
         .await
-        .map_err(up_err)?;
-    if !body.is_empty() {
-        up.write_request_body(body.clone(), true)
-            .await
-            .map_err(up_err)?;
-    }
+        .map_err(|e| e.into_up())?;
     *written = true;
 
     // The response head (informational ones are skipped), while watching for the client leaving.

@@ -90,27 +90,30 @@ pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPee
     Ok(peer(base, &gw.config.timeouts))
 }
 
-/// The request head that goes upstream: auth header edits, hop-by-hop headers removed, and the
-/// trace context (the request's trace ids are chosen here). `client` is the client's headers.
-pub fn upstream_headers(
-    client: &http::HeaderMap,
-    upstream: &mut RequestHeader,
-    ctx: &mut RequestCtx,
-) -> Result<()> {
+/// The request head that goes upstream: the trace context (the request's trace ids are chosen
+/// here, from the client's `traceparent`), auth header edits, hop-by-hop headers removed.
+/// `upstream` starts as a copy of the client's head (pingora's pipe), or is the client's head
+/// itself (the direct leg, which sends it once it is edited).
+pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
+    let mut parent = None;
+    if let Some(tracing) = &ctx.gw.tracing {
+        let ratio = tracing.config.sample_ratio;
+        let headers = &upstream.headers;
+        let leg = ctx
+            .trace
+            .get_or_insert_with(|| trace::begin_request(headers, ctx.progress.envelope(), ratio));
+        if tracing.config.propagate {
+            parent = Some((leg.traceparent(), leg.tracestate.clone()));
+        }
+    }
     auth_stage::upstream_headers(ctx, upstream)?;
     for name in hop_by_hop_names(&upstream.headers) {
         upstream.remove_header(name.as_str());
     }
-    if let Some(tracing) = &ctx.gw.tracing {
-        let ratio = tracing.config.sample_ratio;
-        let leg = ctx
-            .trace
-            .get_or_insert_with(|| trace::begin_request(client, ctx.progress.envelope(), ratio));
-        if tracing.config.propagate {
-            upstream.insert_header(crate::mcp::header::TRACEPARENT, leg.traceparent())?;
-            if let Some(ts) = &leg.tracestate {
-                upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
-            }
+    if let Some((traceparent, tracestate)) = parent {
+        upstream.insert_header(crate::mcp::header::TRACEPARENT, traceparent)?;
+        if let Some(ts) = tracestate {
+            upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
         }
     }
     Ok(())

@@ -210,11 +210,11 @@ impl ProxyHttp for Proxy {
     /// Forward: the request as the client sent it, minus hop-by-hop headers.
     async fn upstream_request_filter(
         &self,
-        session: &mut Session,
+        _session: &mut Session,
         upstream: &mut pingora::http::RequestHeader,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        forward::upstream_headers(&session.req_header().headers, upstream, ctx)
+        forward::upstream_headers(upstream, ctx)
     }
 
     /// Inspect and validate: hold the body until it is complete, check it, release it whole.

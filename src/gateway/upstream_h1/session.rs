@@ -61,9 +61,9 @@ impl Conn {
     }
 
     /// Whether an idle connection is still open: nothing to read and no end of stream. No system
-    /// call when tokio knows the socket has nothing (its last read would have blocked and no
-    /// event came since); after a response read to its end, one (the `EAGAIN` per request in
-    /// docs/benchmarks.md).
+    /// call when tokio knows the socket has nothing (its last read drained it, see `read_now`,
+    /// and no event came since); a close or stray bytes from the upstream raise an event, and
+    /// then this read sees them.
     pub fn still_open(&self) -> bool {
         let mut one = [0u8; 1];
         matches!(self.stream.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
@@ -135,6 +135,25 @@ impl H1Session {
         (ok && Arc::strong_count(&self.conn) == 1).then_some(self.conn)
     }
 
+    /// Send a request made HTTP/1.1 by [`wire::to_http11`] and its whole body, head and body in
+    /// one write (the direct leg: no body writer is boxed for pingora to take out).
+    pub async fn send_request(&mut self, req: &RequestHeader, body: &Bytes) -> Result<()> {
+        self.head_request = req.method == http::Method::HEAD;
+        let (head, framing) = wire::request_head(req)?;
+        let mut writer = BodyWriter {
+            conn: self.conn.clone(),
+            head: Some(head),
+            framing,
+            timeout: self.write_timeout,
+            reused: self.reused,
+            finished: false,
+        };
+        if !body.is_empty() {
+            writer.write_all_buf(&mut body.clone()).await?;
+        }
+        writer.finish().await
+    }
+
     /// The response head just read, moved out (the direct leg writes it to the client as it is;
     /// pingora's pipe reads it through `response_header` instead).
     pub fn take_response(&mut self) -> Option<ResponseHeader> {
@@ -162,20 +181,30 @@ impl H1Session {
         }
         let stream = &self.conn.stream;
         let buf = &mut self.buf;
-        let read = async {
-            loop {
-                match stream.try_read_buf(buf) {
-                    Ok(n) => return Ok(n),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.readable().await?,
-                    Err(e) => return Err(e),
-                }
+        // What the socket holds now, without a timer; only a read that has to wait is timed.
+        let n = match read_now(stream, buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let read = async {
+                    loop {
+                        stream.readable().await?;
+                        match read_now(stream, buf) {
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                            r => return r,
+                        }
+                    }
+                };
+                let retry = self.reused && !self.seen_bytes;
+                within(self.read_timeout, read).await.map_err(|e| {
+                    self.broken = true;
+                    io_error(e, false, retry)
+                })?
+            }
+            Err(e) => {
+                self.broken = true;
+                return Err(io_error(e, false, self.reused && !self.seen_bytes));
             }
         };
-        let retry = self.reused && !self.seen_bytes;
-        let n = within(self.read_timeout, read).await.map_err(|e| {
-            self.broken = true;
-            io_error(e, false, retry)
-        })?;
         if n > 0 {
             self.seen_bytes = true;
         }
@@ -193,6 +222,31 @@ impl H1Session {
             }
         }
         Ok(())
+    }
+}
+
+/// One read of what `stream` holds now. A read that did not fill the buffer's free space
+/// emptied the socket, so tokio is told the socket is no longer readable (as a read that would
+/// block tells it): the next read, and the pool's liveness check ([`Conn::still_open`]), wait
+/// for the next readiness event instead of paying a system call to learn there is nothing (the
+/// `EAGAIN` per request in docs/benchmarks.md). Sound with edge-triggered readiness: bytes or
+/// a close arriving later raise a new event, and tokio ignores the clearing when an event came
+/// in since the readiness it cleared was seen.
+fn read_now(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+    let space = buf.capacity() - buf.len();
+    let mut got = None;
+    let r = stream.try_io(tokio::io::Interest::READABLE, || {
+        let n = stream.try_read_buf(buf)?;
+        got = Some(n);
+        if n > 0 && n < space {
+            Err(io::ErrorKind::WouldBlock.into())
+        } else {
+            Ok(n)
+        }
+    });
+    match got {
+        Some(n) => Ok(n),
+        None => r,
     }
 }
 

@@ -71,3 +71,34 @@ async fn connections_to_a_peer_no_longer_asked_for_are_swept() {
     pool.put(2, new, Some(Duration::from_secs(60)));
     assert_eq!(pool.idle_count(), 1);
 }
+
+/// A response read to its end leaves the socket drained (a short read tells tokio so, without
+/// the `EAGAIN` a second read would cost): a close or stray bytes that come later must still be
+/// seen when the connection is taken.
+#[tokio::test]
+async fn after_a_drained_response_a_later_close_or_stray_byte_is_still_seen() {
+    use pingora::protocols::http::custom::client::Session as _;
+    use std::io::Write;
+    for stray in [false, true] {
+        let (conn, mut peer) = pair().await;
+        peer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+        let mut s = H1Session::new(conn.clone(), false);
+        s.read_response_header().await.unwrap();
+        let mut body = Vec::new();
+        while let Some(b) = s.read_response_body().await.unwrap() {
+            body.extend_from_slice(&b);
+        }
+        assert_eq!(body, b"ok");
+        drop(s);
+        assert!(conn.still_open(), "nothing happened since the response");
+        if stray {
+            peer.write_all(b"X").unwrap();
+        } else {
+            drop(peer);
+        }
+        // The event reaches the runtime while it waits.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!conn.still_open(), "stray byte: {stray}");
+    }
+}

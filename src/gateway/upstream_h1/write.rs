@@ -15,8 +15,9 @@ use tokio::net::TcpStream;
 use super::session::Conn;
 use super::wire::RequestFraming;
 
-/// Write all of `parts` (in order, as few `writev` calls as the socket allows).
-pub(super) async fn write_parts(stream: &TcpStream, parts: &mut [&[u8]]) -> io::Result<()> {
+/// Write what the socket takes of `parts` now (in order, as few `writev` calls as it allows),
+/// consuming what was written; `true` when all of it went.
+fn write_now(stream: &TcpStream, parts: &mut [&[u8]]) -> io::Result<bool> {
     let mut first = 0;
     while first < parts.len() {
         if parts[first].is_empty() {
@@ -40,9 +41,17 @@ pub(super) async fn write_parts(stream: &TcpStream, parts: &mut [&[u8]]) -> io::
                     }
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => stream.writable().await?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) => return Err(e),
         }
+    }
+    Ok(true)
+}
+
+/// Write all of `parts`, waiting for the socket to take them.
+pub(super) async fn write_parts(stream: &TcpStream, parts: &mut [&[u8]]) -> io::Result<()> {
+    while !write_now(stream, parts)? {
+        stream.writable().await?;
     }
     Ok(())
 }
@@ -94,7 +103,12 @@ pub(super) struct BodyWriter {
 
 impl BodyWriter {
     async fn send(&mut self, parts: &mut [&[u8]]) -> Result<()> {
-        let r = within(self.timeout, write_parts(&self.conn.stream, parts)).await;
+        // Most requests fit the socket's buffer at once: only a write that has to wait is timed.
+        let r = match write_now(&self.conn.stream, parts) {
+            Ok(true) => Ok(()),
+            Ok(false) => within(self.timeout, write_parts(&self.conn.stream, parts)).await,
+            Err(e) => Err(e),
+        };
         r.map_err(|e| {
             self.conn.write_failed.store(true, Ordering::Release);
             io_error(e, true, self.reused)
