@@ -440,3 +440,16 @@ fn a_client_that_leaves_mid_answer_closes_the_upstream_request() {
         "the upstream connection was closed when the client left"
     );
 }
+
+#[test]
+fn a_sampled_out_request_the_upstream_drops_is_answered_with_its_id() {
+    // Sampled out, the body is not checked; small, it is read whole for the direct leg, and the
+    // gateway's answer to the upstream's failure still names the request.
+    let up = Raw::start(|_, _| false);
+    let gw = gateway(&up, "validation: { sample: 0.0 }\n");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(41, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 41, "{}", r.text());
+    assert_eq!(up.seen().len(), 1, "sent once");
+    assert_eq!(up.seen()[0].body, call(41, "t").as_bytes());
+}

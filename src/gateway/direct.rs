@@ -1,4 +1,5 @@
-//! The direct leg: a request whose body is in hand (read and checked in `request_filter`) and
+//! The direct leg: a request whose body is in hand (read in `request_filter`: checked, or
+//! sampled out and small enough to read whole) and
 //! whose pool is plain HTTP/1.1 is forwarded from `request_filter` itself, on the gateway's own
 //! upstream connection ([`super::upstream_h1`]), and its response is written to the client
 //! there. pingora's proxy pipe (its second session, task channels, joined futures and the retry
@@ -31,16 +32,26 @@ use std::sync::Arc;
 
 use super::request::Progress;
 use super::upstream_h1::{self, Conn, H1Session, Pool};
-use super::{failure, forward, response, RequestCtx};
+use super::{failure, forward, inspect, response, RequestCtx};
 use crate::config::UpstreamLeg;
 
-/// Whether the direct leg takes this request: its body was read and checked (and kept whole in
-/// pingora's retry buffer, which is what goes upstream), its pool is plain HTTP/1.1, and the
-/// configuration asks for it.
+/// Whether the direct leg takes this request: its body is in hand (read and checked, or read
+/// whole unchecked) and kept whole in pingora's retry buffer, which is what goes upstream, its
+/// pool is plain HTTP/1.1, and the configuration asks for it.
 pub fn takes(session: &Session, ctx: &RequestCtx) -> bool {
-    matches!(ctx.progress, Progress::Checked(_))
+    matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked)
         && !session.as_ref().retry_buffer_truncated()
-        && ctx.gw.config.connections.upstream_leg == UpstreamLeg::Direct
+        && leg_for(session, ctx)
+}
+
+/// Whether a sampled-out body is read whole first (unchecked) so that the direct leg can take
+/// it: it declares a length that fits the read-ahead (64 KiB), or is empty.
+pub fn reads_unchecked(session: &mut Session, ctx: &RequestCtx, length: Option<usize>) -> bool {
+    leg_for(session, ctx) && inspect::fits_preread(session, length)
+}
+
+fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
+    ctx.gw.config.connections.upstream_leg == UpstreamLeg::Direct
         && ctx.gw.peers[ctx.pool].is_plain_h1()
         && !session.is_upgrade_req()
 }

@@ -58,7 +58,9 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
     let (rej, id) = match ctx.answer.take() {
         Some(refusal) => refusal,
         None => {
-            let id = drained_id.or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()));
+            let id = drained_id
+                .or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()))
+                .or_else(|| unchecked_id(session, ctx));
             let rej = match upstream_tls::handshake_failure(e) {
                 Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
                 None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
@@ -101,4 +103,12 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
         error_code: status,
         can_reuse_downstream: false,
     }
+}
+
+/// The id of a sampled-out body read whole (it was not parsed for the check).
+fn unchecked_id(session: &Session, ctx: &RequestCtx) -> Option<Box<serde_json::value::RawValue>> {
+    if !matches!(ctx.progress, Progress::Unchecked) {
+        return None;
+    }
+    session.get_retry_buffer().and_then(|b| inspect::id_of(&b))
 }

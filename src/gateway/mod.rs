@@ -3,11 +3,11 @@
 //! | pingora phase             | stage (file)                                                  |
 //! |---------------------------|---------------------------------------------------------------|
 //! | (below pingora)           | the whole HTTP/1 request head under a deadline ([`head_deadline`]), before pingora has parsed it |
-//! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen |
+//! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen; a body in hand for a plain HTTP/1.1 pool is then **forwarded** there and its response written, on the **direct** leg ([`direct`]: the stages below as plain functions, without pingora's proxy pipe) |
 //! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]); a plain HTTP/1.1 peer goes on the gateway's own upstream leg ([`upstream_h1`]: head and body in one write, its own pool) |
 //! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
 //! | `request_body_filter`     | larger bodies: **inspect** and **validate** chunk by chunk (held, then released whole) |
-//! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning |
+//! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning ([`response`]) |
 //! | `fail_to_connect`/`_proxy` | **answer** a refusal or an upstream failure ([`failure`], [`answer`]); connect retries; stale-if-error |
 //! | `logging`                 | **observe**: flows and spans ([`follow`], [`flows`]), metrics and one access-log line ([`observe`], [`labels`]) |
 //!
@@ -82,8 +82,8 @@ pub use request::RequestCtx;
 pub use server::{build_server, serve, Live, RunningGateway};
 pub use state::Gateway;
 use steps::{
-    cut_off, hold_chunk, invite_body, keep_alive_policy, preread, refuse, refuse_with_id,
-    settle_doomed,
+    cut_off, hold_chunk, invite_body, keep_alive_policy, preread, read_unchecked, refuse,
+    refuse_with_id, settle_doomed,
 };
 
 /// The pingora service.
@@ -166,13 +166,19 @@ impl ProxyHttp for Proxy {
         invite_body(session, ctx).await?;
 
         // 5. Decide how the body travels: read and checked before any upstream is chosen (bodies
-        //    up to 64 KiB), held and checked chunk by chunk, or (sampled out) streamed.
+        //    up to 64 KiB), held and checked chunk by chunk, or (sampled out) streamed, or read
+        //    whole unchecked when it is small and the direct leg takes it.
         if matches!(ctx.progress, Progress::Claimed) {
             // Auth decides on the claimed method and name: with it, every body is checked.
             let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
             if !(auth_check || validate::sampled(route.sample)) {
                 gw.metrics.check_skipped();
                 ctx.progress = Progress::Streaming;
+                if direct::reads_unchecked(session, ctx, admitted.content_length) {
+                    if let Some(answered) = read_unchecked(session, ctx).await? {
+                        return Ok(answered);
+                    }
+                }
             } else if inspect::fits_preread(session, admitted.content_length) {
                 if let Some(answered) = preread(session, ctx).await? {
                     return Ok(answered);

@@ -7,6 +7,7 @@
 //! Claimed ──► Holding ──► Checked ──► (forwarded)
 //!    │           └──────► Abandoned   (refused mid-body: too large, failed the check)
 //!    ├──────► Streaming               (sampled out: forwarded unchecked)
+//!    ├──────► Unchecked               (sampled out, small: read whole, forwarded unchecked)
 //!    ├──────► Checked                 (doomed-looking notification that passed)
 //!    └──────► Drained | Abandoned     (answered by the gateway before any upstream)
 //! ```
@@ -34,6 +35,9 @@ pub enum Progress {
     Holding(BodyHold),
     /// Sampled out: the body streams to the instance unchecked.
     Streaming,
+    /// Sampled out, and small: the whole body was read, unchecked, to go to the instance in one
+    /// piece on the direct leg (`gateway::direct`), as a checked one does.
+    Unchecked,
     /// The whole body was read and passed the check.
     Checked(Envelope),
     /// The whole body was read for the gateway's own answer; no instance sees it.
@@ -45,7 +49,10 @@ pub enum Progress {
 impl Progress {
     /// The body was read to its end (the client connection may be reused).
     pub fn body_read(&self) -> bool {
-        matches!(self, Progress::Checked(_) | Progress::Drained)
+        matches!(
+            self,
+            Progress::Checked(_) | Progress::Unchecked | Progress::Drained
+        )
     }
 
     pub fn envelope(&self) -> Option<&Envelope> {

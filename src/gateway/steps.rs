@@ -171,6 +171,34 @@ pub(super) async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Resu
     }
 }
 
+/// A sampled-out body small enough to read before an instance is chosen: read whole (bounded in
+/// size, time and the gateway's body budget, as [`preread`]), not checked, for the direct leg.
+pub(super) async fn read_unchecked(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
+    let (limit, deadline) = (
+        gw.config.limits.max_body_bytes,
+        gw.config.timeouts.request_body,
+    );
+    session.enable_retry_buffering();
+    let budget = (&gw.held, gw.config.limits.max_held_bytes);
+    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
+    match tokio::time::timeout(deadline, read).await {
+        Ok(Ok(body)) => {
+            ctx.body_len = body.len();
+            ctx.progress = Progress::Unchecked;
+            Ok(None)
+        }
+        Ok(Err(rej)) => refuse(session, ctx, rej, None).await.map(Some),
+        Err(_) => {
+            let rej = answer::body_timeout(deadline);
+            refuse(session, ctx, rej, None).await.map(Some)
+        }
+    }
+}
+
 /// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the
 /// gateway's body budget) and, at the end of the stream, check the whole body and release it.
 pub(super) fn hold_chunk(
