@@ -453,3 +453,21 @@ fn a_sampled_out_request_the_upstream_drops_is_answered_with_its_id() {
     assert_eq!(up.seen().len(), 1, "sent once");
     assert_eq!(up.seen()[0].body, call(41, "t").as_bytes());
 }
+
+#[test]
+fn the_upstream_leg_setting_applies_with_a_reload() {
+    // Only the direct leg reads a sampled-out body whole, so only it can name the request when
+    // the upstream drops it: what the answer carries shows which leg carried the request.
+    let up = Raw::start(|_, _| false);
+    let s0 = "validation: { sample: 0.0 }\n";
+    let gw = gateway(&up, &format!("{s0}{IN_PINGORAS_PIPE}"));
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(7, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.json()["id"].is_null(), "streamed: {}", r.text());
+    let mut cfg = gateway_config(&up, s0);
+    cfg.listen = gw.current().config.listen.clone();
+    gw.reload(cfg).unwrap();
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(8, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 8, "direct after the reload: {}", r.text());
+}

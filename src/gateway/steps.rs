@@ -140,23 +140,11 @@ pub(super) async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> 
 /// A refused request then never reaches an instance at all, whatever its size (an empty body
 /// included), and a slow body holds no upstream connection.
 pub(super) async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
-    let gw = ctx.gw.clone();
-    let (limit, deadline) = (
-        gw.config.limits.max_body_bytes,
-        gw.config.timeouts.request_body,
-    );
-    session.enable_retry_buffering();
-    let budget = (&gw.held, gw.config.limits.max_held_bytes);
-    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
-    let body = match tokio::time::timeout(deadline, read).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(rej)) => return refuse(session, ctx, rej, None).await.map(Some),
-        Err(_) => {
-            let rej = answer::body_timeout(deadline);
-            return refuse(session, ctx, rej, None).await.map(Some);
-        }
+    let body = match read_in_hand(session, ctx).await? {
+        Ok(body) => body,
+        Err(answered) => return Ok(Some(answered)),
     };
-    ctx.body_len = body.len();
+    let gw = ctx.gw.clone();
     let headers = &session.req_header().headers;
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
@@ -171,12 +159,27 @@ pub(super) async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Resu
     }
 }
 
-/// A sampled-out body small enough to read before an instance is chosen: read whole (bounded in
-/// size, time and the gateway's body budget, as [`preread`]), not checked, for the direct leg.
+/// A sampled-out body small enough to read before an instance is chosen: read whole, as
+/// [`preread`] reads, but not checked, for the direct leg.
 pub(super) async fn read_unchecked(
     session: &mut Session,
     ctx: &mut RequestCtx,
 ) -> Result<Option<bool>> {
+    Ok(match read_in_hand(session, ctx).await? {
+        Ok(_) => {
+            ctx.progress = Progress::Unchecked;
+            None
+        }
+        Err(answered) => Some(answered),
+    })
+}
+
+/// Read a whole small body into pingora's retry buffer (what goes upstream), bounded in size,
+/// time and the gateway's body budget; `Err(answered)` when it was refused instead.
+async fn read_in_hand(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<std::result::Result<Bytes, bool>> {
     let gw = ctx.gw.clone();
     let (limit, deadline) = (
         gw.config.limits.max_body_bytes,
@@ -185,18 +188,15 @@ pub(super) async fn read_unchecked(
     session.enable_retry_buffering();
     let budget = (&gw.held, gw.config.limits.max_held_bytes);
     let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
-    match tokio::time::timeout(deadline, read).await {
+    let rej = match tokio::time::timeout(deadline, read).await {
         Ok(Ok(body)) => {
             ctx.body_len = body.len();
-            ctx.progress = Progress::Unchecked;
-            Ok(None)
+            return Ok(Ok(body));
         }
-        Ok(Err(rej)) => refuse(session, ctx, rej, None).await.map(Some),
-        Err(_) => {
-            let rej = answer::body_timeout(deadline);
-            refuse(session, ctx, rej, None).await.map(Some)
-        }
-    }
+        Ok(Err(rej)) => rej,
+        Err(_) => answer::body_timeout(deadline),
+    };
+    refuse(session, ctx, rej, None).await.map(Err)
 }
 
 /// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the

@@ -138,20 +138,25 @@ impl H1Session {
     /// Send a request made HTTP/1.1 by [`wire::to_http11`] and its whole body, head and body in
     /// one write (the direct leg: no body writer is boxed for pingora to take out).
     pub async fn send_request(&mut self, req: &RequestHeader, body: &Bytes) -> Result<()> {
+        let mut writer = self.writer_for(req)?;
+        if !body.is_empty() {
+            writer.write_all_buf(&mut body.clone()).await?;
+        }
+        writer.finish().await
+    }
+
+    /// The writer of `req` (an HTTP/1.1 request): it holds the head until the first body bytes.
+    fn writer_for(&mut self, req: &RequestHeader) -> Result<BodyWriter> {
         self.head_request = req.method == http::Method::HEAD;
         let (head, framing) = wire::request_head(req)?;
-        let mut writer = BodyWriter {
+        Ok(BodyWriter {
             conn: self.conn.clone(),
             head: Some(head),
             framing,
             timeout: self.write_timeout,
             reused: self.reused,
             finished: false,
-        };
-        if !body.is_empty() {
-            writer.write_all_buf(&mut body.clone()).await?;
-        }
-        writer.finish().await
+        })
     }
 
     /// The response head just read, moved out (the direct leg writes it to the client as it is;
@@ -261,17 +266,8 @@ fn closed(what: &str, retry: bool) -> Box<Error> {
 #[async_trait]
 impl Session for H1Session {
     async fn write_request_header(&mut self, mut req: Box<RequestHeader>, end: bool) -> Result<()> {
-        self.head_request = req.method == http::Method::HEAD;
         wire::to_http11(&mut req, !end)?;
-        let (head, framing) = wire::request_head(&req)?;
-        let mut writer = BodyWriter {
-            conn: self.conn.clone(),
-            head: Some(head),
-            framing,
-            timeout: self.write_timeout,
-            reused: self.reused,
-            finished: false,
-        };
+        let mut writer = self.writer_for(&req)?;
         if end {
             writer.finish().await?;
         }
