@@ -14,6 +14,7 @@
 //! - `support::cache`, `support::scripted`: scripted upstreams for the edge-cache tests;
 //! - `support::loadtest`: an in-process MRTR target for the load tester.
 //! - `support::background`: the runtime thread every test server above runs on, stopped on drop.
+//! - `support::raw`: a raw upstream (every answer byte the test's) and a gateway in front of it.
 //!
 //! Each test crate uses a different subset, hence the allowances.
 #![allow(dead_code, unused_imports)]
@@ -25,6 +26,7 @@ pub mod http;
 pub mod limits;
 pub mod loadtest;
 pub mod metrics;
+pub mod raw;
 pub mod scripted;
 pub mod spawn;
 pub mod tasks;

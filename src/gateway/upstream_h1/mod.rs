@@ -15,9 +15,10 @@
 //!
 //! pingora keeps the rest of the request's journey: the `ProxyHttp` phases, the retry buffer and
 //! retries, the response pipe to the client. TLS and h2/h2c pools keep pingora's own client.
-//! The session (the response side) is in [`session`], the request's writer in [`write`], the
-//! wire format (request head, response framing) in [`wire`].
+//! The connection is in [`conn`], the session (the response side) in [`session`], the request's
+//! writer in [`write`], the wire format (request head, response framing) in [`wire`].
 
+mod conn;
 mod session;
 pub mod wire;
 mod write;
@@ -35,7 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
-pub use session::{Conn, H1Session};
+pub use conn::Conn;
+pub use session::H1Session;
 
 use super::request::Progress;
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-use super::session::Conn;
+use super::conn::Conn;
 use super::wire::RequestFraming;
 
 /// Write what the socket takes of `parts` now (in order, as few `writev` calls as it allows),

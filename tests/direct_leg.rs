@@ -1,0 +1,106 @@
+//! The direct leg (`connections.upstream_leg: direct`, the default: a body in hand forwarded
+//! from the gateway's first phase, `gateway::direct`) on the wire, against a raw upstream
+//! (`support::raw`): a request written whole is never re-sent, a client that leaves closes the
+//! upstream request, a sampled-out small body is read whole (so an error answer names it), and
+//! the setting applies with a reload. Everything on 127.0.0.1.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::raw::{gateway, gateway_config, ok_json, Raw, IN_PINGORAS_PIPE};
+use support::*;
+
+#[test]
+fn a_request_written_whole_is_never_sent_twice_even_on_a_pooled_connection() {
+    // The second request arrives on the pooled connection; the upstream reads it whole and
+    // closes without a byte of answer (as if it crashed while running the call).
+    let up = Raw::start(|n, s| {
+        if n == 2 {
+            return false;
+        }
+        ok_json(s, n);
+        true
+    });
+    let gw = gateway(&up, "");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(1, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(2, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 2, "{}", r.text());
+    assert_eq!(
+        r.json()["error"]["code"],
+        mcp_edge::mcp::error::codes::GATEWAY_UPSTREAM_FAILED,
+        "{}",
+        r.text()
+    );
+    assert_eq!(up.seen().len(), 2, "the second request was not re-sent");
+    // The next request gets a fresh connection and its answer.
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(3, "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(up.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_client_that_leaves_mid_answer_closes_the_upstream_request() {
+    // The upstream never answers; it reports when its connection is closed by the gateway.
+    let saw_close = Arc::new(AtomicUsize::new(0));
+    let seen_close = saw_close.clone();
+    let up = Raw::start(move |_, s| {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut b = [0u8; 64];
+        if matches!(s.read(&mut b), Ok(0)) {
+            seen_close.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    });
+    let gw = gateway(&up, "timeouts: { upstream_read: 30s }\n");
+    let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
+    let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
+    c.write_all(&req).unwrap();
+    let arrived = eventually(Duration::from_secs(10), || up.seen().len() == 1);
+    assert!(arrived, "the request reached the upstream");
+    drop(c);
+    let closed = eventually(Duration::from_secs(10), || {
+        saw_close.load(Ordering::SeqCst) == 1
+    });
+    assert!(
+        closed,
+        "the upstream connection was closed when the client left"
+    );
+}
+
+#[test]
+fn a_sampled_out_request_the_upstream_drops_is_answered_with_its_id() {
+    // Sampled out, the body is not checked; small, it is read whole for the direct leg, and the
+    // gateway's answer to the upstream's failure still names the request.
+    let up = Raw::start(|_, _| false);
+    let gw = gateway(&up, "validation: { sample: 0.0 }\n");
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(41, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 41, "{}", r.text());
+    assert_eq!(up.seen().len(), 1, "sent once");
+    assert_eq!(up.seen()[0].body, call(41, "t").as_bytes());
+}
+
+#[test]
+fn the_upstream_leg_setting_applies_with_a_reload() {
+    // Only the direct leg reads a sampled-out body whole, so only it can name the request when
+    // the upstream drops it: what the answer carries shows which leg carried the request.
+    let up = Raw::start(|_, _| false);
+    let s0 = "validation: { sample: 0.0 }\n";
+    let gw = gateway(&up, &format!("{s0}{IN_PINGORAS_PIPE}"));
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(7, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert!(r.json()["id"].is_null(), "streamed: {}", r.text());
+    let mut cfg = gateway_config(&up, s0);
+    cfg.listen = gw.current().config.listen.clone();
+    gw.reload(cfg).unwrap();
+    let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(8, "t"));
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(r.json()["id"], 8, "direct after the reload: {}", r.text());
+}

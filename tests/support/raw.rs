@@ -1,0 +1,132 @@
+//! A raw upstream for the upstream-leg tests (tests/upstream_leg.rs, tests/direct_leg.rs):
+//! every byte of each answer is the test's, each request as the upstream read it is recorded
+//! (how many bytes its first read returned, the whole, head and body), and accepted and closed
+//! connections are counted. Plus a gateway in front of it with active health checks off, so
+//! every request the upstream sees is the test's. Everything on 127.0.0.1.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::background::AcceptLoop;
+use super::upstream::config;
+
+/// One request as the upstream read it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// Bytes the first `read` returned.
+    pub first_read: usize,
+    /// Bytes of the whole request (head and body).
+    pub whole: usize,
+    /// The request head, lower-cased.
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+/// Read one request (Content-Length framing); `None` when the connection ended first.
+pub fn read_request(s: &mut TcpStream) -> Option<Seen> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256 * 1024];
+    let mut first_read = 0;
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if first_read == 0 {
+            first_read = n;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        if buf.len() >= end + 4 + len {
+            return Some(Seen {
+                first_read,
+                whole: end + 4 + len,
+                head,
+                body: buf[end + 4..end + 4 + len].to_vec(),
+            });
+        }
+    }
+}
+
+/// A raw upstream: for each request on a connection, `answer(request number, stream)` writes
+/// the response; it returns whether to keep the connection.
+pub struct Raw {
+    pub server: AcceptLoop,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    pub accepted: Arc<AtomicUsize>,
+    /// Connections the upstream has closed (counted after the close).
+    pub closed: Arc<AtomicUsize>,
+}
+
+impl Raw {
+    pub fn start(answer: impl Fn(usize, &mut TcpStream) -> bool + Send + 'static) -> Raw {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let closed = Arc::new(AtomicUsize::new(0));
+        let (log, count, gone) = (seen.clone(), accepted.clone(), closed.clone());
+        let server = AcceptLoop::start(move |mut s| {
+            count.fetch_add(1, Ordering::SeqCst);
+            while let Some(req) = read_request(&mut s) {
+                let n = {
+                    let mut l = log.lock().unwrap();
+                    l.push(req);
+                    l.len()
+                };
+                if !answer(n, &mut s) {
+                    break;
+                }
+            }
+            drop(s);
+            gone.fetch_add(1, Ordering::SeqCst);
+        });
+        Raw {
+            server,
+            seen,
+            accepted,
+            closed,
+        }
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+pub fn gateway(up: &Raw, extra: &str) -> mcp_edge::gateway::RunningGateway {
+    mcp_edge::gateway::RunningGateway::start(gateway_config(up, extra)).unwrap()
+}
+
+pub fn gateway_config(up: &Raw, extra: &str) -> mcp_edge::config::Config {
+    config(
+        // No active health checks: every request the upstream sees is the test's.
+        &[(
+            "default",
+            &[up.server.addr],
+            "balance: round_robin\n    health: {check: off}",
+        )],
+        &format!("default_route: {{pool: default}}\n{extra}"),
+    )
+}
+
+pub fn ok_json(s: &mut TcpStream, id: usize) {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+}
+
+/// The setting that keeps the own leg inside pingora's proxy pipe.
+pub const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: gateway }\n";
