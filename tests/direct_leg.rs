@@ -104,3 +104,42 @@ fn the_upstream_leg_setting_applies_with_a_reload() {
     assert_eq!(r.status, 502, "{}", r.text());
     assert_eq!(r.json()["id"], 8, "direct after the reload: {}", r.text());
 }
+
+#[test]
+fn an_empty_answer_to_a_notification_leaves_both_connections_reusable() {
+    // A notification gets 202 with no body; the next request goes over the same client
+    // connection and the same upstream connection.
+    let up = Raw::start(|n, s| {
+        if n == 1 {
+            s.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
+        } else {
+            ok_json(s, n);
+        }
+        true
+    });
+    let gw = gateway(&up, "");
+    let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+    let mut h = plain_headers("notifications/cancelled");
+    h.push(("Content-Type", "application/json"));
+    c.write_all(&post_bytes(&h, note.as_bytes())).unwrap();
+    let first = support::http::read_reply(&mut r).unwrap();
+    assert_eq!(first.status, 202, "{}", first.text());
+    assert!(first.text().is_empty());
+    c.write_all(&post_bytes(
+        &refs(&call_headers("t")),
+        call(2, "t").as_bytes(),
+    ))
+    .unwrap();
+    let second = support::http::read_reply(&mut r).unwrap();
+    assert_eq!(second.status, 200, "{}", second.text());
+    assert_eq!(second.json()["id"], 2);
+    assert_eq!(
+        up.accepted.load(Ordering::SeqCst),
+        1,
+        "one upstream connection"
+    );
+}

@@ -155,22 +155,22 @@ async fn exchange(
         .await
         .map_err(|e| e.into_down())?;
 
-    // The body, chunk by chunk as it arrives (SSE events are not held back).
+    // The body, chunk by chunk as it arrives (SSE events are not held back); the response
+    // stage sees its end also when there is no body (the list filter may answer then).
     let mut end = up.response_finished();
-    while !end {
-        let mut chunk = until_client_leaves(session, up.read_response_body()).await?;
-        end = chunk.is_none() || up.response_finished();
+    loop {
+        let mut chunk = match end {
+            true => None,
+            false => until_client_leaves(session, up.read_response_body()).await?,
+        };
+        end = end || chunk.is_none() || up.response_finished();
         response::on_body(ctx, &mut chunk, end);
-        if let Some(data) = chunk {
-            if !data.is_empty() || end {
-                let wrote = session.write_response_body(Some(data), end).await;
-                wrote.map_err(|e| e.into_down())?;
-            }
-        } else if end {
-            session
-                .write_response_body(None, true)
-                .await
-                .map_err(|e| e.into_down())?;
+        if chunk.as_ref().is_some_and(|d| !d.is_empty()) || end {
+            let wrote = session.write_response_body(chunk, end).await;
+            wrote.map_err(|e| e.into_down())?;
+        }
+        if end {
+            break;
         }
     }
     Ok(up.into_reusable())
