@@ -34,17 +34,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-need=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)
-command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "== installing: ${need[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-export PATH=$PATH:/usr/sbin
+. bench/lib.sh
+bench_tools nginx:nginx-light wrk:wrk h2load:nghttp2-client openssl:openssl
 NGINX=$(command -v nginx)
 if [ -z "$EDGE_BIN" ]; then
   if [ "$SMOKE" = 1 ] && [ -x target/debug/mcp-edge ]; then EDGE_BIN=target/debug/mcp-edge
@@ -55,18 +46,11 @@ OUT=$ROOT/target/bench/compare-tls-$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$OUT/up" "$OUT/ngx"
 echo "== raw outputs in $OUT"
 
-PIDS=()
-cleanup() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3
-            for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+start_cleanup
 BASE=19800
 while ! { port_free $BASE && port_free $((BASE + 1)) && port_free $((BASE + 6)); }; do BASE=$((BASE + 20)); done
 UP=$BASE; NGX_H1=$((BASE + 1)); NGX_TLS=$((BASE + 2)); NGX_H2C=$((BASE + 3))
 EDGE_PLAIN=$((BASE + 4)); EDGE_TLS=$((BASE + 5))
-wait_port() { local i; for i in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-              echo "nothing listens on port $1" >&2; return 1; }
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
   -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2>/dev/null
@@ -149,8 +133,6 @@ for t in "${ORDER[@]}"; do
   case "$got" in *'"resultType":"complete"'*HTTP200) ;; *) echo "target $t answered wrongly: $got" >&2; exit 1 ;; esac
 done
 
-cpu_ticks() { local p total=0 f; for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
-  f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue; set -- $f; total=$((total + ${12} + ${13})); done; echo $total; }
 CLK=$(getconf CLK_TCK)
 RUNS=$OUT/runs.tsv
 printf 'round\ttarget\trps\trequests\tticks\tfailed\n' >"$RUNS"

@@ -73,32 +73,14 @@ OUT=$ROOT/target/bench/conns-$STAMP
 mkdir -p "$OUT/up" "$OUT/ngx"
 echo "== raw outputs in $OUT (ulimit -n $FDS)"
 
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.3
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
+start_cleanup
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 BASE=19300
 while ! { port_free $BASE && port_free $((BASE + 1)) && port_free $((BASE + 2)) && port_free $((BASE + 3)) && port_free $((BASE + 4)); }; do
   BASE=$((BASE + 20))
 done
 UP=$BASE; NGX=$((BASE + 1)); EDGE=$((BASE + 2)); BACKEND=$((BASE + 3)); NGX_SSE=$((BASE + 4))
-
-wait_port() {
-  local i
-  for i in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
 
 start() { # name command...  (sets LAST_PID)
   local name=$1; shift

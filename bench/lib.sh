@@ -1,4 +1,5 @@
-# bench/lib.sh: what the loopback benchmarks (compare.sh, growth.sh) share; sourced, not run.
+# bench/lib.sh: what the loopback benchmarks (compare.sh, growth.sh, compare-tls.sh, conns.sh)
+# share; sourced, not run.
 #
 #   bench_tools CMD:PKG...   apt-get installs the packages of the commands that are missing
 #   bench_edge_bin           sets EDGE_BIN (absolute): --edge-bin if given; with SMOKE=1 an
