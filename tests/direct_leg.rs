@@ -1,8 +1,10 @@
 //! The direct leg (`connections.upstream_leg: direct`, the default: a body in hand forwarded
 //! from the gateway's first phase, `gateway::direct`) on the wire, against a raw upstream
 //! (`support::raw`): a request written whole is never re-sent, a client that leaves closes the
-//! upstream request, a sampled-out small body is read whole (so an error answer names it), and
-//! the setting applies with a reload. Everything on 127.0.0.1.
+//! upstream request, a sampled-out small body is read whole (so an error answer names it), an
+//! empty answer leaves both connections reusable, the instance is chosen on the client's
+//! headers as in pingora's pipe, and the setting applies with a reload. Everything on
+//! 127.0.0.1.
 
 mod support;
 
@@ -142,4 +144,59 @@ fn an_empty_answer_to_a_notification_leaves_both_connections_reusable() {
         1,
         "one upstream connection"
     );
+}
+
+#[test]
+fn the_instance_is_chosen_on_the_headers_the_client_sent() {
+    chosen_on_the_client_headers("");
+}
+
+#[test]
+fn inside_pingoras_pipe_the_instance_is_chosen_the_same_way() {
+    chosen_on_the_client_headers(IN_PINGORAS_PIPE);
+}
+
+fn chosen_on_the_client_headers(extra: &str) {
+    // The pool shards on a header the client lists in `Connection` (so it is hop-by-hop and
+    // not forwarded): the shard is still chosen on it, as pingora's pipe chooses, so one value
+    // always lands on one instance.
+    let a = Raw::start(|n, s| {
+        ok_json(s, n);
+        true
+    });
+    let b = Raw::start(|n, s| {
+        ok_json(s, n);
+        true
+    });
+    let cfg = config(
+        &[(
+            "default",
+            &[a.server.addr, b.server.addr],
+            "balance: hash\n    hash_key: header:x-shard\n    health: {check: off}",
+        )],
+        &format!("default_route: {{pool: default}}\n{extra}"),
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let mut id = 0;
+    for shard in ["a", "b", "c", "d", "e", "f"] {
+        let before = (a.seen().len(), b.seen().len());
+        for _ in 0..4 {
+            id += 1;
+            let mut h = call_headers("t");
+            h.push(("x-shard", shard.into()));
+            h.push(("connection", "keep-alive, x-shard".into()));
+            let r = post(gw.mcp_addr, &refs(&h), &call(id, "t"));
+            assert_eq!(r.status, 200, "{}", r.text());
+        }
+        let got = (a.seen().len() - before.0, b.seen().len() - before.1);
+        assert!(got == (4, 0) || got == (0, 4), "shard {shard}: {got:?}");
+    }
+    let all = a.seen().into_iter().chain(b.seen());
+    for s in all {
+        assert!(
+            !s.head.contains("x-shard"),
+            "hop-by-hop, not forwarded: {}",
+            s.head
+        );
+    }
 }

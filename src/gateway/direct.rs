@@ -22,7 +22,7 @@
 //!   client's `Expect` itself, and strips `Expect` from what goes upstream).
 
 use bytes::Bytes;
-use pingora::http::ResponseHeader;
+use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::custom::client::Session as _;
 use pingora::proxy::Session;
 use pingora::upstreams::peer::{HttpPeer, Peer};
@@ -59,11 +59,12 @@ fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
 /// Forward the request and write its response; `Ok(true)`: the client got its answer.
 pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -> Result<bool> {
     let body = session.get_retry_buffer().unwrap_or_default();
-    // The client's head becomes the upstream's in place (nothing reads it as the client sent
-    // it any more): edited once, whatever the attempts.
-    let head = session.req_header_mut();
-    forward::upstream_headers(head, ctx)?;
-    upstream_h1::wire::to_http11(head, !body.is_empty())?;
+    // The upstream's head: a copy of the client's, edited once, whatever the attempts. The
+    // client's stays as it came: each attempt chooses its instance on it, as pingora's pipe
+    // does (a shard key may be a header the edits remove).
+    let mut head = session.req_header().clone();
+    forward::upstream_headers(&mut head, ctx)?;
+    upstream_h1::wire::to_http11(&mut head, !body.is_empty())?;
     loop {
         let peer = forward::choose(&session.req_header().headers, ctx)?;
         let key = peer.reuse_hash();
@@ -78,7 +79,8 @@ pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -
             },
         };
         let mut written = false;
-        let mut outcome = exchange(session, ctx, &peer, conn, reused, &body, &mut written).await;
+        let sent = (&head, &body);
+        let mut outcome = exchange(session, ctx, &peer, conn, reused, sent, &mut written).await;
         let unsent = |e: &Error| e.etype() == &ErrorType::WriteError;
         if matches!(&outcome, Err(e) if reused && !written && unsent(e)) {
             // A pooled connection the upstream had closed: the request never left; once more,
@@ -86,7 +88,7 @@ pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -
             outcome = match upstream_h1::connect(&peer).await {
                 Ok(conn) => {
                     let conn = Arc::new(conn);
-                    exchange(session, ctx, &peer, conn, false, &body, &mut written).await
+                    exchange(session, ctx, &peer, conn, false, sent, &mut written).await
                 }
                 Err(e) => match retry_connect(ctx, e) {
                     Ok(()) => continue,
@@ -126,7 +128,7 @@ async fn exchange(
     peer: &HttpPeer,
     conn: Arc<Conn>,
     reused: bool,
-    body: &Bytes,
+    (request, body): (&RequestHeader, &Bytes),
     written: &mut bool,
 ) -> Result<Option<Arc<Conn>>> {
     let mut up = H1Session::new(conn, reused);
@@ -134,7 +136,7 @@ async fn exchange(
     up.set_write_timeout(peer.options.write_timeout);
 
     // The request: head and body in one write.
-    up.send_request(session.req_header(), body)
+    up.send_request(request, body)
         .await
         .map_err(|e| e.into_up())?;
     *written = true;

@@ -92,8 +92,8 @@ pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPee
 
 /// The request head that goes upstream: the trace context (the request's trace ids are chosen
 /// here, from the client's `traceparent`), auth header edits, hop-by-hop headers removed.
-/// `upstream` starts as a copy of the client's head (pingora's pipe), or is the client's head
-/// itself (the direct leg, which sends it once it is edited).
+/// `upstream` starts as a copy of the client's head (once per attempt in pingora's pipe, once
+/// per request on the direct leg); the client's own head is left as it came.
 pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
     let mut parent = None;
     if let Some(tracing) = &ctx.gw.tracing {
