@@ -18,6 +18,10 @@ const SEEDS: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":-3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#,
     r#"{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":"t-1","_meta":[1,2]}}"#,
     "  {\n  \"jsonrpc\" : \"2.0\" ,\t\"id\" : 12345678901234567890123 , \"method\" : \"ping\" }\r\n",
+    // Arguments longer than the bulk pass's 64-byte blocks, so that mutations move strings,
+    // escapes (runs of backslashes, surrogate pairs) and tokens across block boundaries.
+    r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write","arguments":{"path":"C:\\dir\\sub\\file.txt","text":"line one\nline \"two\"\tand \\\" three \ud83d\ude00 caf\u00e9 été end of a string long enough to cross a block","list":[{"k":1},{"k":2,"v":[null,false,-0.25e-3]},"x\\\\",1e2],"more":{"a":"\/","b":"\b\f\r","c":[[[]]],"d":{}}}}}"#,
+    r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"wide","arguments":{"alpha":1,"beta":"b","gamma":[1,2,3],"delta":{"x":"y"},"epsilon":true,"zeta":null,"eta":-1.5,"theta":"\u0041","iota":[],"kappa":{},"lambda":"long value of a member past the eighth","Mu":0}}}"#,
     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"m\u00e9t\u00e9o","arguments":{"Kind":1,"kind2":{"x":1,"X2":2},"wide":{"a1":1,"a2":2,"a3":3,"a4":4,"a5":5,"a6":6,"a7":7,"a8":8,"a9":9,"a10":10,"A11":11}}}}"#,
 ];
 

@@ -25,6 +25,8 @@ use super::error::{codes, Rejection};
 use super::meta;
 pub use super::strict::MAX_DEPTH;
 
+mod blocks;
+mod bulk;
 pub mod fast;
 mod keep;
 mod keys;

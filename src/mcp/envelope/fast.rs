@@ -29,7 +29,7 @@ fn scan(body: &[u8]) -> Scan<Envelope> {
         return Err(Punt);
     }
     sc.object(1, |sc, key, level| {
-        match key.raw {
+        match key {
             "jsonrpc" => jsonrpc = maybe_string(sc, level)?,
             "method" => env.method = maybe_string(sc, level)?,
             "id" => env.id = Some(id(sc)?),
@@ -38,7 +38,7 @@ fn scan(body: &[u8]) -> Scan<Envelope> {
                     return Err(Punt);
                 }
                 sc.object(level + 1, |sc, key, level| {
-                    params_member(sc, key.raw, level, &mut env)
+                    params_member(sc, key, level, &mut env)
                 })?;
             }
             other => {
@@ -77,9 +77,7 @@ fn params_member(sc: &mut Scanner, key: &str, level: usize, env: &mut Envelope) 
         "_meta" => {
             env.has_meta = sc.peek()? == b'{';
             if env.has_meta {
-                sc.object(level + 1, |sc, key, level| {
-                    meta_member(sc, key.raw, level, env)
-                })?;
+                sc.object(level + 1, |sc, key, level| meta_member(sc, key, level, env))?;
             } else {
                 sc.value(level)?;
             }

@@ -11,8 +11,12 @@
 //! \r \t \uXXXX`, numbers `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` whose value is a finite
 //! double, `true`/`false`/`null`, whitespace of space, tab, CR and LF.
 
-use super::keys::{Key, Seen};
+use super::keys::Seen;
 use crate::mcp::strict::MAX_DEPTH;
+
+/// A container with at least this much body left (from its bracket on) is read by the
+/// [bulk](super::bulk) passes; a smaller one byte by byte, which costs less than a block.
+const BULK: usize = 64;
 
 /// Not accepted by the scan: the serde walk decides.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,7 +29,6 @@ pub type Scan<T> = Result<T, Punt>;
 pub struct Str<'a> {
     pub raw: &'a str,
     pub escaped: bool,
-    pub ascii: bool,
 }
 
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -51,6 +54,16 @@ impl<'a> Scanner<'a> {
     pub fn new(body: &'a [u8]) -> Scan<Self> {
         let s = std::str::from_utf8(body).map_err(|_| Punt)?;
         Ok(Scanner { s, b: body, i: 0 })
+    }
+
+    /// The whole body.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.b
+    }
+
+    /// The whole body, as text.
+    pub fn text_all(&self) -> &'a str {
+        self.s
     }
 
     /// The text from `start` to the current position.
@@ -94,6 +107,8 @@ impl<'a> Scanner<'a> {
     /// one deeper).
     pub fn value(&mut self, level: usize) -> Scan<()> {
         match self.peek()? {
+            // Containers with at least a block of body left take the bulk reading.
+            b'{' | b'[' if self.b.len() - self.i >= BULK => self.container(level),
             b'{' => self.object(level + 1, |sc, _, l| sc.value(l)),
             b'[' => self.array(level + 1),
             b'"' => self.string().map(drop),
@@ -114,53 +129,9 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn digits(&mut self) -> usize {
-        let start = self.i;
-        while let Some(b'0'..=b'9') = self.b.get(self.i) {
-            self.i += 1;
-        }
-        self.i - start
-    }
-
     /// A number (at its first byte).
     pub fn number(&mut self) -> Scan<()> {
-        let start = self.i;
-        if self.b[self.i] == b'-' {
-            self.i += 1;
-        }
-        let int = match self.b.get(self.i) {
-            Some(b'0') => {
-                self.i += 1;
-                1
-            }
-            Some(b'1'..=b'9') => self.digits(),
-            _ => return Err(Punt),
-        };
-        if self.b.get(self.i) == Some(&b'.') {
-            self.i += 1;
-            if self.digits() == 0 {
-                return Err(Punt);
-            }
-        }
-        let mut exponent = false;
-        if let Some(b'e' | b'E') = self.b.get(self.i) {
-            exponent = true;
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.b.get(self.i) {
-                self.i += 1;
-            }
-            if self.digits() == 0 {
-                return Err(Punt);
-            }
-        }
-        // Without an exponent, up to 300 integer digits are below 1e300: always finite. Anything
-        // else is read as serde_json reads it (nearest double) and must be comfortably finite.
-        if exponent || int > 300 {
-            let v: f64 = self.since(start).parse().map_err(|_| Punt)?;
-            if v.is_nan() || v.abs() > 1e308 {
-                return Err(Punt);
-            }
-        }
+        self.i = number_end(self.b, self.i)?;
         Ok(())
     }
 
@@ -169,42 +140,31 @@ impl<'a> Scanner<'a> {
         self.i += 1;
         let start = self.i;
         let b = self.b;
-        let (mut escaped, mut high) = (false, 0u64);
+        let mut escaped = false;
         loop {
             // Eight bytes at a time, straight to the first quote, backslash or control byte.
             while let Some(chunk) = b.get(self.i..self.i + 8) {
                 let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
                 let m = special(w);
                 if m == 0 {
-                    high |= w & HIGH;
                     self.i += 8;
                     continue;
                 }
-                let k = (m.trailing_zeros() / 8) as usize;
-                high |= w & HIGH & ((1u64 << (8 * k)) - 1);
-                self.i += k;
+                self.i += (m.trailing_zeros() / 8) as usize;
                 break;
             }
             match *b.get(self.i).ok_or(Punt)? {
                 b'"' => {
                     let raw = &self.s[start..self.i];
                     self.i += 1;
-                    let ascii = high == 0;
-                    return Ok(Str {
-                        raw,
-                        escaped,
-                        ascii,
-                    });
+                    return Ok(Str { raw, escaped });
                 }
                 b'\\' => {
                     escaped = true;
                     self.escape()?;
                 }
                 0..=0x1f => return Err(Punt),
-                c => {
-                    high |= u64::from(c & 0x80);
-                    self.i += 1;
-                }
+                _ => self.i += 1,
             }
         }
     }
@@ -272,7 +232,7 @@ impl<'a> Scanner<'a> {
     /// then `member(scanner, key, level)` must consume the value.
     pub fn object<F>(&mut self, level: usize, mut member: F) -> Scan<()>
     where
-        F: FnMut(&mut Self, Key<'a>, usize) -> Scan<()>,
+        F: FnMut(&mut Self, &'a str, usize) -> Scan<()>,
     {
         if level > MAX_DEPTH {
             return Err(Punt);
@@ -282,19 +242,19 @@ impl<'a> Scanner<'a> {
             self.i += 1;
             return Ok(());
         }
-        let mut seen = Seen::new();
+        let mut seen = Seen::new(self.s);
         loop {
             if self.peek()? != b'"' {
                 return Err(Punt);
             }
+            let start = self.i + 1;
             let k = self.string()?;
             if k.escaped {
                 return Err(Punt);
             }
-            let key = Key::new(k.raw, k.ascii);
-            seen.note(key)?;
+            seen.note_at(start, start + k.raw.len())?;
             self.eat(b':')?;
-            member(self, key, level)?;
+            member(self, k.raw, level)?;
             match self.peek()? {
                 b',' => self.i += 1,
                 b'}' => {
@@ -305,6 +265,58 @@ impl<'a> Scanner<'a> {
             }
         }
     }
+}
+
+/// The end of the number that starts at `start`.
+#[inline]
+pub fn number_end(b: &[u8], start: usize) -> Scan<usize> {
+    let digits = |mut i: usize| {
+        while let Some(b'0'..=b'9') = b.get(i) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = start;
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    i = match b.get(i) {
+        Some(b'0') => i + 1,
+        Some(b'1'..=b'9') => digits(i + 1),
+        _ => return Err(Punt),
+    };
+    let int = i - int_start;
+    if b.get(i) == Some(&b'.') {
+        let end = digits(i + 1);
+        if end == i + 1 {
+            return Err(Punt);
+        }
+        i = end;
+    }
+    let mut exponent = false;
+    if let Some(b'e' | b'E') = b.get(i) {
+        exponent = true;
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let end = digits(i);
+        if end == i {
+            return Err(Punt);
+        }
+        i = end;
+    }
+    // Without an exponent, up to 300 integer digits are below 1e300: always finite. Anything
+    // else is read as serde_json reads it (nearest double) and must be comfortably finite.
+    if exponent || int > 300 {
+        let text = std::str::from_utf8(&b[start..i]).map_err(|_| Punt)?;
+        let v: f64 = text.parse().map_err(|_| Punt)?;
+        if v.is_nan() || v.abs() > 1e308 {
+            return Err(Punt);
+        }
+    }
+    Ok(i)
 }
 
 #[cfg(test)]
