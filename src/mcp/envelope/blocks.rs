@@ -218,6 +218,8 @@ pub struct Tokens<'a> {
     paired_low: usize,
     /// The CPU has AVX2.
     avx2: bool,
+    /// Some block so far has a backslash.
+    backslash: bool,
 }
 
 impl<'a> Tokens<'a> {
@@ -236,6 +238,7 @@ impl<'a> Tokens<'a> {
             avx2: has_avx2(),
             #[cfg(not(target_arch = "x86_64"))]
             avx2: false,
+            backslash: false,
         }
     }
 
@@ -249,6 +252,13 @@ impl<'a> Tokens<'a> {
         let at = self.base + self.bits.trailing_zeros() as usize;
         self.bits &= self.bits - 1;
         Ok(at)
+    }
+
+    /// Whether any byte up to the end of the current block may be a backslash: without one,
+    /// no string so far has an escape.
+    #[inline(always)]
+    pub fn saw_backslash(&self) -> bool {
+        self.backslash
     }
 
     /// Classify the next block.
@@ -282,6 +292,7 @@ impl<'a> Tokens<'a> {
         self.base = start;
         self.next = start + 64;
 
+        self.backslash |= m.backslash != 0;
         let escaped = self.escapes(m.backslash)?;
         let quote = m.quote & !escaped;
         let mut inside = prefix_xor(quote);

@@ -100,7 +100,7 @@ impl<'a> Scanner<'a> {
                 return Err(Punt);
             }
             let close = t.next()?;
-            seen.note_at(at + 1, close)?;
+            seen.note_at(at + 1, close, t.saw_backslash())?;
             let colon = t.next()?;
             if b[colon] != b':' {
                 return Err(Punt);

@@ -17,9 +17,10 @@ const HIGH: u64 = ONES * 0x80;
 pub struct Key {
     /// `start << 32 | end`.
     span: u64,
-    /// Equal for keys that [`Key::same`] joins when both are ASCII (a hash of the lowercased
-    /// length, first eight and last eight bytes); any value for other keys, which are compared
-    /// in full with every key.
+    /// Equal for keys that [`Key::same`] joins when both are ASCII: a hash of the first and last
+    /// eight bytes and the length, each byte with bit 0x20 set (which joins `A` and `a`, and a
+    /// few pairs of other characters: equal hashes are then compared in full). Any value for
+    /// other keys, which are compared in full with every key.
     ident: u32,
     ascii: bool,
 }
@@ -29,39 +30,40 @@ impl Key {
     /// make the scan punt.
     pub fn new(body: &str, start: usize, end: usize, ascii: bool) -> Scan<Self> {
         let raw = body.get(start..end).ok_or(Punt)?.as_bytes();
-        let word = |b: &[u8]| {
-            let mut w = [0u8; 8];
-            w[..b.len()].copy_from_slice(b);
-            lower(u64::from_le_bytes(w))
-        };
         let ident = match raw.len() {
             _ if !ascii => 0,
-            0..=8 => ident(word(raw), 0),
-            n => ident(word(&raw[..8]), word(&raw[n - 8..]) ^ n as u64),
+            0..=8 => short_ident(raw),
+            n => ident(coarse(&raw[..8]), coarse(&raw[n - 8..]) ^ n as u64),
         };
         Ok(Key {
-            span: span(start, end).ok_or(Punt)?,
+            span: span(start, end),
             ident,
             ascii,
         })
     }
 
     /// The key `body[start..end]`, read as one word, when it is all ASCII, has no backslash and
-    /// is at most eight bytes long (most keys); `None` for any other key.
+    /// is one to eight bytes long (most keys); `None` for any other key. Without
+    /// `maybe_backslash` the caller knows the key has none.
     #[inline(always)]
-    fn word(body: &str, start: usize, end: usize) -> Option<Self> {
+    fn word(body: &str, start: usize, end: usize, maybe_backslash: bool) -> Option<Self> {
         let len = end.wrapping_sub(start);
-        let word = body.as_bytes().get(start..start + 8).filter(|_| len <= 8)?;
-        let mask = if len == 0 { 0 } else { !0u64 >> (64 - 8 * len) };
+        let word = body.as_bytes().get(start..start + 8);
+        let word = word.filter(|_| len.wrapping_sub(1) < 8)?;
+        let mask = !0u64 >> (64 - 8 * len);
         let w = u64::from_le_bytes(word.try_into().expect("8 bytes")) & mask;
-        let x = w ^ (ONES * u64::from(b'\\'));
-        let backslash = x.wrapping_sub(ONES) & !x & HIGH;
-        if w & HIGH != 0 || backslash != 0 {
+        if maybe_backslash {
+            let x = w ^ (ONES * u64::from(b'\\'));
+            if x.wrapping_sub(ONES) & !x & HIGH != 0 {
+                return None;
+            }
+        }
+        if w & HIGH != 0 {
             return None;
         }
         Some(Key {
-            span: span(start, end)?,
-            ident: ident(lower(w), 0),
+            span: span(start, end),
+            ident: ident((w | (ONES * 0x20)) & mask, 0),
             ascii: true,
         })
     }
@@ -79,29 +81,56 @@ impl Key {
         }
     }
 
-    /// A hash of the folded key: equal for keys that [`Key::same`] joins (both hash the bytes
-    /// of the folded key; an ASCII key is lowercased eight bytes at a time on the way).
-    fn fold_hash(&self, body: &str) -> u64 {
+    /// The hash of the key in the table: equal for keys that [`Key::same`] joins. Both hash
+    /// the folded key, the ident's way when it is at most eight bytes long (so an ASCII key's
+    /// is its ident), or all its bytes, lowercased eight at a time.
+    fn table_hash(&self, body: &str) -> u32 {
         let raw = self.raw(body);
-        if self.ascii {
-            return word_hash(raw.as_bytes(), true);
+        let long = |b: &[u8]| (word_hash(b, true) >> 32) as u32;
+        match (self.ascii, raw.len()) {
+            (true, 0..=8) => self.ident,
+            (true, _) => long(raw.as_bytes()),
+            (false, _) => {
+                let folded: String = fold_chars(raw).collect();
+                match folded.len() {
+                    0..=8 => short_ident(folded.as_bytes()),
+                    _ => long(folded.as_bytes()),
+                }
+            }
         }
-        let folded: String = fold_chars(raw).collect();
-        word_hash(folded.as_bytes(), false)
     }
 }
 
-/// Both offsets in one word; `None` past `u32`.
+/// Both offsets in one word (bodies are below 4 GiB: [`Scanner::new`] refuses bigger ones).
+///
+/// [`Scanner::new`]: super::scanner::Scanner::new
 #[inline(always)]
-fn span(start: usize, end: usize) -> Option<u64> {
-    Some(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?))
+fn span(start: usize, end: usize) -> u64 {
+    (start as u64) << 32 | end as u64
 }
 
 /// A 32-bit hash of a key's (lowercased) words.
 #[inline(always)]
 fn ident(a: u64, b: u64) -> u32 {
-    let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // The high half folded onto the low one first: the product's upper bits (the hash) then
+    // depend on every byte, and so do its lowest bits (the table's slot, the filter's bits).
+    let x = a ^ b.rotate_left(29);
+    let h = (x ^ (x >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 32) as u32
+}
+
+/// Up to eight bytes as one word, each with bit 0x20 set (zero past the end).
+fn coarse(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    for (w, c) in w.iter_mut().zip(b) {
+        *w = c | 0x20;
+    }
+    u64::from_le_bytes(w)
+}
+
+/// The ident of a key of at most eight bytes, as [`Key::word`] computes it.
+fn short_ident(b: &[u8]) -> u32 {
+    ident(coarse(b), 0)
 }
 
 /// The ASCII bytes of `w` lowercased: A-Z found by SWAR (no byte of an ASCII word carries over).
@@ -140,10 +169,8 @@ const LINEAR: usize = 8;
 /// The keys of one object so far, to refuse (folded) duplicates.
 pub struct Seen<'a> {
     body: &'a str,
-    /// The first keys' spans and hashes (apart, so that each is one store): the hashes are
-    /// compared all at once.
+    /// The first keys' spans (their hashes are computed again when needed: rarely).
     spans: [u64; LINEAR],
-    idents: [u32; LINEAR],
     /// Two bits of each hash so far: a key whose two bits are not both set has a hash not seen
     /// yet (most keys), and costs a test.
     bloom: u64,
@@ -160,7 +187,6 @@ impl<'a> Seen<'a> {
         Seen {
             body,
             spans: [0; LINEAR],
-            idents: [0; LINEAR],
             bloom: 0,
             wide: false,
             n: 0,
@@ -168,11 +194,11 @@ impl<'a> Seen<'a> {
         }
     }
 
-    /// The key `body[start..end]` (between its quotes), read by the bulk pass: `Punt` if it has
-    /// an escape or was seen before.
+    /// The key `body[start..end]` (between its quotes): `Punt` if it has an escape or was seen
+    /// before. Without `maybe_backslash` the caller knows the key has no backslash.
     #[inline(always)]
-    pub fn note_at(&mut self, start: usize, end: usize) -> Scan<()> {
-        match Key::word(self.body, start, end) {
+    pub fn note_at(&mut self, start: usize, end: usize, maybe_backslash: bool) -> Scan<()> {
+        match Key::word(self.body, start, end, maybe_backslash) {
             Some(k) => self.note(k),
             None => self.note_other(start, end),
         }
@@ -196,7 +222,6 @@ impl<'a> Seen<'a> {
             self.bloom |= bits;
             if fresh && !self.wide && k.ascii {
                 self.spans[self.n] = k.span;
-                self.idents[self.n] = k.ident;
                 self.n += 1;
                 return Ok(());
             }
@@ -206,44 +231,28 @@ impl<'a> Seen<'a> {
         }
     }
 
-    /// Bit `i` set: key `i` so far has hash `h`.
-    #[inline(always)]
-    fn equal_hashes(&self, h: u32) -> u32 {
-        let all = self.idents.iter().enumerate();
-        let bits = all.fold(0u32, |m, (i, &x)| m | (u32::from(x == h) << i));
-        bits & ((1u32 << self.n) - 1)
-    }
-
     /// A key whose hash equals an earlier one's, or one of them not all ASCII: compared in full.
     #[cold]
     fn note_slow(&mut self, k: Key) -> Scan<()> {
-        let equal = self.equal_hashes(k.ident);
         self.wide |= !k.ascii;
-        for (i, p) in self.first().enumerate() {
-            let candidate = equal & (1 << i) != 0 || !p.ascii || !k.ascii;
+        for p in self.first() {
+            let candidate = p.ident == k.ident || !p.ascii || !k.ascii;
             if candidate && p.same(&k, self.body) {
                 return Err(Punt);
             }
         }
         self.spans[self.n] = k.span;
-        self.idents[self.n] = k.ident;
         self.n += 1;
         Ok(())
     }
 
     /// The keys kept apart so far.
     fn first(&self) -> impl Iterator<Item = Key> + '_ {
-        let n = self.n.min(LINEAR);
         let body = self.body;
-        let idents = self.idents[..n].iter();
-        let spans = self.spans[..n].iter();
-        spans.zip(idents).map(move |(&span, &ident)| {
-            let raw = &body[(span >> 32) as usize..(span as u32) as usize];
-            Key {
-                span,
-                ident,
-                ascii: raw.is_ascii(),
-            }
+        self.spans[..self.n.min(LINEAR)].iter().map(move |&span| {
+            let (start, end) = ((span >> 32) as usize, (span as u32) as usize);
+            let ascii = body[start..end].is_ascii();
+            Key::new(body, start, end, ascii).expect("a key seen before")
         })
     }
 
@@ -279,8 +288,8 @@ impl Table {
         };
         for k in first {
             // The first keys are already known to be distinct.
-            let h = k.fold_hash(body) >> 32;
-            t.place(h as u32, t.keys.len() as u32 + 1);
+            let h = k.table_hash(body);
+            t.place(h, t.keys.len() as u32 + 1);
             t.keys.push(*k);
         }
         t
@@ -296,7 +305,7 @@ impl Table {
     }
 
     fn insert(&mut self, k: Key, body: &str) -> Scan<()> {
-        let h = (k.fold_hash(body) >> 32) as u32;
+        let h = k.table_hash(body);
         let mask = self.slots.len() - 1;
         let mut at = (h as usize) & mask;
         while let (sh, idx @ 1..) = self.slots[at] {

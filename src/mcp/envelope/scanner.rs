@@ -50,8 +50,12 @@ pub struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    /// The body must be UTF-8 as a whole (outside strings JSON is ASCII anyway).
+    /// The body must be UTF-8 as a whole (outside strings JSON is ASCII anyway), and below
+    /// 4 GiB (the keys' offsets are 32-bit).
     pub fn new(body: &'a [u8]) -> Scan<Self> {
+        if u32::try_from(body.len()).is_err() {
+            return Err(Punt);
+        }
         let s = std::str::from_utf8(body).map_err(|_| Punt)?;
         Ok(Scanner { s, b: body, i: 0 })
     }
@@ -252,7 +256,7 @@ impl<'a> Scanner<'a> {
             if k.escaped {
                 return Err(Punt);
             }
-            seen.note_at(start, start + k.raw.len())?;
+            seen.note_at(start, start + k.raw.len(), false)?;
             self.eat(b':')?;
             member(self, k.raw, level)?;
             match self.peek()? {
@@ -268,7 +272,7 @@ impl<'a> Scanner<'a> {
 }
 
 /// The end of the number that starts at `start`.
-#[inline]
+#[inline(always)]
 pub fn number_end(b: &[u8], start: usize) -> Scan<usize> {
     let digits = |mut i: usize| {
         while let Some(b'0'..=b'9') = b.get(i) {
