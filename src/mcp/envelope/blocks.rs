@@ -220,6 +220,9 @@ pub struct Tokens<'a> {
     avx2: bool,
     /// Some block so far has a backslash.
     backslash: bool,
+    /// The last block had at most one quote: the next may well lie inside one long string
+    /// (the only case where testing it for a plain block pays).
+    long_string: bool,
 }
 
 impl<'a> Tokens<'a> {
@@ -239,6 +242,7 @@ impl<'a> Tokens<'a> {
             #[cfg(not(target_arch = "x86_64"))]
             avx2: false,
             backslash: false,
+            long_string: true,
         }
     }
 
@@ -266,7 +270,8 @@ impl<'a> Tokens<'a> {
         let start = self.next;
         let rest = self.b.get(start..).filter(|r| !r.is_empty()).ok_or(Punt)?;
         #[cfg(target_arch = "x86_64")]
-        if let (true, false, true, Some(block)) = (
+        if let (true, true, false, true, Some(block)) = (
+            self.long_string,
             self.in_string,
             self.escape_carry,
             self.avx2,
@@ -293,6 +298,7 @@ impl<'a> Tokens<'a> {
         self.next = start + 64;
 
         self.backslash |= m.backslash != 0;
+        self.long_string = m.quote & (m.quote.wrapping_sub(1)) == 0;
         let escaped = self.escapes(m.backslash)?;
         let quote = m.quote & !escaped;
         let mut inside = prefix_xor(quote);
