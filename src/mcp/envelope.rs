@@ -15,9 +15,11 @@
 //!
 //! Escaped keys such as `"\u006dethod"` are decoded before comparison, exactly as every
 //! conforming parser does, so they name the same member as `"method"` (and a document that has
-//! both is a duplicate). Two readers implement this: [`fast`], a byte scanner that accepts the
-//! common documents at memory speed, and [`walk`], the serde walk that reads everything the scan
-//! leaves to it and words every refusal. Only the members below are kept.
+//! both is a duplicate). Two readers implement this: [`fast`], a scanner that accepts the
+//! common documents (the envelope byte by byte, big containers in two passes: 64-byte blocks
+//! classified at once into token masks, then the grammar token by token), and [`walk`], the
+//! serde walk that reads everything the scan leaves to it and words every refusal. Only the
+//! members below are kept.
 
 use serde_json::value::RawValue;
 

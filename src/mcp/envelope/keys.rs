@@ -42,28 +42,39 @@ impl Key {
         })
     }
 
-    /// The key `body[start..end]`, read as one word, when it is all ASCII, has no backslash and
-    /// is one to eight bytes long (most keys); `None` for any other key. Without
-    /// `maybe_backslash` the caller knows the key has none.
+    /// The key `body[start..end]`, read as one or two words, when it is all ASCII, has no
+    /// backslash and is one to sixteen bytes long (most keys); `None` for any other key.
+    /// Without `maybe_backslash` the caller knows the key has none.
     #[inline(always)]
     fn word(body: &str, start: usize, end: usize, maybe_backslash: bool) -> Option<Self> {
         let len = end.wrapping_sub(start);
-        let word = body.as_bytes().get(start..start + 8);
-        let word = word.filter(|_| len.wrapping_sub(1) < 8)?;
-        let mask = !0u64 >> (64 - 8 * len);
-        let w = u64::from_le_bytes(word.try_into().expect("8 bytes")) & mask;
-        if maybe_backslash {
+        let load = |at: usize| {
+            let w = body.as_bytes().get(at..at + 8)?;
+            Some(u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        };
+        let plain = |w: u64| {
             let x = w ^ (ONES * u64::from(b'\\'));
-            if x.wrapping_sub(ONES) & !x & HIGH != 0 {
+            w & HIGH == 0 && (!maybe_backslash || x.wrapping_sub(ONES) & !x & HIGH == 0)
+        };
+        let ident = if len.wrapping_sub(1) < 8 {
+            let w = load(start)? & (!0u64 >> (64 - 8 * len));
+            if !plain(w) {
                 return None;
             }
-        }
-        if w & HIGH != 0 {
+            ident((w | (ONES * 0x20)) & (!0u64 >> (64 - 8 * len)), 0)
+        } else if len.wrapping_sub(9) < 8 {
+            // The first eight bytes and the last eight (overlapping for fewer than sixteen).
+            let (first, last) = (load(start)?, load(end - 8)?);
+            if !plain(first) || !plain(last) {
+                return None;
+            }
+            ident(first | (ONES * 0x20), (last | (ONES * 0x20)) ^ len as u64)
+        } else {
             return None;
-        }
+        };
         Some(Key {
             span: span(start, end),
-            ident: ident((w | (ONES * 0x20)) & mask, 0),
+            ident,
             ascii: true,
         })
     }

@@ -10,6 +10,10 @@
 //! serde_json reads it: UTF-8, no control characters in strings, the escapes `\" \\ \/ \b \f \n
 //! \r \t \uXXXX`, numbers `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` whose value is a finite
 //! double, `true`/`false`/`null`, whitespace of space, tab, CR and LF.
+//!
+//! The envelope's own members are read here byte by byte; any other container with a block or
+//! more of body left (the arguments: where the bytes are) goes to the two-pass [bulk
+//! reading](super::bulk), which holds to the same rules.
 
 use super::keys::Seen;
 use crate::mcp::strict::MAX_DEPTH;

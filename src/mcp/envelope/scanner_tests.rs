@@ -165,3 +165,35 @@ fn folded_keys_collide_in_the_table_whatever_their_spelling() {
         assert!(accepts(&wide(a, "different")), "{a}");
     }
 }
+
+#[test]
+fn keys_of_every_length_are_told_apart_and_their_case_variants_refused_on_both_paths() {
+    // Short documents take the byte scanner; the same ones padded past a block the bulk reading
+    // (keys of up to sixteen bytes are read there as one or two words).
+    let pad = |d: String| vec![d.clone(), format!("{d}{}", " ".repeat(80))];
+    for len in 1..=24 {
+        let key: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        let upper = key.to_ascii_uppercase();
+        let mut other = key.clone().into_bytes();
+        other[len / 2] = b'_';
+        let other = String::from_utf8(other).unwrap();
+        for doc in pad(format!("{{\"{key}\":1,\"{other}\":2}}")) {
+            assert!(accepts(&doc), "{doc}");
+        }
+        for doc in pad(format!("{{\"{key}\":1,\"{upper}\":2}}")) {
+            assert!(!accepts(&doc), "{doc}");
+        }
+        // Past the first eight members, in the table.
+        let fillers: String = (0..10).map(|i| format!("\"f{i}\":0,")).collect();
+        for doc in pad(format!("{{{fillers}\"{key}\":1,\"{upper}\":2}}")) {
+            assert!(!accepts(&doc), "{doc}");
+        }
+        for doc in pad(format!("{{{fillers}\"{key}\":1,\"{other}\":2}}")) {
+            assert!(accepts(&doc), "{doc}");
+        }
+        // One among the first eight (its hash computed again for the table), one past them.
+        for doc in pad(format!("{{\"{key}\":1,{fillers}\"{upper}\":2}}")) {
+            assert!(!accepts(&doc), "{doc}");
+        }
+    }
+}
