@@ -248,7 +248,7 @@ impl<'a> Tokens<'a> {
 
     /// The position of the next token; `Punt` past the end of the body or at bytes that cannot
     /// be JSON.
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> Scan<usize> {
         while self.bits == 0 {
             self.fill()?;

@@ -42,39 +42,44 @@ impl Key {
         })
     }
 
-    /// The key `body[start..end]`, read as one or two words, when it is all ASCII, has no
-    /// backslash and is one to sixteen bytes long (most keys); `None` for any other key.
-    /// Without `maybe_backslash` the caller knows the key has none.
+    /// The key `body[start..end]`, read as one word, when it is all ASCII, has no backslash and
+    /// is one to eight bytes long (most keys); `None` for any other key. Without
+    /// `maybe_backslash` the caller knows the key has none.
     #[inline(always)]
     fn word(body: &str, start: usize, end: usize, maybe_backslash: bool) -> Option<Self> {
         let len = end.wrapping_sub(start);
+        let word = body.as_bytes().get(start..start + 8);
+        let word = word.filter(|_| len.wrapping_sub(1) < 8)?;
+        let mask = !0u64 >> (64 - 8 * len);
+        let w = u64::from_le_bytes(word.try_into().expect("8 bytes")) & mask;
+        if !plain(w, maybe_backslash) {
+            return None;
+        }
+        Some(Key {
+            span: span(start, end),
+            ident: ident((w | (ONES * 0x20)) & mask, 0),
+            ascii: true,
+        })
+    }
+
+    /// The same for a key of nine to sixteen bytes, read as two (overlapping) words: its first
+    /// eight bytes and its last eight.
+    fn two_words(body: &str, start: usize, end: usize, maybe_backslash: bool) -> Option<Self> {
+        let len = end.wrapping_sub(start);
+        if len.wrapping_sub(9) >= 8 {
+            return None;
+        }
         let load = |at: usize| {
             let w = body.as_bytes().get(at..at + 8)?;
             Some(u64::from_le_bytes(w.try_into().expect("8 bytes")))
         };
-        let plain = |w: u64| {
-            let x = w ^ (ONES * u64::from(b'\\'));
-            w & HIGH == 0 && (!maybe_backslash || x.wrapping_sub(ONES) & !x & HIGH == 0)
-        };
-        let ident = if len.wrapping_sub(1) < 8 {
-            let w = load(start)? & (!0u64 >> (64 - 8 * len));
-            if !plain(w) {
-                return None;
-            }
-            ident((w | (ONES * 0x20)) & (!0u64 >> (64 - 8 * len)), 0)
-        } else if len.wrapping_sub(9) < 8 {
-            // The first eight bytes and the last eight (overlapping for fewer than sixteen).
-            let (first, last) = (load(start)?, load(end - 8)?);
-            if !plain(first) || !plain(last) {
-                return None;
-            }
-            ident(first | (ONES * 0x20), (last | (ONES * 0x20)) ^ len as u64)
-        } else {
+        let (first, last) = (load(start)?, load(end - 8)?);
+        if !plain(first, maybe_backslash) || !plain(last, maybe_backslash) {
             return None;
-        };
+        }
         Some(Key {
             span: span(start, end),
-            ident,
+            ident: ident(first | (ONES * 0x20), (last | (ONES * 0x20)) ^ len as u64),
             ascii: true,
         })
     }
@@ -110,6 +115,13 @@ impl Key {
             }
         }
     }
+}
+
+/// Whether the word is all ASCII and (when it may have one) has no backslash.
+#[inline(always)]
+fn plain(w: u64, maybe_backslash: bool) -> bool {
+    let x = w ^ (ONES * u64::from(b'\\'));
+    w & HIGH == 0 && (!maybe_backslash || x.wrapping_sub(ONES) & !x & HIGH == 0)
 }
 
 /// Both offsets in one word (bodies are below 4 GiB: [`Scanner::new`] refuses bigger ones).
@@ -211,7 +223,10 @@ impl<'a> Seen<'a> {
     pub fn note_at(&mut self, start: usize, end: usize, maybe_backslash: bool) -> Scan<()> {
         match Key::word(self.body, start, end, maybe_backslash) {
             Some(k) => self.note(k),
-            None => self.note_other(start, end),
+            None => match Key::two_words(self.body, start, end, maybe_backslash) {
+                Some(k) => self.note(k),
+                None => self.note_other(start, end),
+            },
         }
     }
 
