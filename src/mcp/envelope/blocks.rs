@@ -11,7 +11,7 @@
 //! always finds a token it cannot place (a scalar with a backslash in it, a token missing), so a
 //! document is accepted only when both passes agree it is JSON.
 
-use super::scanner::{Punt, Scan};
+use super::scanner::{hex4, Punt, Scan};
 
 /// The masks of one block: bit `k` is byte `k` of the block.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -365,11 +365,7 @@ impl<'a> Tokens<'a> {
     }
 
     fn hex4(&self, at: usize) -> Scan<u32> {
-        let digits = self.b.get(at..at + 4).ok_or(Punt)?;
-        digits.iter().try_fold(0u32, |acc, &d| {
-            let v = (d as char).to_digit(16).ok_or(Punt)?;
-            Ok(acc << 4 | v)
-        })
+        hex4(self.b, at)
     }
 }
 

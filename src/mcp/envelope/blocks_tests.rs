@@ -2,7 +2,7 @@
 //! strings, escapes and tokens are told apart wherever a block boundary falls.
 
 use super::*;
-use crate::mcp::envelope::scanner::Scanner;
+use crate::mcp::envelope::scanner::tests::{accepts, serde_reads};
 
 /// Bytes drawn mostly from those the classification tells apart, and any byte now and then.
 fn blocks() -> impl Iterator<Item = [u8; 64]> {
@@ -47,17 +47,6 @@ fn the_wide_classifications_agree_with_the_byte_reference() {
             );
         }
     }
-}
-
-fn accepts(doc: &str) -> bool {
-    let Ok(mut sc) = Scanner::new(doc.as_bytes()) else {
-        return false;
-    };
-    sc.value(0).and_then(|()| sc.end()).is_ok()
-}
-
-fn serde_reads(doc: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(doc).is_ok()
 }
 
 /// Each document, shifted by 0 to 130 bytes inside an array, so that every byte of it meets

@@ -207,11 +207,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn hex4(&self, at: usize) -> Scan<u32> {
-        let digits = self.b.get(at..at + 4).ok_or(Punt)?;
-        digits.iter().try_fold(0u32, |acc, &d| {
-            let v = (d as char).to_digit(16).ok_or(Punt)?;
-            Ok(acc << 4 | v)
-        })
+        hex4(self.b, at)
     }
 
     fn array(&mut self, level: usize) -> Scan<()> {
@@ -275,6 +271,15 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The four hex digits of a `\u` escape at `at`, as a UTF-16 unit.
+pub fn hex4(b: &[u8], at: usize) -> Scan<u32> {
+    let digits = b.get(at..at + 4).ok_or(Punt)?;
+    digits.iter().try_fold(0u32, |acc, &d| {
+        let v = (d as char).to_digit(16).ok_or(Punt)?;
+        Ok(acc << 4 | v)
+    })
+}
+
 /// The end of the number that starts at `start`.
 #[inline(always)]
 pub fn number_end(b: &[u8], start: usize) -> Scan<usize> {
@@ -329,4 +334,4 @@ pub fn number_end(b: &[u8], start: usize) -> Scan<usize> {
 
 #[cfg(test)]
 #[path = "scanner_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -3,14 +3,15 @@
 
 use super::*;
 
-fn accepts(doc: &str) -> bool {
+/// Whether the scanner accepts `doc` as a whole (also used by the block tests).
+pub(in crate::mcp::envelope) fn accepts(doc: &str) -> bool {
     let Ok(mut sc) = Scanner::new(doc.as_bytes()) else {
         return false;
     };
     sc.value(0).and_then(|()| sc.end()).is_ok()
 }
 
-fn serde_reads(doc: &str) -> bool {
+pub(in crate::mcp::envelope) fn serde_reads(doc: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(doc).is_ok()
 }
 
