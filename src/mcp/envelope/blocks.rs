@@ -346,12 +346,12 @@ impl<'a> Tokens<'a> {
     fn check_escape(&mut self, at: usize) -> Scan<()> {
         match self.b.get(at) {
             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(()),
-            Some(b'u') => match self.hex4(at + 1)? {
+            Some(b'u') => match hex4(self.b, at + 1)? {
                 0xD800..=0xDBFF => {
                     if self.b.get(at + 5..at + 7) != Some(b"\\u") {
                         return Err(Punt);
                     }
-                    if !(0xDC00..=0xDFFF).contains(&self.hex4(at + 7)?) {
+                    if !(0xDC00..=0xDFFF).contains(&hex4(self.b, at + 7)?) {
                         return Err(Punt);
                     }
                     self.paired_low = at + 6;
@@ -362,10 +362,6 @@ impl<'a> Tokens<'a> {
             },
             _ => Err(Punt),
         }
-    }
-
-    fn hex4(&self, at: usize) -> Scan<u32> {
-        hex4(self.b, at)
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::blocks::Tokens;
 use super::keys::Seen;
-use super::scanner::{number_end, Punt, Scan, Scanner};
+use super::scanner::{scalar_end, Punt, Scan, Scanner};
 use crate::mcp::strict::MAX_DEPTH;
 
 /// Bit `c` set: byte `c` may follow a number or a literal (whitespace, `, ] } : " [ {`).
@@ -57,13 +57,7 @@ impl<'a> Scanner<'a> {
     #[inline(always)]
     fn token_scalar(&mut self, at: usize) -> Scan<()> {
         let b = self.bytes();
-        let end = match b[at] {
-            b't' if b[at..].starts_with(b"true") => at + 4,
-            b'f' if b[at..].starts_with(b"false") => at + 5,
-            b'n' if b[at..].starts_with(b"null") => at + 4,
-            b'-' | b'0'..=b'9' => number_end(b, at)?,
-            _ => return Err(Punt),
-        };
+        let end = scalar_end(b, at)?;
         // Only a delimiter may follow a number or a literal (`truex`, `1.5.2`, `1\`).
         match b.get(end) {
             Some(&c) if c >= 128 || DELIMITERS >> c & 1 == 0 => Err(Punt),

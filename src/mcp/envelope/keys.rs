@@ -1,7 +1,8 @@
 //! The keys of one object, for the [scanner](super::scanner): a (case-folded) duplicate makes
-//! the scan punt. Up to eight keys are compared all at once by a 32-bit hash of the folded key
-//! (most objects), and in full only when two hashes are equal; past that an open-addressing
-//! table of folded hashes keeps the check linear in the object's size.
+//! the scan punt. For up to eight keys, a two-bit filter of each key's 32-bit hash tells most
+//! new keys apart at once, and a key the filter may have seen is compared in full with the
+//! earlier ones; past that an open-addressing table of folded hashes keeps the check linear in
+//! the object's size.
 //!
 //! A key is its place in the body (two offsets) and its hash: it stays in registers, and its
 //! text is looked at again only when two hashes are equal.
@@ -14,7 +15,7 @@ const HIGH: u64 = ONES * 0x80;
 
 /// An object key (never escaped: the scan punts on escaped keys): `body[start..end]`.
 #[derive(Debug, Clone, Copy)]
-pub struct Key {
+struct Key {
     /// `start << 32 | end`.
     span: u64,
     /// Equal for keys that [`Key::same`] joins when both are ASCII: a hash of the first and last
@@ -26,20 +27,20 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key `body[start..end]`; `ascii`: it has no byte above 0x7f. Offsets past `u32`
-    /// make the scan punt.
-    pub fn new(body: &str, start: usize, end: usize, ascii: bool) -> Scan<Self> {
-        let raw = body.get(start..end).ok_or(Punt)?.as_bytes();
+    /// The key `body[start..end]` (a range the caller has read); `ascii`: it has no byte above
+    /// 0x7f.
+    fn new(body: &str, start: usize, end: usize, ascii: bool) -> Self {
+        let raw = &body.as_bytes()[start..end];
         let ident = match raw.len() {
             _ if !ascii => 0,
             0..=8 => short_ident(raw),
             n => ident(coarse(&raw[..8]), coarse(&raw[n - 8..]) ^ n as u64),
         };
-        Ok(Key {
+        Key {
             span: span(start, end),
             ident,
             ascii,
-        })
+        }
     }
 
     /// The key `body[start..end]`, read as one word, when it is all ASCII, has no backslash and
@@ -102,7 +103,7 @@ impl Key {
     /// is its ident), or all its bytes, lowercased eight at a time.
     fn table_hash(&self, body: &str) -> u32 {
         let raw = self.raw(body);
-        let long = |b: &[u8]| (word_hash(b, true) >> 32) as u32;
+        let long = |b: &[u8]| (word_hash(b) >> 32) as u32;
         match (self.ascii, raw.len()) {
             (true, 0..=8) => self.ident,
             (true, _) => long(raw.as_bytes()),
@@ -132,7 +133,7 @@ fn span(start: usize, end: usize) -> u64 {
     (start as u64) << 32 | end as u64
 }
 
-/// A 32-bit hash of a key's (lowercased) words.
+/// A 32-bit hash of a key's words (each byte with bit 0x20 set: see [`Key::ident`]).
 #[inline(always)]
 fn ident(a: u64, b: u64) -> u32 {
     // The high half folded onto the low one first: the product's upper bits (the hash) then
@@ -163,14 +164,13 @@ fn lower(w: u64) -> u64 {
     w | (upper >> 2)
 }
 
-/// FxHash-style over 8-byte words, finished with murmur3's fmix64. With `fold`, the bytes (all
-/// ASCII) are lowercased first.
-fn word_hash(bytes: &[u8], fold: bool) -> u64 {
+/// FxHash-style over 8-byte words, finished with murmur3's fmix64, the ASCII letters lowercased
+/// first (so that case variants hash alike; other bytes are left as they are).
+fn word_hash(bytes: &[u8]) -> u64 {
     let mut h = bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
     let mut step = |w: u64| {
-        let w = if fold { lower(w) } else { w };
-        h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        h = (h.rotate_left(5) ^ lower(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
     };
     for w in &mut words {
         step(u64::from_le_bytes(w.try_into().expect("8 bytes")));
@@ -236,11 +236,11 @@ impl<'a> Seen<'a> {
         if raw.contains('\\') {
             return Err(Punt);
         }
-        self.note(Key::new(self.body, start, end, raw.is_ascii())?)
+        self.note(Key::new(self.body, start, end, raw.is_ascii()))
     }
 
     #[inline(always)]
-    pub fn note(&mut self, k: Key) -> Scan<()> {
+    fn note(&mut self, k: Key) -> Scan<()> {
         if self.n < LINEAR {
             // The common case: all ASCII so far and a hash not seen, so no equal key.
             let bits = 1u64 << (k.ident & 63) | 1u64 << ((k.ident >> 6) & 63);
@@ -277,8 +277,7 @@ impl<'a> Seen<'a> {
         let body = self.body;
         self.spans[..self.n.min(LINEAR)].iter().map(move |&span| {
             let (start, end) = ((span >> 32) as usize, (span as u32) as usize);
-            let ascii = body[start..end].is_ascii();
-            Key::new(body, start, end, ascii).expect("a key seen before")
+            Key::new(body, start, end, body[start..end].is_ascii())
         })
     }
 

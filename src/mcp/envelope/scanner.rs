@@ -120,20 +120,10 @@ impl<'a> Scanner<'a> {
             b'{' => self.object(level + 1, |sc, _, l| sc.value(l)),
             b'[' => self.array(level + 1),
             b'"' => self.string().map(drop),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => Err(Punt),
-        }
-    }
-
-    fn literal(&mut self, word: &[u8]) -> Scan<()> {
-        if self.b[self.i..].starts_with(word) {
-            self.i += word.len();
-            Ok(())
-        } else {
-            Err(Punt)
+            _ => {
+                self.i = scalar_end(self.b, self.i)?;
+                Ok(())
+            }
         }
     }
 
@@ -185,14 +175,14 @@ impl<'a> Scanner<'a> {
                 Ok(())
             }
             Some(b'u') => {
-                let unit = self.hex4(self.i + 2)?;
+                let unit = hex4(self.b, self.i + 2)?;
                 self.i += 6;
                 match unit {
                     0xD800..=0xDBFF => {
                         if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
                             return Err(Punt);
                         }
-                        if !(0xDC00..=0xDFFF).contains(&self.hex4(self.i + 2)?) {
+                        if !(0xDC00..=0xDFFF).contains(&hex4(self.b, self.i + 2)?) {
                             return Err(Punt);
                         }
                         self.i += 6;
@@ -204,10 +194,6 @@ impl<'a> Scanner<'a> {
             }
             _ => Err(Punt),
         }
-    }
-
-    fn hex4(&self, at: usize) -> Scan<u32> {
-        hex4(self.b, at)
     }
 
     fn array(&mut self, level: usize) -> Scan<()> {
@@ -278,6 +264,23 @@ pub fn hex4(b: &[u8], at: usize) -> Scan<u32> {
         let v = (d as char).to_digit(16).ok_or(Punt)?;
         Ok(acc << 4 | v)
     })
+}
+
+/// The end of the number or literal (`true`, `false`, `null`) that starts at `at`.
+#[inline(always)]
+pub fn scalar_end(b: &[u8], at: usize) -> Scan<usize> {
+    let word: &[u8] = match b.get(at) {
+        Some(b'-' | b'0'..=b'9') => return number_end(b, at),
+        Some(b't') => b"true",
+        Some(b'f') => b"false",
+        Some(b'n') => b"null",
+        _ => return Err(Punt),
+    };
+    if b[at..].starts_with(word) {
+        Ok(at + word.len())
+    } else {
+        Err(Punt)
+    }
 }
 
 /// The end of the number that starts at `start`.
