@@ -229,6 +229,18 @@ cases! {
             ) => 400, Some(-32600);
     /// duplicated Mcp-Method header
     strict_duplicated_mcp_method_header: &[PV, CALL, CALL, WEATHER], w() => 400, MISMATCH;
+    /// a case variant deep in arguments long enough for the two-pass reading
+    strict_case_variant_in_long_arguments: &[PV, CALL, WEATHER], w().replacen(
+                r#""city":"Paris""#,
+                &format!(r#""city":"Paris","notes":"{}","rows":[{{"k":1}},{{"k":2,"K":3}}]"#, "x".repeat(80)),
+                1,
+            ) => 400, Some(-32600);
+    /// the same long arguments without the variant pass
+    strict_long_arguments_pass: &[PV, CALL, WEATHER], w().replacen(
+                r#""city":"Paris""#,
+                &format!(r#""city":"Paris","notes":"{}","rows":[{{"k":1}},{{"k":2,"j":3}}]"#, "x".repeat(80)),
+                1,
+            ) => 200, None;
     /// deep nesting
     strict_deep_nesting: &[PV, CALL, WEATHER], deep() => 400, Some(-32600);
     /// meta missing
