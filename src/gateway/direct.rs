@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use super::request::Progress;
 use super::upstream_h1::{self, Conn, H1Session, Pool};
-use super::{failure, forward, inspect, response, RequestCtx};
+use super::{detached, failure, forward, inspect, response, RequestCtx};
 use crate::config::UpstreamLeg;
 
 /// Whether the direct leg takes this request: its body is in hand (read and checked, or read
@@ -57,7 +57,11 @@ fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
 }
 
 /// Forward the request and write its response; `Ok(true)`: the client got its answer.
-pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -> Result<bool> {
+pub async fn forward(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    pool: &Arc<Pool>,
+) -> Result<bool> {
     let body = session.get_retry_buffer().unwrap_or_default();
     // The upstream's head: a copy of the client's, edited once, whatever the attempts. The
     // client's stays as it came: each attempt chooses its instance on it, as pingora's pipe
@@ -80,7 +84,9 @@ pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -
         };
         let mut written = false;
         let sent = (&head, &body);
-        let mut outcome = exchange(session, ctx, &peer, conn, reused, sent, &mut written).await;
+        let back = (pool, key);
+        let mut outcome =
+            exchange(session, ctx, &peer, conn, reused, sent, back, &mut written).await;
         let unsent = |e: &Error| e.etype() == &ErrorType::WriteError;
         if matches!(&outcome, Err(e) if reused && !written && unsent(e)) {
             // A pooled connection the upstream had closed: the request never left; once more,
@@ -88,7 +94,7 @@ pub async fn forward(session: &mut Session, ctx: &mut RequestCtx, pool: &Pool) -
             outcome = match upstream_h1::connect(&peer).await {
                 Ok(conn) => {
                     let conn = Arc::new(conn);
-                    exchange(session, ctx, &peer, conn, false, sent, &mut written).await
+                    exchange(session, ctx, &peer, conn, false, sent, back, &mut written).await
                 }
                 Err(e) => match retry_connect(ctx, e) {
                     Ok(()) => continue,
@@ -121,7 +127,9 @@ fn retry_connect(ctx: &mut RequestCtx, e: Box<Error>) -> Result<()> {
     }
 }
 
-/// One request and its response on `conn`; the connection back when it may be reused.
+/// One request and its response on `conn`; the connection back when it may be reused (a
+/// response handed over to go on outside the pipeline gives it back to `pool` itself).
+#[allow(clippy::too_many_arguments)]
 async fn exchange(
     session: &mut Session,
     ctx: &mut RequestCtx,
@@ -129,6 +137,7 @@ async fn exchange(
     conn: Arc<Conn>,
     reused: bool,
     (request, body): (&RequestHeader, &Bytes),
+    (pool, key): (&Arc<Pool>, u64),
     written: &mut bool,
 ) -> Result<Option<Arc<Conn>>> {
     let mut up = H1Session::new(conn, reused);
@@ -152,10 +161,25 @@ async fn exchange(
     };
     response::on_header(ctx, &mut head)?;
     frame_for_client(session, &mut head)?;
+    let hand_over = detached::takes(session, &head);
     session
         .write_response_header(Box::new(head), false)
         .await
         .map_err(|e| e.into_down())?;
+    if hand_over {
+        let pool = pool.clone();
+        let idle_timeout = peer.options.idle_timeout;
+        let up = detached::Upstream {
+            session: up,
+            pool,
+            key,
+            idle_timeout,
+        };
+        detached::hand_over(session, ctx, up)
+            .await
+            .map_err(|e| e.into_down())?;
+        return Ok(None);
+    }
 
     // The body, chunk by chunk as it arrives (SSE events are not held back); the response
     // stage sees its end also when there is no body (the list filter may answer then).

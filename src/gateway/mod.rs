@@ -36,6 +36,7 @@ pub mod balance;
 pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
+pub mod detached;
 pub mod direct;
 pub mod dns;
 pub mod expiring;
@@ -306,25 +307,39 @@ impl ProxyHttp for Proxy {
 
     /// Observe: metrics and one access-log line.
     async fn logging(&self, session: &mut Session, _e: Option<&Error>, ctx: &mut RequestCtx) {
-        ctx.release_instance();
-        let status = session.response_written().map_or(0, |r| r.status.as_u16());
-        // Flows and spans: the leg's round, its flow's end, its span (nothing when both are off).
-        if ctx.trace.is_none() {
-            if let Some(tracing) = &ctx.gw.tracing {
-                // Answered before any upstream: the ids are chosen now.
-                let headers = &session.req_header().headers;
-                let ratio = tracing.config.sample_ratio;
-                ctx.trace = Some(trace::begin_request(
-                    headers,
-                    ctx.progress.envelope(),
-                    ratio,
-                ));
-            }
+        if ctx.detached {
+            return;
         }
-        let outcome = observe::Outcome::of(ctx, status, session.body_bytes_sent());
-        ctx.gw.metrics.record(&outcome);
-        observe::access_log(&outcome);
-        follow::finished(ctx, status, outcome);
-        ctx.slots = None;
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        let headers = &session.req_header().headers;
+        finish_request(ctx, status, session.body_bytes_sent(), headers);
     }
+}
+
+/// A request's end: its instance released, its flow and span closed, and it counted and
+/// logged (pingora's `logging` phase, or the end of a stream that left the pipeline).
+pub(crate) fn finish_request(
+    ctx: &mut RequestCtx,
+    status: u16,
+    body_bytes_sent: usize,
+    headers: &http::HeaderMap,
+) {
+    ctx.release_instance();
+    // Flows and spans: the leg's round, its flow's end, its span (nothing when both are off).
+    if ctx.trace.is_none() {
+        if let Some(tracing) = &ctx.gw.tracing {
+            // Answered before any upstream: the ids are chosen now.
+            let ratio = tracing.config.sample_ratio;
+            ctx.trace = Some(trace::begin_request(
+                headers,
+                ctx.progress.envelope(),
+                ratio,
+            ));
+        }
+    }
+    let outcome = observe::Outcome::of(ctx, status, body_bytes_sent);
+    ctx.gw.metrics.record(&outcome);
+    observe::access_log(&outcome);
+    follow::finished(ctx, status, outcome);
+    ctx.slots = None;
 }

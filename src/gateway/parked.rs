@@ -12,12 +12,20 @@
 //! (a session started during shutdown is not kept alive), `keepalive_request_limit`. TLS and h2c
 //! connections are handed to pingora's own loop unchanged (a TLS layer may hold decrypted bytes
 //! a peek cannot see; an h2c listener peeks for the HTTP/2 preface itself).
+//!
+//! A response that streams for long (an SSE stream, [`super::detached`]) may leave the
+//! pipeline too: the request hands its stream over ([`detach`]) and answers the pipeline as
+//! done; the pipeline's state is freed, and the parked loop runs the handed-over stream, then
+//! carries on with the connection it gives back.
 
 use async_trait::async_trait;
-use pingora::apps::{HttpPersistentSettings, HttpServerApp, ServerApp};
+use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream, ServerApp};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,6 +137,29 @@ impl std::fmt::Write for Needle {
     }
 }
 
+/// The rest of a response, handed over by the request that started it: it gives the connection
+/// back when it ends, if the connection may serve another request.
+pub type Detached = Pin<Box<dyn Future<Output = Option<ReusedHttpStream>> + Send>>;
+
+tokio::task_local! {
+    /// The parked connection's slot for a handed-over response (see [`detach`]).
+    static HANDED_OVER: RefCell<Option<Detached>>;
+}
+
+/// Whether this request runs on a parked connection, which can take a handed-over response.
+pub fn can_detach() -> bool {
+    HANDED_OVER.try_with(|_| ()).is_ok()
+}
+
+/// Hand the rest of the response over to the parked loop, which runs it once the pipeline
+/// returned (the request must then answer the pipeline as done and give it nothing to reuse).
+/// `false` (and nothing done) off a parked connection: see [`can_detach`].
+pub fn detach(rest: Detached) -> bool {
+    HANDED_OVER
+        .try_with(|slot| *slot.borrow_mut() = Some(rest))
+        .is_ok()
+}
+
 /// Whether a connection is parked: plain HTTP/1.1 on a listener without h2c.
 fn parks<A: HttpServerApp>(app: &A, stream: &Stream) -> bool {
     let opts = app.server_options();
@@ -172,7 +203,13 @@ where
                 Some(Some(settings)) => settings.apply_to_session(&mut session),
                 Some(None) => {}
             }
-            let done = Box::pin(self.inner.process_new_http(session, &shutdown)).await;
+            let mut done = Box::pin(self.inner.process_new_http(session, &shutdown)).await;
+            if done.is_none() {
+                // The pipeline's state is gone by now; a handed-over response goes on alone.
+                if let Some(rest) = HANDED_OVER.with(|slot| slot.borrow_mut().take()) {
+                    done = rest.await;
+                }
+            }
             let Some(done) = done else { return };
             let (next, settings) = done.consume();
             stream = next;
@@ -197,7 +234,8 @@ where
         // pingora's task for this connection also carries its accept and TLS-handshake state
         // (8.6 KiB measured) for as long as it runs; the connection moves to a task of its own
         // that carries only the parked loop, and pingora's task ends here.
-        tokio::spawn(self.clone().serve(stream, shutdown.clone()));
+        let serve = self.clone().serve(stream, shutdown.clone());
+        tokio::spawn(HANDED_OVER.scope(RefCell::new(None), serve));
         None
     }
 

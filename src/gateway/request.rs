@@ -116,6 +116,9 @@ pub struct RequestCtx {
     pub list_unreadable: bool,
     /// The edge cache's state of this request.
     pub cache: super::cache::Flow,
+    /// The request went on outside the pipeline ([`super::detached`]): this context is the
+    /// empty one left in its place, and the pipeline's `logging` records nothing for it.
+    pub detached: bool,
 }
 
 impl RequestCtx {
@@ -145,6 +148,7 @@ impl RequestCtx {
             cache: Default::default(),
             slots: None,
             trace: None,
+            detached: false,
         }
     }
 

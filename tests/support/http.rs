@@ -340,10 +340,15 @@ pub struct SseStream {
 impl SseStream {
     /// POST /mcp and keep the response open.
     pub fn open(addr: SocketAddr, headers: &[(&str, &str)], body: &str) -> SseStream {
+        SseStream::send(addr, &build(addr, "POST", "/mcp", headers, body.as_bytes()))
+    }
+
+    /// Send this request (as it is: `open`'s adds `Connection: close`) and keep the response
+    /// open.
+    pub fn send(addr: SocketAddr, request: &[u8]) -> SseStream {
         let mut s = TcpStream::connect(addr).expect("connect");
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        s.write_all(&build(addr, "POST", "/mcp", headers, body.as_bytes()))
-            .unwrap();
+        s.write_all(request).unwrap();
         let mut reader = BufReader::new(s);
         let (status, headers) = read_head(&mut reader).expect("read response head");
         SseStream {
@@ -352,6 +357,13 @@ impl SseStream {
             reader,
             pending: Vec::new(),
         }
+    }
+
+    /// The connection, for what comes after the stream (read its end with `next_message`
+    /// returning `None` first).
+    #[allow(dead_code)]
+    pub fn connection(&mut self) -> &mut BufReader<TcpStream> {
+        &mut self.reader
     }
 
     /// The next `data:` message, or `None` when the stream ended (or stayed silent for 10 s).
