@@ -91,7 +91,11 @@ pub async fn hand_over(
         unreachable!("takes() only lets HTTP/1.1 sessions through")
     };
     let write_timeout = ctx.gw.config.timeouts.downstream_write;
-    let headers = session.req_header().headers.clone();
+    // The headers are read at the end only to start a trace the request does not have yet.
+    let headers = match (&ctx.trace, &ctx.gw.tracing) {
+        (None, Some(_)) => session.req_header().headers.clone(),
+        _ => http::HeaderMap::new(),
+    };
     let status = session.response_written().map_or(0, |r| r.status.as_u16());
     // The connection stays for the next request as pingora's session would keep it; it is kept
     // only where pipelined bytes may be (pingora refuses to reuse it otherwise).
@@ -167,7 +171,8 @@ impl Client {
     ) -> Result<(), Cut> {
         self.flush().await?;
         let mut end = up.response_finished();
-        let mut probe = [0u8; 512];
+        // A pipelined request is read once, a few bytes of it (the rest stays in the socket).
+        let mut probe = [0u8; 64];
         loop {
             let mut chunk = if end {
                 None
@@ -203,6 +208,7 @@ impl Client {
             if !out.is_empty() {
                 self.write(out.freeze()).await?;
             }
+            up.shed_buffer();
             if end {
                 return Ok(());
             }

@@ -130,6 +130,14 @@ impl H1Session {
         self.reused
     }
 
+    /// Give the read buffer's memory back while nothing is buffered (a long stream between two
+    /// events holds no buffer then; the next read takes a new one).
+    pub fn shed_buffer(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+    }
+
     fn finished(&self) -> bool {
         self.body_done || matches!(self.framing, Framing::Empty | Framing::Length(0))
     }
