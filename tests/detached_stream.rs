@@ -3,8 +3,10 @@
 //! the wire against a raw upstream (`support::raw`): events arrive one by one as the upstream
 //! sends them, the stream is counted when it ends, the client connection then serves its next
 //! request (also one the client sent while the stream ran) and the upstream connection goes
-//! back to the pool; a client that leaves closes the upstream request; an upstream that fails
-//! mid-stream cuts the client's response short. Everything on 127.0.0.1.
+//! back to the pool; a client that leaves closes the upstream request. An upstream that fails
+//! mid-stream cuts the client's response short, on every leg (outside the pipeline, the direct
+//! leg inside it, the own client in pingora's pipe, pingora's client): no last chunk, no error
+//! body appended. Everything on 127.0.0.1.
 
 mod support;
 
@@ -177,6 +179,19 @@ fn a_client_that_leaves_a_stream_closes_the_upstream_request() {
 
 #[test]
 fn an_upstream_that_fails_mid_stream_cuts_the_response_short() {
+    // Outside the pipeline (parked, the default), the direct leg inside it (`park_idle:
+    // false`), and both legs in pingora's pipe.
+    for extra in [
+        "",
+        "connections: { park_idle: false }\n",
+        "connections: { upstream_leg: gateway }\n",
+        "connections: { upstream_leg: pingora }\n",
+    ] {
+        cut_short(extra);
+    }
+}
+
+fn cut_short(extra: &str) {
     let up = Raw::start(move |_, s| {
         s.write_all(HEAD).unwrap();
         chunk(s, PROGRESS);
@@ -184,7 +199,7 @@ fn an_upstream_that_fails_mid_stream_cuts_the_response_short() {
         s.write_all(b"40\r\nevent: mess").unwrap();
         false
     });
-    let gw = gateway(&up, "");
+    let gw = gateway(&up, extra);
     let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     c.write_all(&post_bytes(
@@ -194,11 +209,14 @@ fn an_upstream_that_fails_mid_stream_cuts_the_response_short() {
     .unwrap();
     let mut got = Vec::new();
     let read = c.read_to_end(&mut got);
-    assert!(read.is_ok(), "the gateway closed the connection: {read:?}");
+    assert!(
+        read.is_ok(),
+        "the gateway closed the connection ({extra}): {read:?}"
+    );
     let text = String::from_utf8_lossy(&got);
-    assert!(text.contains("notifications/progress"), "{text}");
+    assert!(text.contains("notifications/progress"), "{extra}: {text}");
     assert!(
         !text.ends_with("0\r\n\r\n"),
-        "no last chunk: the client can tell the response is incomplete: {text}"
+        "no last chunk: the client can tell the response is incomplete ({extra}): {text}"
     );
 }

@@ -34,7 +34,8 @@ pub fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Error> {
     e
 }
 
-/// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body.
+/// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body (or, when
+/// the response head is already out, cut the response short).
 pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> FailToProxy {
     // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
     if cache::flow::serve_stale(session, ctx, e).await {
@@ -84,6 +85,18 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
         )
     {
         // The client is gone; nothing can be written.
+        ctx.answer = Some((rej, id));
+        return FailToProxy {
+            error_code: 0,
+            can_reuse_downstream: false,
+        };
+    }
+    if session.response_written().is_some() {
+        // The response head is out (the failure came mid-body): no answer can follow it, and
+        // the client must see the response cut short (HTTP/1.1: the connection closes before
+        // the last chunk; h2: the stream is reset), not an error body appended to it and ended
+        // as if whole.
+        session.as_downstream_mut().shutdown().await;
         ctx.answer = Some((rej, id));
         return FailToProxy {
             error_code: 0,
