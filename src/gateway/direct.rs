@@ -20,6 +20,10 @@
 //!   effects); pingora's pipe re-sends that case, on another instance;
 //! - informational (1xx) upstream responses are not forwarded (the gateway answered the
 //!   client's `Expect` itself, and strips `Expect` from what goes upstream).
+//!
+//! An event-stream response to a plain HTTP/1.1 client on a parked connection goes on outside
+//! the pipeline once its head is written ([`detached`]): `exchange` hands it over and answers
+//! the pipeline as done.
 
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};

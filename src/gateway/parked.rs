@@ -206,7 +206,8 @@ where
             let mut done = Box::pin(self.inner.process_new_http(session, &shutdown)).await;
             if done.is_none() {
                 // The pipeline's state is gone by now; a handed-over response goes on alone.
-                if let Some(rest) = HANDED_OVER.with(|slot| slot.borrow_mut().take()) {
+                let handed = HANDED_OVER.try_with(|slot| slot.borrow_mut().take());
+                if let Some(rest) = handed.ok().flatten() {
                     done = rest.await;
                 }
             }

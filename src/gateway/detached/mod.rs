@@ -43,12 +43,12 @@ use super::upstream_h1::{H1Session, Pool};
 use super::{parked, response, RequestCtx};
 
 /// Streams handed over since the process started.
-static HANDED_OVER: AtomicU64 = AtomicU64::new(0);
+static STREAMS_HANDED_OVER: AtomicU64 = AtomicU64::new(0);
 
 /// How many responses went on outside the pipeline so far (the tests read it to tell the two
 /// paths apart, which look the same on the wire).
 pub fn handed_over() -> u64 {
-    HANDED_OVER.load(Ordering::Relaxed)
+    STREAMS_HANDED_OVER.load(Ordering::Relaxed)
 }
 
 /// Whether the rest of this response leaves the pipeline: an event stream without a declared
@@ -142,7 +142,7 @@ pub async fn hand_over(
     if !parked::detach(rest) {
         unreachable!("takes() checked that the connection is parked");
     }
-    HANDED_OVER.fetch_add(1, Ordering::Relaxed);
+    STREAMS_HANDED_OVER.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
