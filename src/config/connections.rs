@@ -25,8 +25,10 @@ pub struct ConnectionsConfig {
     #[serde(default = "d_write_buffer")]
     pub write_buffer: usize,
     /// Plain HTTP/1.1 connections wait for their next request holding only their socket; the
-    /// request pipeline's state is allocated when a request arrives (`gateway::parked`).
-    /// `false`: pingora's own loop, which holds that state for the connection's whole life.
+    /// request pipeline's state is allocated when a request arrives (`gateway::parked`), and an
+    /// SSE stream on such a connection goes on without it once its head is written
+    /// (`gateway::detached`). `false`: pingora's own loop, which holds that state for the
+    /// connection's whole life, open streams included.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
     /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `direct`, the gateway's own leg
