@@ -63,10 +63,14 @@ fn end_of_stream(conn: &mut impl BufRead) {
     assert_eq!(line, "\r\n", "the chunked body ends with an empty trailer");
 }
 
-/// A keep-alive request whose answer is the upstream's stream.
+/// A keep-alive `tools/call` (no `Connection: close`).
+fn keep_alive_call(id: u64) -> Vec<u8> {
+    post_bytes(&refs(&call_headers("t")), call(id, "t").as_bytes())
+}
+
+/// The first request of a connection, whose answer is the upstream's stream.
 fn open(gw: &mcp_edge::gateway::RunningGateway) -> SseStream {
-    let req = post_bytes(&refs(&call_headers("t")), call(1, "t").as_bytes());
-    SseStream::send(gw.mcp_addr, &req)
+    SseStream::send(gw.mcp_addr, &keep_alive_call(1))
 }
 
 fn counted(gw: &mcp_edge::gateway::RunningGateway) -> f64 {
@@ -100,7 +104,7 @@ fn an_event_stream_streams_outside_the_pipeline_and_the_connection_serves_the_ne
     );
 
     // The same client connection serves the next request, on the same upstream connection.
-    let next = post_bytes(&refs(&call_headers("t")), call(2, "t").as_bytes());
+    let next = keep_alive_call(2);
     conn.get_mut().write_all(&next).unwrap();
     let r = read_reply(conn).unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
@@ -122,7 +126,7 @@ fn a_request_pipelined_during_a_stream_is_answered_after_it() {
         "notifications/progress"
     );
     // The client sends its next request before the stream has ended.
-    let next = post_bytes(&refs(&call_headers("t")), call(2, "t").as_bytes());
+    let next = keep_alive_call(2);
     sse.connection().get_mut().write_all(&next).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     go.send(()).unwrap();
@@ -202,11 +206,7 @@ fn cut_short(extra: &str) {
     let gw = gateway(&up, extra);
     let mut c = TcpStream::connect(gw.mcp_addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(&post_bytes(
-        &refs(&call_headers("t")),
-        call(1, "t").as_bytes(),
-    ))
-    .unwrap();
+    c.write_all(&keep_alive_call(1)).unwrap();
     let mut got = Vec::new();
     let read = c.read_to_end(&mut got);
     assert!(

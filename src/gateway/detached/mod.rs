@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::upstream_h1::{H1Session, Pool};
+use super::upstream_h1::{wire, H1Session, Pool};
 use super::{parked, response, RequestCtx};
 
 /// Streams handed over since the process started.
@@ -197,13 +197,13 @@ impl Client {
             response::on_body(ctx, &mut chunk, end);
             let mut out = BytesMut::new();
             if let Some(data) = chunk.filter(|d| !d.is_empty()) {
-                out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                out.extend_from_slice(wire::chunk_size_line(data.len()).as_bytes());
                 out.extend_from_slice(&data);
                 out.extend_from_slice(b"\r\n");
                 self.sent += data.len();
             }
             if end {
-                out.extend_from_slice(b"0\r\n\r\n");
+                out.extend_from_slice(wire::LAST_CHUNK);
             }
             if !out.is_empty() {
                 self.write(out.freeze()).await?;

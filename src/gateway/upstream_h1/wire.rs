@@ -83,6 +83,15 @@ fn ends_with_chunked(v: &[u8]) -> bool {
         .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"))
 }
 
+/// The line that opens a chunk of `len` bytes in a chunked body (RFC 9112 §7.1); the chunk's
+/// data and a CRLF follow it.
+pub fn chunk_size_line(len: usize) -> String {
+    format!("{len:x}\r\n")
+}
+
+/// The last chunk of a chunked body, with an empty trailer section.
+pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
 /// How a response body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {

@@ -206,3 +206,19 @@ fn an_http2_request_becomes_http_1_1_with_a_host_and_a_framing() {
     req.insert_header("host", "user@edge").unwrap();
     assert!(to_http11(&mut req, false).is_err(), "in Host too");
 }
+
+#[test]
+fn chunks_framed_here_decode_to_the_same_bytes() {
+    let parts: [&[u8]; 3] = [b"event: a\n\n", &[b'x'; 300], b"0"];
+    let mut wire = Vec::new();
+    for p in parts {
+        wire.extend_from_slice(chunk_size_line(p.len()).as_bytes());
+        wire.extend_from_slice(p);
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(LAST_CHUNK);
+    assert_eq!(chunk_size_line(300), "12c\r\n");
+    let (got, ended) = body(&wire, Framing::Chunked(Chunk::Size)).unwrap();
+    assert_eq!(got, parts.concat());
+    assert!(ended, "the last chunk ends the body");
+}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use super::conn::Conn;
-use super::wire::RequestFraming;
+use super::wire::{self, RequestFraming};
 
 /// Write what the socket takes of `parts` now (in order, as few `writev` calls as it allows),
 /// consuming what was written; `true` when all of it went.
@@ -126,7 +126,7 @@ impl BodyWrite for BodyWriter {
         match self.framing {
             RequestFraming::Raw => self.send(&mut [&head, data]).await?,
             RequestFraming::Chunked => {
-                let size = format!("{:x}\r\n", data.len());
+                let size = wire::chunk_size_line(data.len());
                 self.send(&mut [&head, size.as_bytes(), data, b"\r\n"])
                     .await?
             }
@@ -143,7 +143,7 @@ impl BodyWrite for BodyWriter {
         let head = self.head.take().unwrap_or_default();
         let end: &[u8] = match self.framing {
             RequestFraming::Raw => b"",
-            RequestFraming::Chunked => b"0\r\n\r\n",
+            RequestFraming::Chunked => wire::LAST_CHUNK,
         };
         self.send(&mut [&head, end]).await?;
         self.conn.request_done.store(true, Ordering::Release);
