@@ -49,6 +49,37 @@ pub fn body_timeout(limit: std::time::Duration) -> Rejection {
     )
 }
 
+/// A body of unknown length (h2 without `content-length`, chunked) over `max` bytes, for a pool
+/// only pingora's pipe reaches (TLS or h2 instances), that ended with its `max`-th byte:
+/// the pipe replays at most `max` bytes of a body read before the check, so it cannot be sent.
+pub fn length_required(pool: &str, max: usize) -> Rejection {
+    Rejection::new(
+        411,
+        codes::INVALID_REQUEST,
+        "length-required",
+        format!(
+            "A request body over {max} bytes without a declared length cannot be checked and \
+             forwarded to pool {pool} (its instances are reached over TLS or HTTP/2): send it \
+             with Content-Length"
+        ),
+    )
+}
+
+/// A request trailer section (RFC 9110 §6.5), refused whatever it holds: an MCP request has no
+/// use for one, an HTTP/1.1 upstream framed by `Content-Length` cannot receive it, and the
+/// fields in it (a pseudo-header, malformed by RFC 9113 §8.1; a `content-length`) are read
+/// differently by different components.
+pub fn trailers() -> Rejection {
+    Rejection::new(
+        400,
+        codes::INVALID_REQUEST,
+        "request-trailers",
+        "The request carries a trailer section after its body; MCP requests have none and the \
+         gateway forwards none: send the request without trailers"
+            .to_string(),
+    )
+}
+
 /// The answer to a body that is not one usable JSON-RPC request, with its id when read.
 pub fn envelope_rejection(e: EnvelopeError) -> Refusal {
     let rej = e.rejection();

@@ -36,25 +36,18 @@ use std::sync::Arc;
 
 use super::request::Progress;
 use super::upstream_h1::{self, Conn, H1Session, Pool};
-use super::{detached, failure, forward, inspect, response, RequestCtx};
+use super::{detached, failure, forward, response, RequestCtx};
 use crate::config::UpstreamLeg;
 
-/// Whether the direct leg takes this request: its body is in hand (read and checked, or read
-/// whole unchecked) and kept whole in pingora's retry buffer, which is what goes upstream, its
-/// pool is plain HTTP/1.1, and the configuration asks for it.
+/// Whether the direct leg takes this request: its body is in hand (read whole before an
+/// upstream was chosen: checked, or sampled out), and its route's leg is the direct one.
 pub fn takes(session: &Session, ctx: &RequestCtx) -> bool {
-    matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked)
-        && !session.as_ref().retry_buffer_truncated()
-        && leg_for(session, ctx)
+    matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked) && leg_for(session, ctx)
 }
 
-/// Whether a sampled-out body is read whole first (unchecked) so that the direct leg can take
-/// it: it declares a length that fits the read-ahead (64 KiB), or is empty.
-pub fn reads_unchecked(session: &mut Session, ctx: &RequestCtx, length: Option<usize>) -> bool {
-    leg_for(session, ctx) && inspect::fits_preread(session, length)
-}
-
-fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
+/// Whether the direct leg carries this request's route: a plain HTTP/1.1 pool, the
+/// configuration's leg, and not a protocol upgrade.
+pub fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
     ctx.gw.config.connections.upstream_leg == UpstreamLeg::Direct
         && ctx.gw.peers[ctx.pool].is_plain_h1()
         && !session.is_upgrade_req()
@@ -66,13 +59,14 @@ pub async fn forward(
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
 ) -> Result<bool> {
-    let body = session.get_retry_buffer().unwrap_or_default();
+    let body = ctx.in_hand.clone();
     // The upstream's head: a copy of the client's, edited once, whatever the attempts. The
     // client's stays as it came: each attempt chooses its instance on it, as pingora's pipe
     // does (a shard key may be a header the edits remove).
     let mut head = session.req_header().clone();
     forward::upstream_headers(&mut head, ctx)?;
-    upstream_h1::wire::to_http11(&mut head, !body.is_empty())?;
+    upstream_h1::wire::to_http11(&mut head, false)?;
+    upstream_h1::wire::frame_whole(&mut head, body.len())?;
     loop {
         let peer = forward::choose(&session.req_header().headers, ctx)?;
         let key = peer.reuse_hash();

@@ -61,7 +61,7 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
         None => {
             let id = drained_id
                 .or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()))
-                .or_else(|| unchecked_id(session, ctx));
+                .or_else(|| unchecked_id(ctx));
             let rej = match upstream_tls::handshake_failure(e) {
                 Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
                 None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
@@ -119,9 +119,9 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
 }
 
 /// The id of a sampled-out body read whole (it was not parsed for the check).
-fn unchecked_id(session: &Session, ctx: &RequestCtx) -> Option<Box<serde_json::value::RawValue>> {
+fn unchecked_id(ctx: &RequestCtx) -> Option<Box<serde_json::value::RawValue>> {
     if !matches!(ctx.progress, Progress::Unchecked) {
         return None;
     }
-    session.get_retry_buffer().and_then(|b| inspect::id_of(&b))
+    inspect::id_of(&ctx.in_hand)
 }

@@ -112,27 +112,56 @@ pub fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
     }
 }
 
-/// Bodies up to this size are read and checked before an upstream is chosen: pingora replays a
-/// pre-read body only from its retry buffer, which holds 64 KiB. Larger (or chunked) bodies are
-/// held chunk by chunk in `request_body_filter` instead, and cut off if they fail the check.
+/// Bodies up to this size can be replayed by pingora's proxy pipe after being read before an
+/// upstream is chosen (its retry buffer holds 64 KiB). The direct leg has no such bound: it sends
+/// the body it holds.
 pub const PREREAD_MAX: usize = 64 * 1024;
 
-/// Whether this request's body can be read before an upstream is chosen.
-pub fn fits_preread(session: &mut Session, content_length: Option<usize>) -> bool {
+/// How a request's body is read, decided once from its framing and the leg that will carry it.
+///
+/// | leg, check             | declared length ≤ 64 KiB, or empty | declared > 64 KiB | no declared length (h2, chunked) |
+/// |------------------------|------------------------------------|-------------------|----------------------------------|
+/// | direct, checked        | `Whole`                            | `Whole`           | `Whole`                          |
+/// | direct, sampled out    | `Whole`                            | `Stream`          | `Whole`                          |
+/// | pingora pipe, checked  | `Whole`                            | `Hold`            | `Prefix`                         |
+/// | pingora pipe, sampled  | `Stream`                           | `Stream`          | `Stream`                         |
+///
+/// `Whole` reads the body to its end before any instance is chosen (bounded by
+/// `limits.max_body_bytes`, `limits.max_held_bytes` and `timeouts.request_body`), so nothing of
+/// a refused request (not even its head) reaches an upstream. pingora's pipe replays at most
+/// 64 KiB, so there a body of unknown length is read up to that (`Prefix`): one that ends
+/// within it is a `Whole`; a longer one is held and checked chunk by chunk as a `Hold` is,
+/// after the head went upstream. A sampled-out body of a declared length over 64 KiB streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    Whole,
+    Prefix,
+    Hold,
+    Stream,
+}
+
+/// The plan for a body: `checked` (not sampled out), on the `direct` leg, with this framing
+/// (`declared`: its `Content-Length` when not chunked; `empty`: no body at all).
+pub fn plan(checked: bool, direct: bool, declared: Option<usize>, empty: bool) -> Plan {
+    let small = empty || declared.is_some_and(|n| n <= PREREAD_MAX);
+    match (direct, checked) {
+        (true, true) => Plan::Whole,
+        (true, false) if small || declared.is_none() => Plan::Whole,
+        (false, true) if small => Plan::Whole,
+        (false, true) if declared.is_none() => Plan::Prefix,
+        (false, true) => Plan::Hold,
+        _ => Plan::Stream,
+    }
+}
+
+/// The declared length of a request's body: its `Content-Length`, unless it is chunked (a
+/// chunked body's length is known only at its end).
+pub fn declared_length(session: &Session, content_length: Option<usize>) -> Option<usize> {
     let chunked = session
         .req_header()
         .headers
         .contains_key(http::header::TRANSFER_ENCODING);
-    !chunked && (content_length.is_some_and(|n| n <= PREREAD_MAX) || session.is_body_empty())
-}
-
-/// Read at most `max` bytes of body to find the request id; `None` when the body is longer
-/// (then the rest is not read and the connection closes after the answer).
-pub async fn id_from_prefix(
-    session: &mut Session,
-    max: usize,
-) -> Option<Box<serde_json::value::RawValue>> {
-    read_whole(session, max).await.ok().and_then(|b| id_of(&b))
+    content_length.filter(|_| !chunked)
 }
 
 /// Body bytes one request holds against its gateway's budget (`limits.max_held_bytes`, counted
@@ -179,22 +208,43 @@ fn over_budget(budget: usize) -> Rejection {
     )
 }
 
-/// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen, counting
-/// it against the process-wide budget in `held` (`budget`).
+/// What a bounded read before any upstream is chosen found.
+pub enum Read {
+    /// The whole body.
+    Whole(Bytes),
+    /// More than the read's `stop_after` bytes, and the body goes on: what was read so far.
+    Prefix(BodyHold),
+    /// More than `stop_after` bytes, and the body ended with them.
+    Over,
+}
+
+/// Read a (bounded) body inside `request_filter`, before any upstream is chosen, counting it
+/// against the process-wide budget in `held` (`budget`): to its end, or (`stop_after`) until
+/// more than that many bytes were read.
 pub async fn read_whole_held(
     session: &mut Session,
     limit: usize,
     held: &mut Held,
     (counter, budget): (&Arc<AtomicUsize>, usize),
-) -> Result<Bytes, Rejection> {
+    stop_after: Option<usize>,
+) -> Result<Read, Rejection> {
     let mut hold = BodyHold::default();
     loop {
         match session.read_request_body().await {
             Ok(Some(chunk)) => {
                 held.reserve(counter, chunk.len(), budget)?;
-                hold.push(chunk, limit).map_err(|t| too_large(t.limit))?
+                hold.push(chunk, limit).map_err(|t| too_large(t.limit))?;
+                if stop_after.is_some_and(|n| hold.len() > n) {
+                    return Ok(match session.is_body_done() {
+                        true => Read::Over,
+                        false => Read::Prefix(hold),
+                    });
+                }
             }
-            Ok(None) => return Ok(hold.take()),
+            Ok(None) => {
+                trailers_refused(session)?;
+                return Ok(Read::Whole(hold.take()));
+            }
             Err(e) => return Err(body_incomplete(e)),
         }
     }
@@ -206,9 +256,23 @@ pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Re
     loop {
         match session.read_request_body().await {
             Ok(Some(chunk)) => hold.push(chunk, limit).map_err(|t| too_large(t.limit))?,
-            Ok(None) => return Ok(hold.take()),
+            Ok(None) => {
+                trailers_refused(session)?;
+                return Ok(hold.take());
+            }
             Err(e) => return Err(body_incomplete(e)),
         }
+    }
+}
+
+/// A body whose data has ended (pingora read `None`) while its stream has not: an HTTP/2
+/// request with a trailer section, which is refused ([`super::answer::trailers`]). Over HTTP/1.1 the
+/// data's end is the body's end (pingora's parser reads a chunked body's trailer lines and
+/// forwards none of them).
+pub fn trailers_refused(session: &mut Session) -> Result<(), Rejection> {
+    match session.is_body_done() {
+        true => Ok(()),
+        false => Err(super::answer::trailers()),
     }
 }
 
@@ -235,5 +299,34 @@ mod tests {
         assert_eq!(h.len(), 6);
         assert_eq!(&h.take()[..], b"abcdef");
         assert!(h.is_empty());
+    }
+
+    #[test]
+    fn every_body_the_direct_leg_checks_is_read_whole_first() {
+        use Plan::*;
+        let big = Some(PREREAD_MAX + 1);
+        let small = Some(PREREAD_MAX);
+        // (checked, direct, declared, empty) -> plan
+        let cases = [
+            ((true, true, small, false), Whole),
+            ((true, true, big, false), Whole),
+            ((true, true, None, false), Whole),
+            ((false, true, small, false), Whole),
+            ((false, true, None, false), Whole),
+            ((false, true, big, false), Stream),
+            ((true, false, small, false), Whole),
+            ((true, false, None, true), Whole),
+            ((true, false, None, false), Prefix),
+            ((true, false, big, false), Hold),
+            ((false, false, small, false), Stream),
+            ((false, false, None, false), Stream),
+        ];
+        for ((checked, direct, declared, empty), want) in cases {
+            assert_eq!(
+                plan(checked, direct, declared, empty),
+                want,
+                "{checked} {direct} {declared:?} {empty}"
+            );
+        }
     }
 }

@@ -77,13 +77,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use answer::too_large;
-use inspect::BodyHold;
 use request::Progress;
 pub use request::RequestCtx;
 pub use server::{build_server, serve, Live, RunningGateway};
 pub use state::Gateway;
 use steps::{
-    cut_off, hold_chunk, invite_body, keep_alive_policy, preread, read_unchecked, refuse,
+    cut_off, hold_chunk, invite_body, keep_alive_policy, read_before_upstream, refuse,
     refuse_with_id, settle_doomed,
 };
 
@@ -166,26 +165,23 @@ impl ProxyHttp for Proxy {
         // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
         invite_body(session, ctx).await?;
 
-        // 5. Decide how the body travels: read and checked before any upstream is chosen (bodies
-        //    up to 64 KiB), held and checked chunk by chunk, or (sampled out) streamed, or read
-        //    whole unchecked when it is small and the direct leg takes it.
+        // 5. Read the body as its framing and leg allow (`inspect::Plan`): whole before any
+        //    upstream is chosen, and checked (the default path, whatever its size and framing);
+        //    held and checked chunk by chunk on pingora's pipe past 64 KiB; or, sampled out,
+        //    streamed unchecked.
         if matches!(ctx.progress, Progress::Claimed) {
             // Auth decides on the claimed method and name: with it, every body is checked.
             let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-            if !(auth_check || validate::sampled(route.sample)) {
+            let checked = auth_check || validate::sampled(route.sample);
+            if !checked {
                 gw.metrics.check_skipped();
-                ctx.progress = Progress::Streaming;
-                if direct::reads_unchecked(session, ctx, admitted.content_length) {
-                    if let Some(answered) = read_unchecked(session, ctx).await? {
-                        return Ok(answered);
-                    }
-                }
-            } else if inspect::fits_preread(session, admitted.content_length) {
-                if let Some(answered) = preread(session, ctx).await? {
-                    return Ok(answered);
-                }
-            } else {
-                ctx.progress = Progress::Holding(BodyHold::default());
+            }
+            let direct = direct::leg_for(session, ctx);
+            let declared = inspect::declared_length(session, admitted.content_length);
+            let plan = inspect::plan(checked, direct, declared, session.is_body_empty());
+            let how = (checked, direct);
+            if let Some(answered) = read_before_upstream(session, ctx, plan, how).await? {
+                return Ok(answered);
             }
         }
 
@@ -232,6 +228,10 @@ impl ProxyHttp for Proxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
+        if end_of_stream && !session.is_body_done() {
+            // pingora read the data's end, not the stream's: an h2 trailer section follows.
+            return Err(cut_off(ctx, answer::trailers(), None));
+        }
         match &mut ctx.progress {
             Progress::Streaming => {
                 let limit = ctx.gw.config.limits.max_body_bytes;

@@ -89,6 +89,8 @@ pub struct RequestCtx {
     pub expects_continue: bool,
     /// Bytes of request body seen.
     pub body_len: usize,
+    /// The whole body, read before an upstream was chosen, for the direct leg to send as it is.
+    pub in_hand: bytes::Bytes,
     /// Body bytes this request holds against `limits.max_held_bytes`.
     pub held: super::inspect::Held,
     pub instance: Option<usize>,
@@ -134,6 +136,7 @@ impl RequestCtx {
             progress: Progress::Claimed,
             expects_continue: false,
             body_len: 0,
+            in_hand: bytes::Bytes::new(),
             held: Default::default(),
             instance: None,
             tried: Tried::default(),

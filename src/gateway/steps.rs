@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use crate::mcp::Rejection;
 
 use super::answer::{self, refused_error, respond, too_large};
+use super::inspect::{BodyHold, Plan, Read};
 use super::request::{Progress, RequestCtx};
 use super::{cache, inspect, Gateway};
 
@@ -82,6 +83,7 @@ pub(super) async fn settle_doomed(
     };
     ctx.body_len = body.len();
     ctx.progress = Progress::Drained;
+    ctx.in_hand = body.clone();
     let headers = &session.req_header().headers;
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Err((rej, id)) => refuse(session, ctx, rej, id).await.map(Some),
@@ -136,20 +138,55 @@ pub(super) async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> 
     Ok(())
 }
 
-/// Read and check a small body before any upstream is chosen (`None`: it passed; carry on).
-/// A refused request then never reaches an instance at all, whatever its size (an empty body
-/// included), and a slow body holds no upstream connection.
-pub(super) async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
-    let body = match read_in_hand(session, ctx).await? {
-        Ok(body) => body,
+/// Carry out a body's [`Plan`] in `request_filter`, before any upstream is chosen (`Some`: the
+/// gateway answered). A body read whole is checked here (unless sampled out) and, for the
+/// direct leg, kept in hand to be sent as it is; pingora's pipe replays it from its retry
+/// buffer instead.
+pub(super) async fn read_before_upstream(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    plan: Plan,
+    (checked, direct): (bool, bool),
+) -> Result<Option<bool>> {
+    let stop_after = match plan {
+        Plan::Stream => {
+            ctx.progress = Progress::Streaming;
+            return Ok(None);
+        }
+        Plan::Hold => {
+            ctx.progress = Progress::Holding(BodyHold::default());
+            return Ok(None);
+        }
+        Plan::Whole => None,
+        Plan::Prefix => Some(inspect::PREREAD_MAX),
+    };
+    let body = match read_in_hand(session, ctx, stop_after, !direct).await? {
+        Ok(Read::Whole(body)) => body,
+        Ok(Read::Prefix(hold)) => {
+            ctx.progress = Progress::Holding(hold);
+            return Ok(None);
+        }
+        Ok(Read::Over) => {
+            ctx.progress = Progress::Drained;
+            let pool = &ctx.gw.pools[ctx.pool].name;
+            let rej = answer::length_required(pool, inspect::PREREAD_MAX);
+            return refuse(session, ctx, rej, None).await.map(Some);
+        }
         Err(answered) => return Ok(Some(answered)),
     };
+    if direct {
+        ctx.in_hand = body.clone();
+    }
+    if !checked {
+        ctx.progress = Progress::Unchecked;
+        return Ok(None);
+    }
     let gw = ctx.gw.clone();
     let headers = &session.req_header().headers;
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
-            // The edge cache (and G34): after the check, before any upstream is chosen.
+            // The edge cache: after the check, before any upstream is chosen.
             cache::flow::on_checked(session, ctx, &body).await
         }
         Err((rej, id)) => {
@@ -159,39 +196,31 @@ pub(super) async fn preread(session: &mut Session, ctx: &mut RequestCtx) -> Resu
     }
 }
 
-/// A sampled-out body small enough to read before an instance is chosen: read whole, as
-/// [`preread`] reads, but not checked, for the direct leg.
-pub(super) async fn read_unchecked(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-) -> Result<Option<bool>> {
-    Ok(match read_in_hand(session, ctx).await? {
-        Ok(_) => {
-            ctx.progress = Progress::Unchecked;
-            None
-        }
-        Err(answered) => Some(answered),
-    })
-}
-
-/// Read a whole small body into pingora's retry buffer (what goes upstream), bounded in size,
-/// time and the gateway's body budget; `Err(answered)` when it was refused instead.
+/// Read a (bounded) body before any upstream is chosen, in size, time and the gateway's body
+/// budget, into pingora's retry buffer too when `replay` (pingora's pipe sends what it holds);
+/// `Err(answered)` when it was refused instead.
 async fn read_in_hand(
     session: &mut Session,
     ctx: &mut RequestCtx,
-) -> Result<std::result::Result<Bytes, bool>> {
+    stop_after: Option<usize>,
+    replay: bool,
+) -> Result<std::result::Result<Read, bool>> {
     let gw = ctx.gw.clone();
     let (limit, deadline) = (
         gw.config.limits.max_body_bytes,
         gw.config.timeouts.request_body,
     );
-    session.enable_retry_buffering();
+    if replay {
+        session.enable_retry_buffering();
+    }
     let budget = (&gw.held, gw.config.limits.max_held_bytes);
-    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget);
+    let read = inspect::read_whole_held(session, limit, &mut ctx.held, budget, stop_after);
     let rej = match tokio::time::timeout(deadline, read).await {
-        Ok(Ok(body)) => {
-            ctx.body_len = body.len();
-            return Ok(Ok(body));
+        Ok(Ok(read)) => {
+            if let Read::Whole(body) = &read {
+                ctx.body_len = body.len();
+            }
+            return Ok(Ok(read));
         }
         Ok(Err(rej)) => rej,
         Err(_) => answer::body_timeout(deadline),
@@ -199,7 +228,7 @@ async fn read_in_hand(
     refuse(session, ctx, rej, None).await.map(Err)
 }
 
-/// The checked path for bodies over 64 KiB: hold each chunk (bounded in size, time and the
+/// The checked path for bodies pingora's pipe carries past 64 KiB: hold each chunk (bounded in size, time and the
 /// gateway's body budget) and, at the end of the stream, check the whole body and release it.
 pub(super) fn hold_chunk(
     session: &Session,

@@ -48,6 +48,19 @@ pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
     pingora::protocols::http::authority::validate_request_authority(req)
 }
 
+/// Frame a request whose whole body (`len` bytes) is in hand by its length: `Content-Length`,
+/// never chunked, whatever framing the client used (HTTP/2 DATA frames, chunked): the body's
+/// bytes are the client's, their framing is the connection's (RFC 9112 §6).
+pub fn frame_whole(req: &mut RequestHeader, len: usize) -> Result<()> {
+    let framed = req.headers.contains_key(http::header::TRANSFER_ENCODING)
+        || req.headers.contains_key(http::header::CONTENT_LENGTH);
+    req.remove_header(&http::header::TRANSFER_ENCODING);
+    if len > 0 || framed {
+        req.insert_header(http::header::CONTENT_LENGTH, len)?;
+    }
+    Ok(())
+}
+
 /// The request head as it goes on the wire (always HTTP/1.1), and how its body is framed.
 pub fn request_head(req: &RequestHeader) -> Result<(Vec<u8>, RequestFraming)> {
     let path = req.raw_path();

@@ -222,3 +222,22 @@ fn chunks_framed_here_decode_to_the_same_bytes() {
     assert_eq!(got, parts.concat());
     assert!(ended, "the last chunk ends the body");
 }
+
+#[test]
+fn a_body_in_hand_goes_with_its_length_whatever_the_client_framing() {
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.insert_header("transfer-encoding", "chunked").unwrap();
+    frame_whole(&mut req, 1234).unwrap();
+    assert_eq!(req.headers["content-length"], "1234");
+    assert!(!req.headers.contains_key("transfer-encoding"));
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    req.insert_header("content-length", "0").unwrap();
+    frame_whole(&mut req, 0).unwrap();
+    assert_eq!(req.headers["content-length"], "0");
+    let mut req = RequestHeader::build("POST", b"/mcp", None).unwrap();
+    frame_whole(&mut req, 0).unwrap();
+    assert!(
+        !req.headers.contains_key("content-length"),
+        "no body, no framing"
+    );
+}
