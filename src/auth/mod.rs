@@ -361,6 +361,11 @@ impl Auth {
                 .allowed()
     }
 
+    /// The identity headers this resource server sets on upstream requests (`auth.forward.headers`).
+    pub fn asserted_headers(&self) -> impl Iterator<Item = &http::HeaderName> {
+        self.forward.iter().map(|(h, _)| h)
+    }
+
     /// The header changes for the upstream request: `Authorization` removed unless `pool` is
     /// marked as the token's audience; the identity headers removed, then set from the token.
     pub fn upstream_edits(&self, id: Option<&Identity>, pool: &str) -> Vec<HeaderEdit> {

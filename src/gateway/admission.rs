@@ -81,6 +81,7 @@ pub fn admit(req: &Parts, config: &Config) -> Result<Admitted, Rejection> {
         }
     }
     shape(req, config.auth.is_some())?;
+    super::h2_to_h1::admit(req)?;
     let header_bytes: usize = req
         .headers
         .iter()

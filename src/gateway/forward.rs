@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::{auth_stage, trace, RequestCtx};
 use crate::config::Timeouts;
+use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.
 pub const HOP_BY_HOP: [&str; 7] = [
@@ -90,8 +91,9 @@ pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPee
     Ok(peer(base, &gw.config.timeouts))
 }
 
-/// The request head that goes upstream: the trace context (the request's trace ids are chosen
-/// here, from the client's `traceparent`), auth header edits, hop-by-hop headers removed.
+/// The request head that goes upstream: hop-by-hop headers removed, then the headers the
+/// gateway asserts (auth's identity headers, the trace context: the request's trace ids are
+/// chosen here, from the client's `traceparent`) cleared of every client spelling and set.
 /// `upstream` starts as a copy of the client's head (once per attempt in pingora's pipe, once
 /// per request on the direct leg); the client's own head is left as it came.
 pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
@@ -106,10 +108,17 @@ pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> R
             parent = Some((leg.traceparent(), leg.tracestate.clone()));
         }
     }
-    auth_stage::upstream_headers(ctx, upstream)?;
+    // The client's hop-by-hop headers go first, then every field a reader could take for a
+    // header the gateway asserts: nothing the client lists in `Connection` can remove what
+    // the gateway sets below, and nothing it sends can stand beside it.
     for name in hop_by_hop_names(&upstream.headers) {
         upstream.remove_header(name.as_str());
     }
+    for name in header::shadows_of(&upstream.headers, &ctx.gw.asserted) {
+        upstream.remove_header(&name);
+    }
+    auth_stage::upstream_headers(ctx, upstream)?;
+    super::h2_to_h1::join_cookies(upstream)?;
     if let Some((traceparent, tracestate)) = parent {
         upstream.insert_header(crate::mcp::header::TRACEPARENT, traceparent)?;
         if let Some(ts) = tracestate {

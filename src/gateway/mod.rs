@@ -45,6 +45,7 @@ pub mod flow_metrics;
 pub mod flows;
 pub mod follow;
 pub mod forward;
+pub mod h2_to_h1;
 pub mod head_deadline;
 pub mod health;
 pub mod inspect;

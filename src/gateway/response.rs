@@ -27,6 +27,11 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
                 .observe(since.elapsed().as_secs_f64());
         }
         if let Some(name) = &gw.upstream_header {
+            // The gateway names the instance: no spelling of the name from the upstream stays.
+            let own = std::slice::from_ref(name);
+            for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
+                upstream_response.remove_header(&shadow);
+            }
             let value = pool.instances[idx].header_value.clone();
             upstream_response.insert_header(name.clone(), value)?;
         }

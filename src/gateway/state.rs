@@ -40,6 +40,10 @@ pub struct Gateway {
     /// The span exporter (`None`, the default, when tracing is off).
     pub tracing: Option<Arc<Tracing>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
+    /// The request headers the gateway asserts to upstreams (identity from `auth.forward`, the
+    /// trace context it propagates): whatever a client sent under these names, or names that
+    /// fold onto them, is removed before the gateway sets its own ([`super::forward`]).
+    pub(crate) asserted: Vec<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
     pub held: Arc<AtomicUsize>,
@@ -161,7 +165,9 @@ impl Gateway {
             metrics.auth.clone(),
             previous.and_then(|p| p.auth.as_ref()),
         )?;
+        let asserted = asserted_headers(&config, auth.as_ref());
         Ok(Gateway {
+            asserted,
             auth,
             held,
             config,
@@ -247,4 +253,20 @@ impl Gateway {
         }
         None
     }
+}
+
+/// The request headers a gateway built from `config` asserts to its upstreams.
+fn asserted_headers(config: &Config, auth: Option<&crate::auth::Auth>) -> Vec<http::HeaderName> {
+    let mut names: Vec<http::HeaderName> = auth
+        .map(|a| a.asserted_headers().cloned().collect())
+        .unwrap_or_default();
+    if config.tracing.enabled && config.tracing.propagate {
+        names.push(http::HeaderName::from_static(
+            crate::mcp::header::TRACEPARENT,
+        ));
+        names.push(http::HeaderName::from_static(
+            crate::mcp::header::TRACESTATE,
+        ));
+    }
+    names
 }

@@ -53,6 +53,40 @@ pub fn folds_into_checked(name: &str) -> bool {
     name.contains('_') && is_checked(&name.to_ascii_lowercase().replace('_', "-"))
 }
 
+/// Whether `name` and `target` are one header name to a reader that folds names: ASCII case
+/// (every HTTP reader) and `_` read as `-` (CGI/WSGI environments, some Python and PHP
+/// servers). `X_Mcp_Edge_Subject` is `x-mcp-edge-subject` to such a reader.
+pub fn folds_to(name: &str, target: &str) -> bool {
+    let fold = |b: u8| {
+        if b == b'_' {
+            b'-'
+        } else {
+            b.to_ascii_lowercase()
+        }
+    };
+    name.len() == target.len()
+        && name
+            .bytes()
+            .zip(target.bytes())
+            .all(|(a, b)| fold(a) == fold(b))
+}
+
+/// The fields of `headers` that a folding reader ([`folds_to`]) would read as one of
+/// `asserted`: the exact name and its `_` spellings (empty, without allocating, when none).
+/// The gateway removes them (every copy) before it sets the headers it asserts, so that nothing
+/// a client (or an upstream, for response headers) sent under such a name can stand beside or
+/// in place of the gateway's value.
+pub fn shadows_of(headers: &HeaderMap, asserted: &[http::HeaderName]) -> Vec<http::HeaderName> {
+    if asserted.is_empty() {
+        return Vec::new();
+    }
+    headers
+        .keys()
+        .filter(|k| asserted.iter().any(|a| folds_to(k.as_str(), a.as_str())))
+        .cloned()
+        .collect()
+}
+
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
 
@@ -286,5 +320,31 @@ mod tests {
         assert_eq!(bearer_token(&h), Some("alice"));
         h.insert("authorization", "Basic xyz".parse().unwrap());
         assert_eq!(bearer_token(&h), None);
+    }
+
+    #[test]
+    fn folding_readers_see_underscores_and_case_as_one_name() {
+        assert!(folds_to("x_mcp_edge_subject", "x-mcp-edge-subject"));
+        assert!(folds_to("X-Mcp-Edge_Subject", "x-mcp-edge-subject"));
+        assert!(!folds_to("x-mcp-edge-subjects", "x-mcp-edge-subject"));
+        assert!(!folds_to("x.mcp.edge.subject", "x-mcp-edge-subject"));
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("x-mcp-edge-subject", "a"),
+            ("x_mcp_edge_subject", "admin"),
+            ("x_mcp-edge_subject", "root"),
+            ("x-tenant", "t"),
+        ] {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h.append("x-mcp-edge-subject", "b".parse().unwrap());
+        for name in shadows_of(&h, &[http::HeaderName::from_static("x-mcp-edge-subject")]) {
+            h.remove(name);
+        }
+        let left: Vec<_> = h.keys().map(|k| k.as_str()).collect();
+        assert_eq!(left, ["x-tenant"]);
     }
 }

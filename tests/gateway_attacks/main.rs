@@ -7,7 +7,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod asserted;
 mod framing;
+mod h2_translation;
+mod h2wire;
 mod watchdog;
 
 use std::net::SocketAddr;
