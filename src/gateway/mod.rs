@@ -3,10 +3,10 @@
 //! | pingora phase             | stage (file)                                                  |
 //! |---------------------------|---------------------------------------------------------------|
 //! | (below pingora)           | the whole HTTP/1 request head under a deadline ([`head_deadline`]), before pingora has parsed it |
-//! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then bodies up to 64 KiB are **inspected and validated** ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen; a body in hand for a plain HTTP/1.1 pool is then **forwarded** there and its response written, on the **direct** leg ([`direct`]: the stages below as plain functions, without pingora's proxy pipe) |
+//! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then the body is **inspected and validated** (every body on the direct leg, up to 64 KiB on pingora's pipe) ([`inspect`], [`validate`]) and may be answered from the **cache** ([`cache`]) before any upstream is chosen; a body in hand for a plain HTTP/1.1 pool is then **forwarded** there and its response written, on the **direct** leg ([`direct`]: the stages below as plain functions, without pingora's proxy pipe) |
 //! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]); a plain HTTP/1.1 peer goes on the gateway's own upstream leg ([`upstream_h1`]: head and body in one write, its own pool) |
 //! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
-//! | `request_body_filter`     | larger bodies: **inspect** and **validate** chunk by chunk (held, then released whole) |
+//! | `request_body_filter`     | pingora's pipe past 64 KiB: **inspect** and **validate** chunk by chunk (held, then released whole); a trailer section refused |
 //! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning ([`response`]) |
 //! | `fail_to_connect`/`_proxy` | **answer** a refusal or an upstream failure ([`failure`], [`answer`]); connect retries; stale-if-error |
 //! | `logging`                 | **observe**: flows and spans ([`follow`], [`flows`]), metrics and one access-log line ([`observe`], [`labels`]) |
@@ -19,14 +19,17 @@
 //! `/readyz`, `POST /-/reload` and `POST /-/cache/purge`.
 //!
 //! **Where the body is checked.** The check needs the whole body, and the body must reach the
-//! upstream byte for byte. pingora replays a body read before the upstream is chosen only from
-//! its retry buffer, which stops at 64 KiB. So bodies up to 64 KiB (and empty ones) are read and
-//! checked in `request_filter`, before any instance is chosen: a refused one never reaches an
-//! upstream at all. Larger or chunked bodies are routed on the claimed headers and held chunk by
-//! chunk in `request_body_filter`, checked at the end, then released in one piece, or cut off
-//! before they are complete. Requests the headers alone doom (missing or malformed MCP headers,
-//! a version older than 2026-07-28) are answered in `request_filter` without an upstream. When
-//! sampling skips the check, the body streams through untouched.
+//! upstream byte for byte. On the default path (a plain HTTP/1.1 pool, the direct leg) the body
+//! is read whole in `request_filter`, whatever its size and framing (a `Content-Length`,
+//! chunked, h2 DATA frames), checked, and sent by the direct leg from the bytes in hand: a
+//! refused request never reaches an upstream, not even its head. pingora's pipe (TLS and h2
+//! pools) replays a body read before the upstream is chosen only from its retry buffer, which
+//! stops at 64 KiB: there bodies up to 64 KiB are read and checked first, and larger ones are
+//! routed on the claimed headers and held chunk by chunk in `request_body_filter`, checked at the
+//! end, then released in one piece, or cut off before they are complete. `inspect::Plan` is
+//! the one table of these paths. Requests the headers alone doom (missing or malformed MCP
+//! headers, a version older than 2026-07-28) are answered in `request_filter` without an
+//! upstream. When sampling skips the check, the body is forwarded unchecked.
 
 pub mod admin;
 pub mod admission;
