@@ -270,10 +270,16 @@ pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Re
 /// data's end is the body's end (pingora's parser reads a chunked body's trailer lines and
 /// forwards none of them).
 pub fn trailers_refused(session: &mut Session) -> Result<(), Rejection> {
-    match session.is_body_done() {
-        true => Ok(()),
-        false => Err(super::answer::trailers()),
+    match trailers_pending(session) {
+        false => Ok(()),
+        true => Err(super::answer::trailers()),
     }
+}
+
+/// Whether an h2 request's data has ended (pingora read `None`, or said end of stream) while its
+/// stream has not: a trailer section follows.
+pub fn trailers_pending(session: &mut Session) -> bool {
+    session.as_downstream().is_http2() && !session.is_body_done()
 }
 
 #[cfg(test)]

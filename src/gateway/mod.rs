@@ -232,7 +232,7 @@ impl ProxyHttp for Proxy {
         end_of_stream: bool,
         ctx: &mut RequestCtx,
     ) -> Result<()> {
-        if end_of_stream && !session.is_body_done() {
+        if end_of_stream && inspect::trailers_pending(session) {
             // pingora read the data's end, not the stream's: an h2 trailer section follows.
             return Err(cut_off(ctx, answer::trailers(), None));
         }

@@ -140,10 +140,6 @@ impl PoolPeers {
         self.tls.is_none() && self.http == UpstreamHttp::H1
     }
 
-    pub fn is_tls(&self) -> bool {
-        self.tls.is_some()
-    }
-
     /// The active health check, over TLS for TLS pools.
     pub async fn probe(
         &self,

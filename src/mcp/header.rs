@@ -347,4 +347,43 @@ mod tests {
         let left: Vec<_> = h.keys().map(|k| k.as_str()).collect();
         assert_eq!(left, ["x-tenant"]);
     }
+
+    /// How readers behind the gateway turn a field name into the name they look up: every HTTP
+    /// reader folds ASCII case; CGI/WSGI-style readers also read `_` as `-` (and upper-case
+    /// it, `HTTP_X_MCP_EDGE_SUBJECT`, which the case fold already covers).
+    fn readers(name: &str) -> [String; 2] {
+        let lower = name.to_ascii_lowercase();
+        [lower.clone(), lower.replace('_', "-")]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Whatever names a client sends around an asserted one, after the removal no reader
+        /// model finds the asserted name among what is left.
+        #[test]
+        fn no_reader_finds_an_asserted_name_after_the_shadows_are_removed(
+            names in proptest::collection::vec("(?i)x[-_]mcp[-_]edge[-_]subjec[tT]s?|x[-_]tenan[t_]|traceparen[tT]|x[-_]other", 1..8)
+        ) {
+            let asserted = [
+                http::HeaderName::from_static("x-mcp-edge-subject"),
+                http::HeaderName::from_static("x-tenant"),
+                http::HeaderName::from_static("traceparent"),
+            ];
+            let mut h = HeaderMap::new();
+            for n in &names {
+                h.append(http::HeaderName::from_bytes(n.as_bytes()).unwrap(), "v".parse().unwrap());
+            }
+            for name in shadows_of(&h, &asserted) {
+                h.remove(name);
+            }
+            for k in h.keys() {
+                for seen in readers(k.as_str()) {
+                    proptest::prop_assert!(
+                        !asserted.iter().any(|a| a.as_str() == seen),
+                        "{k} is read as {seen}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@
 use super::h2wire::{send, Outcome};
 use super::support::tls::h2client::{connect_plain, exchange, request};
 use super::support::{call, call_headers, refs, Upstreams};
+use super::watchdog::still_answers;
 use super::{edge, rt};
 
 /// The pseudo-headers and MCP headers of a tools/call of `name` to the h2c listener.
@@ -77,6 +78,7 @@ fn a_pseudo_header_in_a_trailer_section_is_refused_and_never_forwarded() {
             }
             Outcome::Silent => panic!("{trailers:?}: no answer and no reset"),
         }
+        still_answers(&e, &format!("trailers {trailers:?}"));
     }
     assert_eq!(
         up.received().len(),
@@ -108,6 +110,7 @@ fn connection_specific_fields_in_an_h2_request_are_refused() {
             matches!(out, Outcome::Reset | Outcome::Answered(0x8c, _)),
             "{k}: {out:?}"
         );
+        still_answers(&e, &format!("an h2 request with {k}"));
     }
     assert_eq!(up.received().len(), 0);
     let mut f = fields("echo");
