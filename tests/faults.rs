@@ -219,12 +219,8 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
     assert!(eventually(Duration::from_secs(10), listening));
     // A broken file: SIGHUP is refused, the gateway keeps serving the old config.
     std::fs::write(&file, good.replace("default_route", "default_rout")).unwrap();
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
+    let pid = child.id();
+    assert!(support::programs::signal(pid, "HUP"));
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
         post(mcp_addr, &refs(&call_headers("t")), &call(1, "t")).status,
@@ -243,11 +239,7 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
     // A good change applies: a route for `special` to a pool that does not exist any more
     // would fail; instead send everything through a renamed instance header.
     std::fs::write(&file, format!("{good}upstream_header: x-reloaded\n")).unwrap();
-    assert!(Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap()
-        .success());
+    assert!(support::programs::signal(pid, "HUP"));
     assert!(eventually(Duration::from_secs(3), || post(
         mcp_addr,
         &refs(&call_headers("t")),
@@ -256,11 +248,7 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
     .header("x-reloaded")
     .is_some()));
     // SIGTERM: drains and exits 0.
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    assert!(support::programs::signal(pid, "TERM"));
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let mut err = String::new();
@@ -403,12 +391,8 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
     std::thread::sleep(Duration::from_millis(300));
     procs.0.push(serve(&["--upgrade"]));
     std::thread::sleep(Duration::from_millis(700)); // the new process waits on the upgrade socket
-    let old_pid = procs.0[0].id().to_string();
-    assert!(Command::new("kill")
-        .args(["-QUIT", &old_pid])
-        .status()
-        .unwrap()
-        .success());
+    let old_pid = procs.0[0].id();
+    assert!(support::programs::signal(old_pid, "QUIT"));
     let old_status = procs.0[0].wait().unwrap();
     assert!(
         old_status.success(),
@@ -429,12 +413,8 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
         failed.len(),
         ok + failed.len()
     );
-    let new_pid = procs.0[1].id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &new_pid])
-        .status()
-        .unwrap()
-        .success());
+    let new_pid = procs.0[1].id();
+    assert!(support::programs::signal(new_pid, "TERM"));
     assert!(procs.0[1].wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -61,7 +61,7 @@ fn json(b: &[u8]) -> serde_json::Value {
 
 #[test]
 fn curl_h2c_prior_knowledge_works_where_enabled_only() {
-    if !support::tls::have("curl") {
+    if !support::programs::have(support::programs::CURL) {
         return;
     }
     let up = Upstreams::start(1);

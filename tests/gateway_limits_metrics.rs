@@ -1,6 +1,6 @@
 //! Rate limits and metrics over real sockets: quota + burst pass then 429 with Retry-After and a
 //! JSON-RPC body, keys isolate, dry runs count without refusing, and `/metrics` counts what was
-//! sent with bounded labels (checked by promtool when it is installed).
+//! sent with bounded labels (checked by promtool: skipped loudly when it is not installed).
 
 mod support;
 
@@ -318,17 +318,9 @@ fn an_input_required_result_is_counted() {
 
 #[test]
 fn promtool_accepts_a_live_scrape() {
-    let Ok(out) = std::process::Command::new("promtool")
-        .arg("--version")
-        .output()
-    else {
-        if std::env::var_os("CI").is_some() {
-            panic!("promtool is required in CI (.ci/run installs the prometheus package)");
-        }
-        eprintln!("promtool not installed; skipping (CI installs it)");
+    if !support::programs::have(support::programs::PROMTOOL) {
         return;
-    };
-    assert!(out.status.success());
+    }
     let up = Upstreams::start(1);
     let gw = simple_gateway(
         &up,

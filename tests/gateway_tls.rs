@@ -13,7 +13,7 @@ use support::{call, free_port, Upstreams};
 
 #[test]
 fn curl_speaks_http1_and_h2_over_tls_with_the_test_ca() {
-    if !support::tls::have("curl") {
+    if !support::programs::have(support::programs::CURL) {
         return;
     }
     let up = Upstreams::start(1);
@@ -306,7 +306,7 @@ fn the_expiry_metric_names_each_listener() {
 
 #[test]
 fn the_admin_listener_serves_metrics_over_mtls_as_prometheus_scrapes_it() {
-    if !support::tls::have("curl") {
+    if !support::programs::have(support::programs::CURL) {
         return;
     }
     let up = Upstreams::start(1);

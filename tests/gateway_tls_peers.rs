@@ -68,14 +68,12 @@ fn ts_sdk_dir() -> Option<PathBuf> {
         .join("node_modules/@modelcontextprotocol/client/package.json")
         .exists();
     if !found {
-        assert!(
-            std::env::var("MCP_EDGE_REQUIRE_PEERS").as_deref() != Ok("1"),
-            "@modelcontextprotocol/client is not installed in {} and MCP_EDGE_REQUIRE_PEERS=1 (.ci/run installs it)",
-            dir.display()
-        );
-        eprintln!(
-            "SKIP: @modelcontextprotocol/client not installed in {}",
-            dir.display()
+        support::programs::missing(
+            &format!(
+                "@modelcontextprotocol/client is not installed in {}",
+                dir.display()
+            ),
+            "mkdir -p target/ts-sdk && cd target/ts-sdk && npm install @modelcontextprotocol/client@2.4.0",
         );
     }
     found.then_some(dir)
@@ -83,7 +81,7 @@ fn ts_sdk_dir() -> Option<PathBuf> {
 
 #[test]
 fn the_typescript_sdk_completes_an_mrtr_call_over_https() {
-    if !support::tls::have("node") {
+    if !support::programs::have(support::programs::NODE) {
         return;
     }
     let Some(sdk) = ts_sdk_dir() else { return };
@@ -157,7 +155,7 @@ fn h2load(args: &[&str]) -> (u64, u64, String) {
 
 #[test]
 fn h2load_drives_many_streams_over_h2c_and_h2_over_tls() {
-    if !support::tls::have("h2load") {
+    if !support::programs::have(support::programs::H2LOAD) {
         return;
     }
     let s = setup();

@@ -282,13 +282,9 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     let mut new = Serve(serve(&["--upgrade"]));
     std::thread::sleep(std::time::Duration::from_millis(700)); // the new process waits on the socket
     let kill = |sig: &str, pid: u32| {
-        assert!(std::process::Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .unwrap()
-            .success());
+        assert!(support::programs::signal(pid, sig), "kill -s {sig} {pid}");
     };
-    kill("-QUIT", old.0.id());
+    kill("QUIT", old.0.id());
     assert!(
         old.0.wait().unwrap().success(),
         "the old process drains and exits 0"
@@ -313,6 +309,6 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(support::raw(plain, &call_request(3)).status, 200);
-    kill("-TERM", new.0.id());
+    kill("TERM", new.0.id());
     assert!(new.0.wait().unwrap().success());
 }

@@ -46,7 +46,9 @@ echo "== node $("$NODE" --version), conformance $(installed_version)"
 
 # 2. Build once.
 (cd "$ROOT" && cargo build --quiet --bin mcp-edge)
-BIN="$ROOT/target/debug/mcp-edge"
+TARGET="${CARGO_TARGET_DIR:-target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+BIN="$TARGET/debug/mcp-edge"
 
 # Start a backend on a free port (port 0; it prints the address it got); sets BACKEND_URL.
 start_backend() {

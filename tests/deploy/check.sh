@@ -57,8 +57,9 @@ die() { echo "check.sh: $*" >&2; exit 1; }
 # ---- tools -----------------------------------------------------------------------------------
 if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
   echo "== installing Debian package prometheus (promtool and the server)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+  SUDO=(); [ "$(id -u)" -eq 0 ] || SUDO=(sudo)
+  "${SUDO[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq prometheus >/dev/null
 fi
 if ! "$VENV/bin/python" - "${PY_PKGS[@]}" >/dev/null 2>&1 <<'EOF'
 import sys
@@ -81,7 +82,9 @@ else
   # Debug build: .ci/run's `cargo test` has already built it, so this is a no-op there.
   echo "== cargo build --locked --bin mcp-edge"
   cargo build --locked --bin mcp-edge -q
-  BIN=$ROOT/target/debug/mcp-edge
+  TARGET=${CARGO_TARGET_DIR:-target}
+  case $TARGET in /*) ;; *) TARGET=$ROOT/$TARGET ;; esac
+  BIN=$TARGET/debug/mcp-edge
 fi
 [ -x "$BIN" ] || die "no mcp-edge binary at $BIN"
 

@@ -74,10 +74,7 @@ fn i13_6_sigterm_on_an_idle_gateway_exits_at_once() {
     let h = call_headers("get_weather");
     assert_eq!(post(addr, &refs(&h), &call(1, "get_weather")).status, 200);
     let sent = Instant::now();
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    assert!(crate::support::programs::signal(child.id(), "TERM"));
     let exited = eventually(Duration::from_secs(8), || {
         child.try_wait().unwrap().is_some()
     });

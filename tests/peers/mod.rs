@@ -4,7 +4,8 @@
 //! both into `target/peers` (or `$MCP_EDGE_PEERS_DIR`): `node_modules/` and `venv/`.
 //!
 //! When they are not installed, [`installed`] says so loudly and the tests skip, unless
-//! `MCP_EDGE_REQUIRE_PEERS=1` (set by `.ci/run`), which turns a missing peer into a failure.
+//! `MCP_EDGE_REQUIRE_PEERS=1` (set by `.ci/run`), which turns a missing peer into a failure
+//! (`support::programs::missing`, the rule every peer test follows).
 //! Every process is killed when its [`Peer`] is dropped.
 #![allow(dead_code)]
 
@@ -78,17 +79,14 @@ pub fn installed(sdk: Sdk) -> bool {
     let Some(why) = sdk.missing() else {
         return true;
     };
-    if std::env::var("MCP_EDGE_REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("MCP_EDGE_REQUIRE_PEERS=1 but the {sdk:?} SDK peer is not installed: {why}");
-    }
-    // Written to the stderr handle itself: libtest captures `eprintln!` of passing tests.
-    let msg = format!(
-        "\n!!!!!!!! SKIPPED: the {sdk:?} SDK peer is not installed ({why}).\n\
-         !!!!!!!! Install it as .ci/run does (npm into target/peers, a venv in target/peers/venv)\n\
-         !!!!!!!! or set MCP_EDGE_REQUIRE_PEERS=1 to make this a failure.\n"
-    );
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes());
-    false
+    let install = match sdk {
+        Sdk::TypeScript => "cp tests/peers/package*.json target/peers/ && (cd target/peers && npm ci) (needs node: sudo apt-get install -y nodejs npm)",
+        Sdk::Python => "python3 -m venv target/peers/venv && target/peers/venv/bin/pip install -r tests/peers/requirements.txt (needs sudo apt-get install -y python3-venv)",
+    };
+    crate::support::programs::missing(
+        &format!("the {sdk:?} SDK peer is not installed ({why})"),
+        install,
+    )
 }
 
 /// One running SDK server.

@@ -15,6 +15,8 @@
 //! - `support::loadtest`: an in-process MRTR target for the load tester.
 //! - `support::background`: the runtime thread every test server above runs on, stopped on drop.
 //! - `support::raw`: a raw upstream (every answer byte the test's) and a gateway in front of it.
+//! - `support::programs`: the programs outside Rust a test may need (redis-server, curl, h2load,
+//!   node, promtool): [`programs::have`] skips loudly, or fails under `MCP_EDGE_REQUIRE_PEERS=1`.
 //!
 //! Each test crate uses a different subset, hence the allowances.
 #![allow(dead_code, unused_imports)]
@@ -26,6 +28,7 @@ pub mod http;
 pub mod limits;
 pub mod loadtest;
 pub mod metrics;
+pub mod programs;
 pub mod raw;
 pub mod scripted;
 pub mod spawn;

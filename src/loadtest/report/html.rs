@@ -84,6 +84,35 @@ footer{color:var(--muted);font-size:12px;margin-top:24px}
 code{background:#f1f5f9;padding:1px 5px;border-radius:4px}
 "#;
 
+/// When the run started, for people: `2026-12-02 02:22:32 UTC`, and the RFC 3339 form for the
+/// `datetime` attribute. UTC only: the standard library cannot tell the local offset, and the
+/// page may be read in another time zone than the one it was made in anyway.
+pub fn started_at(unix_ms: u64) -> (String, String) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms);
+    let rfc3339 = humantime::format_rfc3339_seconds(t).to_string();
+    let human = rfc3339.replacen('T', " ", 1).replace('Z', " UTC");
+    (human, rfc3339)
+}
+
+/// The page's title line: badge, target, scenario, mode, duration and start time.
+fn header(o: &mut String, r: &Report, checks: &[(&str, bool, String)]) {
+    let badge = match (checks.is_empty(), checks.iter().all(|c| c.1)) {
+        (true, _) => String::new(),
+        (false, true) => r#"<span class="badge pass">checks passed</span>"#.into(),
+        (false, false) => r#"<span class="badge fail">checks failed</span>"#.into(),
+    };
+    let (human, rfc3339) = started_at(r.started_unix_ms);
+    let _ = write!(
+        o,
+        r#"<header><h1>MRTR load test{badge}</h1><div class="meta">target <code>{}</code> · scenario <b>{}</b> · {} · {:.1} s · started <time datetime="{rfc3339}" title="unix ms {}">{human}</time></div></header>"#,
+        esc(&r.target_display()),
+        esc(&r.scenario.name),
+        esc(&r.mode_display()),
+        r.elapsed.as_secs_f64(),
+        r.started_unix_ms
+    );
+}
+
 pub fn render(r: &Report) -> String {
     let m = &r.measures;
     let mut o = String::with_capacity(64 * 1024);
@@ -96,20 +125,7 @@ pub fn render(r: &Report) -> String {
     );
 
     let checks = r.check_results(&r.args);
-    let badge = match (checks.is_empty(), checks.iter().all(|c| c.1)) {
-        (true, _) => String::new(),
-        (false, true) => r#"<span class="badge pass">checks passed</span>"#.into(),
-        (false, false) => r#"<span class="badge fail">checks failed</span>"#.into(),
-    };
-    let _ = write!(
-        o,
-        r#"<header><h1>MRTR load test{badge}</h1><div class="meta">target <code>{}</code> · scenario <b>{}</b> · {} · {:.1} s · started at unix ms {}</div></header>"#,
-        esc(&r.target_display()),
-        esc(&r.scenario.name),
-        esc(&r.mode_display()),
-        r.elapsed.as_secs_f64(),
-        r.started_unix_ms
-    );
+    header(&mut o, r, &checks);
 
     o.push_str(r#"<div class="cards">"#);
     card(

@@ -54,7 +54,8 @@ pub(super) fn percentile_chart(r: &Report) -> String {
         .flat_map(|(_, _, c)| c.iter().map(|(_, v)| *v))
         .fold(0.0, f64::max);
     let (step, top) = nice_axis(top_ms, 5);
-    let f = Frame::new(760.0, 300.0);
+    let mut f = Frame::new(760.0, 300.0);
+    f.fit_y_labels(step, top, " ms");
     let mut out = String::new();
     f.open(&mut out, "Latency by percentile");
     f.y_grid(&mut out, step, top, " ms");
@@ -98,7 +99,8 @@ pub(super) fn throughput_chart(r: &Report) -> String {
     let n = tl.len().max(2);
     let top_v = tl.iter().map(|b| b.requests).max().unwrap_or(0) as f64;
     let (step, top) = nice_axis(top_v, 4);
-    let f = Frame::new(760.0, 240.0);
+    let mut f = Frame::new(760.0, 240.0);
+    f.fit_y_labels(step, top, "");
     let mut out = String::new();
     f.open(&mut out, "Throughput and errors over time");
     f.y_grid(&mut out, step, top, "");
@@ -168,7 +170,8 @@ pub(super) fn p99_chart(r: &Report) -> String {
     }
     let n = r.p99_timeline_us.len().max(2);
     let (step, top) = nice_axis(pts.iter().map(|p| p.1).fold(0.0, f64::max), 4);
-    let f = Frame::new(760.0, 200.0);
+    let mut f = Frame::new(760.0, 200.0);
+    f.fit_y_labels(step, top, " ms");
     let mut out = String::new();
     f.open(&mut out, "p99 latency over time");
     f.y_grid(&mut out, step, top, " ms");
@@ -219,7 +222,7 @@ pub(super) fn instance_chart(r: &Report) -> String {
     let bar_h = 12.0;
     let group_h = bar_h * kinds.len() as f64 + 14.0;
     let mut f = Frame::new(760.0, 30.0 + group_h * inst.len() as f64 + 30.0);
-    f.left = 130.0;
+    make_room(&mut f, inst.keys(), max as u64);
     let mut out = String::new();
     f.open(&mut out, "Legs per instance");
     let mut v = 0.0;
@@ -230,12 +233,14 @@ pub(super) fn instance_chart(r: &Report) -> String {
     f.axis_title(&mut out, "legs served");
     for (gi, (name, c)) in inst.iter().enumerate() {
         let gy = f.top + 6.0 + gi as f64 * group_h;
+        let shown = shorten(name, f.left - 8.0 - EDGE, TICK_PX);
         let _ = write!(
             out,
-            r#"<text x="{x}" y="{y:.1}" class="tick" text-anchor="end">{n}</text>"#,
+            r#"<g><title>{full}</title><text x="{x:.1}" y="{y:.1}" class="tick" text-anchor="end">{n}</text></g>"#,
+            full = esc(name),
             x = f.left - 8.0,
             y = gy + group_h / 2.0 - 3.0,
-            n = esc(name)
+            n = esc(&shown)
         );
         for (ki, (kname, color, get)) in kinds.iter().enumerate() {
             let val = get(c);
@@ -255,4 +260,26 @@ pub(super) fn instance_chart(r: &Report) -> String {
     out.push_str("</svg>");
     let items: Vec<(&str, &str)> = kinds.iter().map(|k| (k.0, k.1)).collect();
     out + &legend(&items)
+}
+
+/// Margins of the instance chart: the instance names on the left (up to a third of the width;
+/// longer names are shortened), the largest count right of its bar.
+fn make_room<'a>(f: &mut Frame, names: impl Iterator<Item = &'a String>, max: u64) {
+    let widest = names.map(|n| text_width(n, TICK_PX)).fold(0.0, f64::max);
+    f.left = (widest + 8.0 + EDGE).clamp(130.0, f.w / 3.0);
+    f.right = f
+        .right
+        .max(text_width(&max.to_string(), VAL_PX) + 4.0 + EDGE);
+}
+
+/// `text`, or as much of its start as fits in `room` px followed by "…".
+fn shorten(text: &str, room: f64, px: f64) -> String {
+    if text_width(text, px) <= room {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().collect();
+    while !out.is_empty() && text_width(&format!("{out}…"), px) > room {
+        out.pop();
+    }
+    out + "…"
 }

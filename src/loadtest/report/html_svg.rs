@@ -1,5 +1,7 @@
 //! The SVG toolkit of the HTML report: colours, "nice" axes, number formatting, the plot frame
 //! (axes, grid, ticks), polylines and legends. Plain string building; no data of the report.
+//! Every label is placed from an estimate of its width ([`text_width`]), so none runs past the
+//! edge of its chart.
 
 use std::fmt::Write as _;
 
@@ -39,6 +41,45 @@ pub(super) fn num(v: f64) -> String {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
+}
+
+/// Font sizes (px) of the chart text classes, as the page's CSS sets them (`.chart .tick`,
+/// `.chart .axis`, `.chart .val` in html.rs).
+pub(super) const TICK_PX: f64 = 11.0;
+pub(super) const AXIS_PX: f64 = 12.0;
+pub(super) const VAL_PX: f64 = 10.0;
+/// The least room (px) between a label and the edge of its chart.
+pub(super) const EDGE: f64 = 2.0;
+
+/// A generous estimate of the width (px) of `text` at `px` in the page's sans-serif font (in
+/// em, per glyph: narrow punctuation and space 0.35, capitals 0.72, `%`, `m`, `w`, `…` 1, others
+/// 0.62; Arial's digits are 0.56).
+pub(super) fn text_width(text: &str, px: f64) -> f64 {
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            '.' | ',' | ':' | ';' | '!' | '\'' | '|' | ' ' | 'i' | 'j' | 'l' => 0.35,
+            '%' | 'm' | 'w' | 'M' | 'W' | '@' | '…' => 1.0,
+            c if c.is_uppercase() => 0.72,
+            _ => 0.62,
+        })
+        .sum();
+    em * px
+}
+
+/// The values of the horizontal grid lines for [0, top] with `step`.
+fn ticks(step: f64, top: f64) -> Vec<f64> {
+    let mut v = 0.0;
+    let mut out = Vec::new();
+    while v <= top + step * 1e-6 {
+        out.push(v);
+        v += step;
+    }
+    out
+}
+
+fn y_label(v: f64, unit: &str) -> String {
+    format!("{}{unit}", num(v))
 }
 
 /// Plot area geometry.
@@ -83,10 +124,18 @@ impl Frame {
             label = esc(label)
         );
     }
+    /// Widen the left margin until the y labels of [`Frame::y_grid`] (same `step`, `top`,
+    /// `unit`) fit left of the plot.
+    pub(super) fn fit_y_labels(&mut self, step: f64, top: f64, unit: &str) {
+        let widest = ticks(step, top)
+            .into_iter()
+            .map(|v| text_width(&y_label(v, unit), TICK_PX))
+            .fold(0.0, f64::max);
+        self.left = self.left.max(widest + 6.0 + EDGE);
+    }
     /// Horizontal grid lines and y labels for [0, top] with `step`.
     pub(super) fn y_grid(&self, out: &mut String, step: f64, top: f64, unit: &str) {
-        let mut v = 0.0;
-        while v <= top + step * 1e-6 {
+        for v in ticks(step, top) {
             let y = self.y(v / top);
             let _ = write!(
                 out,
@@ -95,16 +144,27 @@ impl Frame {
                 x2 = self.w - self.right,
                 tx = self.left - 6.0,
                 ty = y + 4.0,
-                label = esc(&format!("{}{unit}", num(v)))
+                label = esc(&y_label(v, unit))
             );
-            v += step;
+        }
+    }
+    /// Where a label `width` wide that belongs at `x` is drawn: centred on `x` when that fits in
+    /// the chart, else ending (or starting) at `x`, pulled in from the edge if need be.
+    pub(super) fn fit_x(&self, x: f64, width: f64) -> (f64, &'static str) {
+        if x + width / 2.0 > self.w - EDGE {
+            (x.min(self.w - EDGE), "end")
+        } else if x - width / 2.0 < EDGE {
+            (x.max(EDGE), "start")
+        } else {
+            (x, "middle")
         }
     }
     pub(super) fn x_label(&self, out: &mut String, f: f64, label: &str) {
         let x = self.x(f);
+        let (tx, anchor) = self.fit_x(x, text_width(label, TICK_PX));
         let _ = write!(
             out,
-            r#"<line x1="{x:.1}" x2="{x:.1}" y1="{y1}" y2="{y2}" class="grid light"/><text x="{x:.1}" y="{ty}" class="tick" text-anchor="middle">{label}</text>"#,
+            r#"<line x1="{x:.1}" x2="{x:.1}" y1="{y1}" y2="{y2}" class="grid light"/><text x="{tx:.1}" y="{ty}" class="tick" text-anchor="{anchor}">{label}</text>"#,
             y1 = self.top,
             y2 = self.top + self.ph(),
             ty = self.top + self.ph() + 16.0,
@@ -112,10 +172,10 @@ impl Frame {
         );
     }
     pub(super) fn axis_title(&self, out: &mut String, text: &str) {
+        let (x, anchor) = self.fit_x(self.left + self.pw() / 2.0, text_width(text, AXIS_PX));
         let _ = write!(
             out,
-            r#"<text x="{x:.1}" y="{y}" class="axis" text-anchor="middle">{t}</text>"#,
-            x = self.left + self.pw() / 2.0,
+            r#"<text x="{x:.1}" y="{y}" class="axis" text-anchor="{anchor}">{t}</text>"#,
             y = self.h - 6.0,
             t = esc(text)
         );
@@ -156,5 +216,15 @@ mod tests {
         assert_eq!(nice_axis(9.3, 5), (2.0, 10.0));
         assert_eq!(nice_axis(230.0, 4), (100.0, 300.0));
         assert_eq!(nice_axis(0.0, 4), (0.25, 1.0));
+    }
+
+    #[test]
+    fn a_label_at_either_edge_is_anchored_inside() {
+        let f = Frame::new(760.0, 300.0);
+        let w = text_width("99.999%", TICK_PX);
+        assert!(w > 30.0 && w < 60.0, "{w}");
+        assert_eq!(f.fit_x(f.x(1.0), w), (744.0, "end"));
+        assert_eq!(f.fit_x(f.x(0.5), w), (f.x(0.5), "middle"));
+        assert_eq!(f.fit_x(1.0, w), (EDGE, "start"));
     }
 }

@@ -6,6 +6,8 @@ pub mod html;
 mod html_charts;
 mod html_extra;
 mod html_svg;
+#[cfg(test)]
+mod html_tests;
 pub mod json;
 pub mod tasks;
 pub mod text;

@@ -190,34 +190,19 @@ pub fn der_of(pem: &str) -> Vec<u8> {
         .to_vec()
 }
 
-/// Run curl with these arguments (a 30 s cap); (exit status, stdout, stderr).
+/// Run curl with these arguments (a 30 s cap); (exit status, stdout, stderr). Call
+/// `support::programs::have(CURL)` first: a test without curl skips (or fails in CI).
 pub fn curl(args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new("curl")
         .args(["--silent", "--show-error", "--max-time", "30"])
         .args(args)
         .output()
-        .expect("curl is installed");
+        .expect("curl runs (support::programs::have(CURL) said it is on PATH)");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// Whether a peer tool is installed; with MCP_EDGE_REQUIRE_PEERS=1 a missing one fails the test.
-pub fn have(tool: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var("MCP_EDGE_REQUIRE_PEERS").as_deref() != Ok("1"),
-            "{tool} is not installed and MCP_EDGE_REQUIRE_PEERS=1 (.ci/run installs it)"
-        );
-        eprintln!("SKIP: {tool} is not installed");
-    }
-    found
 }
 
 /// A TLS listener YAML block for one certificate (with optional extra keys).
