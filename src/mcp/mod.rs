@@ -6,6 +6,7 @@
 //! plain data and back.
 //!
 //! - [`header`]: header names and the `=?base64?…?=` value encoding.
+//! - [`query`]: query keys read as the frameworks behind read them (the `access_token` check).
 //! - [`envelope`]: the one strict parse of a request body (method, id, name/uri, `_meta`,
 //!   MRTR fields), which rejects anything two JSON readers could read differently.
 //! - [`strict`]: the strict JSON walker under the envelope (duplicate and case-folded keys,
@@ -27,6 +28,7 @@ pub mod header;
 pub mod jcs;
 mod json_scan;
 pub mod mrtr;
+pub mod query;
 pub mod response;
 pub mod result_scan;
 pub mod scan;
