@@ -6,6 +6,8 @@
 //! plain data and back.
 //!
 //! - [`header`]: header names and the `=?base64?…?=` value encoding.
+//! - [`jcs`], [`jcs_exact`]: RFC 8785 canonical JSON (the backend's parameter digest), and the
+//!   same with numbers kept as written (the edge cache's keys).
 //! - [`query`]: query keys read as the frameworks behind read them (the `access_token` check).
 //! - [`envelope`]: the one strict parse of a request body (method, id, name/uri, `_meta`,
 //!   MRTR fields), which rejects anything two JSON readers could read differently.
@@ -26,6 +28,7 @@ pub mod envelope;
 pub mod error;
 pub mod header;
 pub mod jcs;
+pub mod jcs_exact;
 mod json_scan;
 pub mod mrtr;
 pub mod query;
