@@ -1,7 +1,8 @@
 //! What the gateway uses as a key means one thing to every reader behind it, over real loopback
-//! sockets: a query key (`access_token` in any spelling a framework decodes) and the arguments of
-//! a cached request (numbers as written). Upstreams are recording ones, so "never reached the
-//! upstream" and "both reached it" are counted, not assumed.
+//! sockets: a query key (`access_token` in any spelling a framework decodes), the arguments of a
+//! cached request (numbers as written), and a header used as a rate-limit or hash key (sent once,
+//! under one spelling). Upstreams are recording ones, so "never reached the upstream" and "both
+//! reached it" are counted, not assumed.
 
 mod support;
 
@@ -89,4 +90,101 @@ fn numbers_one_double_holds_alike_are_cached_apart_and_identical_requests_hit() 
         6,
         "identical requests were answered from the cache"
     );
+}
+
+/// POST a tools/call of `t` with these extra headers (sent as given, duplicates included).
+fn call_with(
+    gw: &mcp_edge::gateway::RunningGateway,
+    id: u64,
+    extra: &[(&'static str, &str)],
+) -> Reply {
+    let mut h = call_headers("t");
+    for (k, v) in extra {
+        h.push((k, v.to_string()));
+    }
+    post(gw.mcp_addr, &refs(&h), &call(id, "t"))
+}
+
+fn expect_key_refusal(r: &Reply, reason_words: &str) {
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.error_code(), -32600, "{}", r.text());
+    assert!(r.text().contains(reason_words), "{}", r.text());
+    assert!(r.header("x-mcp-edge-upstream").is_none());
+}
+
+#[test]
+fn a_rate_limited_tenant_cannot_pass_as_a_fresh_one_by_sending_its_header_twice() {
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(
+        &up,
+        "rate_limits:\n  - {name: per-tenant, key: ['header:x-tenant'], rate: 1/m, burst: 1}\n",
+    );
+    let acme = [("X-Tenant", "acme")];
+    assert_eq!(call_with(&gw, 1, &acme).status, 200);
+    assert_eq!(
+        call_with(&gw, 2, &acme).status,
+        429,
+        "acme is over its limit"
+    );
+    let twice = call_with(&gw, 3, &[("x-tenant", "fresh-1"), ("x-tenant", "acme")]);
+    expect_key_refusal(&twice, "The x-tenant header is sent more than once");
+    let folded = call_with(&gw, 4, &[("x-tenant", "fresh-2"), ("X_Tenant", "acme")]);
+    expect_key_refusal(
+        &folded,
+        r#"The header \"x_tenant\" is read as \"x-tenant\""#,
+    );
+    assert_eq!(up.count(), 1, "a refused request reached the upstream");
+    // One x-tenant still works, once per tenant.
+    let fresh = call_with(&gw, 5, &[("x-tenant", "fresh-3")]);
+    assert_eq!(fresh.status, 200, "{}", fresh.text());
+    assert_eq!(call_with(&gw, 6, &[("x-tenant", "fresh-3")]).status, 429);
+    assert_eq!(up.count(), 2);
+    let got = up.received();
+    let tenants: Vec<_> = got
+        .iter()
+        .map(|r| r.headers.get_all("x-tenant").iter().count())
+        .collect();
+    assert_eq!(
+        tenants,
+        [1, 1],
+        "each forwarded request carried one x-tenant"
+    );
+}
+
+#[test]
+fn a_hash_key_header_is_read_once_and_mcp_param_headers_are_sent_once() {
+    let up = Upstreams::start(3);
+    let cfg = config(
+        &[(
+            "p",
+            &up.addrs,
+            "balance: hash\n    hash_key: header:x-tenant",
+        )],
+        "default_route: {pool: p}\n",
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let twice = call_with(&gw, 1, &[("x-tenant", "acme"), ("x-tenant", "other")]);
+    expect_key_refusal(&twice, "The x-tenant header is sent more than once");
+    let folded = call_with(&gw, 2, &[("x_tenant", "acme")]);
+    expect_key_refusal(&folded, "frameworks that fold '_' into '-'");
+    // A repeated Mcp-Param-* header is a header mismatch (-32020), on any tool.
+    let param = call_with(
+        &gw,
+        4,
+        &[("Mcp-Param-Region", "eu"), ("Mcp-Param-Region", "us")],
+    );
+    assert_eq!(param.status, 400, "{}", param.text());
+    assert_eq!(param.error_code(), -32020, "{}", param.text());
+    assert_eq!(param.json()["id"], json!(4));
+    assert_eq!(up.count(), 0, "a refused request reached an upstream");
+    // One x-tenant shards as before: every call of a tenant on one instance.
+    let served: std::collections::HashSet<String> = (10..16)
+        .map(|id| {
+            let r = call_with(&gw, id, &[("x-tenant", "acme")]);
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.header("x-mcp-edge-upstream").unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(served.len(), 1, "{served:?}");
+    assert_eq!(up.count(), 6);
 }

@@ -40,6 +40,8 @@ pub struct Gateway {
     /// The span exporter (`None`, the default, when tracing is off).
     pub tracing: Option<Arc<Tracing>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
+    /// The headers the config reads as keys ([`Config::key_headers`]), for admission.
+    pub key_headers: Vec<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
     pub held: Arc<AtomicUsize>,
@@ -161,6 +163,7 @@ impl Gateway {
             metrics.auth.clone(),
             previous.and_then(|p| p.auth.as_ref()),
         )?;
+        let key_headers = config.key_headers();
         Ok(Gateway {
             auth,
             held,
@@ -175,6 +178,7 @@ impl Gateway {
             flows,
             tracing,
             upstream_header,
+            key_headers,
             upstream_metrics,
             peers,
         })

@@ -5,7 +5,8 @@
 //! error body lives here, once. This module does no I/O: it turns bytes and header maps into
 //! plain data and back.
 //!
-//! - [`header`]: header names and the `=?base64?…?=` value encoding.
+//! - [`header`]: header names, the `=?base64?…?=` value encoding, and the one reading of a
+//!   header used as a key (rate limits, hash balancing).
 //! - [`jcs`], [`jcs_exact`]: RFC 8785 canonical JSON (the backend's parameter digest), and the
 //!   same with numbers kept as written (the edge cache's keys).
 //! - [`query`]: query keys read as the frameworks behind read them (the `access_token` check).
