@@ -154,15 +154,11 @@ pub fn unavailable(reason: &'static str, message: &'static str) -> Refusal {
     }
 }
 
-/// Whether the query string carries an access token (`access_token=`, RFC 6750 §2.3).
+/// Whether the query string carries an access token (`access_token=`, RFC 6750 §2.3) in any
+/// spelling a framework behind reads as that key (`access%5Ftoken`, `access_token[]`, …; see
+/// [`crate::mcp::query`]).
 pub fn query_has_token(query: Option<&str>) -> bool {
-    query.is_some_and(|q| {
-        q.split('&').any(|kv| {
-            kv.split('=')
-                .next()
-                .is_some_and(|k| k.eq_ignore_ascii_case("access_token"))
-        })
-    })
+    crate::mcp::query::has_key(query, "access_token")
 }
 
 #[cfg(test)]
@@ -221,6 +217,9 @@ mod tests {
     fn query_tokens() {
         assert!(query_has_token(Some("a=1&access_token=x")));
         assert!(query_has_token(Some("ACCESS_TOKEN=x")));
+        assert!(query_has_token(Some("a=1&access%5Ftoken=x")));
+        assert!(query_has_token(Some("access%5ftoken=x")));
+        assert!(query_has_token(Some("a=1;Access+Token[]=x")));
         assert!(!query_has_token(Some("token=x")));
         assert!(!query_has_token(None));
     }

@@ -212,6 +212,27 @@ impl std::error::Error for ConfigError {}
 pub const EMBEDDED_DEFAULT: &str = include_str!("../../gateway.yaml");
 
 impl Config {
+    /// The headers this config reads as keys: `header:<name>` in a rate limit's `key` or in a
+    /// hash pool's `hash_key`, each once. A key must mean one thing to the gateway and to the
+    /// upstream, so admission refuses a request that sends one of them twice or under a name
+    /// that frameworks fold onto it ([`crate::mcp::header::key_header`]).
+    pub fn key_headers(&self) -> Vec<http::HeaderName> {
+        let limits = self.rate_limits.iter().flat_map(|l| &l.key);
+        let limits = limits.filter_map(|k| match k {
+            KeyPart::Header(h) => Some(h),
+            _ => None,
+        });
+        // Validation allows a hash_key on `balance: hash` pools only.
+        let pools = self.pools.values().filter_map(|p| match &p.hash_key {
+            Some(HashKey::Header(h)) => Some(h),
+            _ => None,
+        });
+        let mut names: Vec<http::HeaderName> = limits.chain(pools).cloned().collect();
+        names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        names.dedup();
+        names
+    }
+
     /// Load and validate a file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let file = path.display().to_string();

@@ -258,7 +258,11 @@ pub fn shard_key_for(
         (HashKey::McpName, _) => name?.hash(&mut h),
         (HashKey::Principal, Some(id)) => id.subject.hash(&mut h),
         (HashKey::Principal, None) => bearer_token(headers)?.hash(&mut h),
-        (HashKey::Header(n), _) => headers.get(n)?.as_bytes().hash(&mut h),
+        (HashKey::Header(n), _) => match crate::mcp::header::key_header(headers, n.as_str()) {
+            // Admission refuses a repeated or shadowed key header; none shards.
+            crate::mcp::header::KeyHeader::One(v) => v.hash(&mut h),
+            _ => return None,
+        },
         (HashKey::Claim(c), id) => id?.claim_text(c)?.hash(&mut h),
         (HashKey::Param(n), _) => match crate::mcp::header::claim(headers, n.as_str(), true) {
             crate::mcp::header::Claim::Present(v) => v.hash(&mut h),

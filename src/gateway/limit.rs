@@ -9,7 +9,8 @@
 //! breaker ([`circuit`]).
 //!
 //! Requests with more than one `Authorization` header never get here: admission refuses them
-//! (which one would name the principal is ambiguous).
+//! (which one would name the principal is ambiguous), and so it does a `header:<name>` key sent
+//! twice or under a name that folds onto it ([`crate::mcp::header::key_header`]).
 
 pub mod circuit;
 pub mod local;
@@ -25,9 +26,12 @@ use std::time::Duration;
 use crate::auth::Identity;
 use crate::config::Pattern;
 use crate::config::{Config, KeyPart, OnStoreError, RateLimitConfig, Scope};
-use crate::mcp::header::bearer_token;
+use crate::mcp::header::{bearer_token, key_header, KeyHeader};
 use local::LocalLimiter;
 use store::{GlobalStore, StoreMetrics};
+
+/// The key of an ambiguous key header (a header value can hold no NUL, so no value is this).
+const AMBIGUOUS: &[u8] = b"\0ambiguous";
 
 /// How long `on_store_error: deny` asks a refused client to wait.
 const DENY_RETRY: Duration = Duration::from_secs(1);
@@ -157,7 +161,12 @@ impl Limit {
                     Some(IpAddr::V6(a)) => field(Some(&a.octets())),
                     None => field(None),
                 },
-                KeyPart::Header(n) => field(i.headers.get(n).map(|v| v.as_bytes())),
+                KeyPart::Header(n) => field(match key_header(i.headers, n.as_str()) {
+                    KeyHeader::One(v) => Some(v),
+                    KeyHeader::Absent => None,
+                    // Admission refuses these; should one get here, it shares one bucket.
+                    KeyHeader::Repeated | KeyHeader::Shadowed(_) => Some(AMBIGUOUS),
+                }),
             }
         }
     }

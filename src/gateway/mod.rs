@@ -124,7 +124,7 @@ impl ProxyHttp for Proxy {
         }
 
         // 1. Admit: what the head alone decides.
-        let admitted = match admission::admit(session.req_header(), &gw.config) {
+        let admitted = match admission::admit(session.req_header(), &gw.config, &gw.key_headers) {
             Ok(a) => a,
             Err(rej) => return refuse(session, ctx, rej, None).await,
         };

@@ -44,6 +44,8 @@ pub struct Gateway {
     /// trace context it propagates): whatever a client sent under these names, or names that
     /// fold onto them, is removed before the gateway sets its own ([`super::forward`]).
     pub(crate) asserted: Vec<http::HeaderName>,
+    /// The headers the config reads as keys ([`Config::key_headers`]), for admission.
+    pub key_headers: Vec<http::HeaderName>,
     /// Request body bytes held by this gateway's requests (all generations since start: a
     /// reload carries the counter over), against `limits.max_held_bytes`.
     pub held: Arc<AtomicUsize>,
@@ -166,6 +168,7 @@ impl Gateway {
             previous.and_then(|p| p.auth.as_ref()),
         )?;
         let asserted = asserted_headers(&config, auth.as_ref());
+        let key_headers = config.key_headers();
         Ok(Gateway {
             asserted,
             auth,
@@ -181,6 +184,7 @@ impl Gateway {
             flows,
             tracing,
             upstream_header,
+            key_headers,
             upstream_metrics,
             peers,
         })

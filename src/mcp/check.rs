@@ -57,9 +57,9 @@ fn clip(s: &str) -> &str {
 /// method and name they claim are the ones the body carries.
 ///
 /// Order (first failure wins): protocol version header vs body (-32020), `Mcp-Method` presence
-/// and value (-32020), unsupported version (-32022), `_meta` fields (-32602), `Mcp-Name`
-/// presence and value (-32020). Notifications need no headers, but a header that is present
-/// must agree with the body.
+/// and value (-32020), an `Mcp-Param-*` header sent twice (-32020), unsupported version
+/// (-32022), `_meta` fields (-32602), `Mcp-Name` presence and value (-32020). Notifications need
+/// no headers, but a header that is present must agree with the body.
 pub fn check_request(
     claims: &Claims,
     env: &Envelope,
@@ -117,6 +117,14 @@ pub fn check_request(
             return Err(mismatch(MM, "mcp-method-mismatch", h, "method", method))
         }
         _ => {}
+    }
+    // 2b. An Mcp-Param-* header mirrors one argument: a second copy could be read instead.
+    if let Some(name) = claims.repeated_param {
+        return Err(Rejection::header_mismatch(
+            "mcp-param-invalid",
+            format!("The {name} header appears more than once; send it once"),
+        )
+        .with_data(json!({ "header": name })));
     }
     if env.is_notification() {
         return Ok(());

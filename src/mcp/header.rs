@@ -4,6 +4,10 @@
 //! case-sensitive. Optional whitespace around a value is trimmed. `Mcp-Name` and `Mcp-Param-*`
 //! values may be wrapped as `=?base64?<standard base64 with padding>?=`; anything that does not
 //! have exactly that lowercase prefix and suffix is a literal.
+//!
+//! A header the gateway uses as a key (a rate limit's or hash pool's `header:<name>`) is read
+//! once, here ([`key_header`]): absent, one value, or no reading at all when it is repeated or
+//! another name folds onto it (`x_tenant` for `x-tenant`, [`folded_name`]).
 
 use base64::Engine;
 use http::HeaderMap;
@@ -47,10 +51,50 @@ pub fn is_checked(name: &str) -> bool {
     name.starts_with("mcp-") || FRAMING_AND_POLICY.contains(&name)
 }
 
+/// The name a header is read under by frameworks that fold `_` into `-` (CGI-style readers,
+/// some Python and PHP servers: `Mcp_Name` and `Mcp-Name` both become `HTTP_MCP_NAME`), lower
+/// case; `None` when the name has no underscore (it is read as itself).
+pub fn folded_name(name: &str) -> Option<String> {
+    name.contains('_')
+        .then(|| name.to_ascii_lowercase().replace('_', "-"))
+}
+
 /// Whether a header name with underscores becomes a checked header when a framework folds `_`
-/// into `-` (CGI-style readers, some Python and PHP servers): `Mcp_Name` → `mcp-name`.
+/// into `-`: `Mcp_Name` → `mcp-name`.
 pub fn folds_into_checked(name: &str) -> bool {
-    name.contains('_') && is_checked(&name.to_ascii_lowercase().replace('_', "-"))
+    folded_name(name).is_some_and(|n| is_checked(&n))
+}
+
+/// How a request carries a header the gateway uses as a key (a rate-limit or hash key): a key
+/// must mean one thing to the gateway and to every reader behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyHeader<'a> {
+    Absent,
+    /// Sent once, under its own name: the raw value.
+    One(&'a [u8]),
+    /// Sent more than once: readers take the first copy, the last, or both joined.
+    Repeated,
+    /// Another header name (this one, e.g. `x_tenant`) is read as it by frameworks that fold
+    /// `_` into `-`; the gateway would read one header and such a framework another.
+    Shadowed(&'a str),
+}
+
+/// Read the header `name` (lower case) as a key.
+pub fn key_header<'a>(headers: &'a HeaderMap, name: &str) -> KeyHeader<'a> {
+    let read_as_target = |n: &str| n != name && folds_to(n, name);
+    if let Some(other) = headers
+        .keys()
+        .map(|n| n.as_str())
+        .find(|n| read_as_target(n))
+    {
+        return KeyHeader::Shadowed(other);
+    }
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => KeyHeader::Absent,
+        (Some(v), None) => KeyHeader::One(v.as_bytes()),
+        (Some(_), Some(_)) => KeyHeader::Repeated,
+    }
 }
 
 /// Whether `name` and `target` are one header name to a reader that folds names: ASCII case
@@ -310,6 +354,50 @@ mod tests {
             Claim::Invalid(ValueProblem::Duplicate)
         );
         assert_eq!(claim(&h, METHOD, false), Claim::Absent);
+    }
+
+    #[test]
+    fn key_headers_have_one_reading_or_none() {
+        let h = |pairs: &[(&str, &str)]| -> HeaderMap {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.append(
+                    http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    v.parse().unwrap(),
+                );
+            }
+            m
+        };
+        let t = "x-tenant";
+        assert_eq!(key_header(&h(&[]), t), KeyHeader::Absent);
+        assert_eq!(
+            key_header(&h(&[("X-Tenant", "acme")]), t),
+            KeyHeader::One(b"acme")
+        );
+        let two = h(&[("x-tenant", "fresh-1"), ("X-TENANT", "acme")]);
+        assert_eq!(key_header(&two, t), KeyHeader::Repeated);
+        let folded = h(&[("x-tenant", "fresh-1"), ("X_Tenant", "acme")]);
+        assert_eq!(key_header(&folded, t), KeyHeader::Shadowed("x_tenant"));
+        assert_eq!(
+            key_header(&h(&[("x_tenant", "acme")]), t),
+            KeyHeader::Shadowed("x_tenant")
+        );
+        // Other names, underscores included, do not matter.
+        let other = h(&[
+            ("x-tenant", "acme"),
+            ("x_tenant_id", "1"),
+            ("x-tenants", "2"),
+        ]);
+        assert_eq!(key_header(&other, t), KeyHeader::One(b"acme"));
+        // A key configured with an underscore is shadowed by its dashed spelling.
+        let dashed = h(&[("x_tenant", "acme"), ("x-tenant", "fresh")]);
+        assert_eq!(
+            key_header(&dashed, "x_tenant"),
+            KeyHeader::Shadowed("x-tenant")
+        );
+        assert_eq!(folded_name("Mcp_Name").as_deref(), Some("mcp-name"));
+        assert_eq!(folded_name("mcp-name"), None);
+        assert!(folds_into_checked("MCP_PARAM_REGION") && !folds_into_checked("x_api_key"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! RFC 8785 JSON Canonicalization Scheme (JCS): the one byte string of a JSON value that an
 //! implementation in any language produces, so backends written in other languages can share a
-//! state key and compute the same parameter digest (`backend::state::request_digest`); the edge
-//! cache keys requests on it too.
+//! state key and compute the same parameter digest (`backend::state::request_digest`). The edge
+//! cache keys requests on [`super::jcs_exact`] instead: this form, but numbers as written.
 //!
 //! - object members sorted by their names as UTF-16 code units (RFC 8785 §3.2.3);
 //! - numbers as IEEE 754 doubles printed the way ECMAScript's `Number.prototype.toString` does
@@ -26,7 +26,7 @@ pub fn write(v: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                string(k, out);
+                write_string(k, out);
                 out.push(b':');
                 write(v, out);
             }
@@ -42,7 +42,7 @@ pub fn write(v: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        Value::String(s) => string(s, out),
+        Value::String(s) => write_string(s, out),
         Value::Number(n) => out.extend_from_slice(number(n.as_f64().unwrap_or(0.0)).as_bytes()),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Null => out.extend_from_slice(b"null"),
@@ -56,7 +56,8 @@ pub fn to_string(v: &Value) -> String {
     String::from_utf8(out).expect("canonical JSON is UTF-8")
 }
 
-fn string(s: &str, out: &mut Vec<u8>) {
+/// Append a string as RFC 8785 writes it (§3.2.2.2), quotes included.
+pub(super) fn write_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     for c in s.chars() {
         match c {

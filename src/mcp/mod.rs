@@ -5,7 +5,11 @@
 //! error body lives here, once. This module does no I/O: it turns bytes and header maps into
 //! plain data and back.
 //!
-//! - [`header`]: header names and the `=?base64?…?=` value encoding.
+//! - [`header`]: header names, the `=?base64?…?=` value encoding, and the one reading of a
+//!   header used as a key (rate limits, hash balancing).
+//! - [`jcs`], [`jcs_exact`]: RFC 8785 canonical JSON (the backend's parameter digest), and the
+//!   same with numbers kept as written (the edge cache's keys).
+//! - [`query`]: query keys read as the frameworks behind read them (the `access_token` check).
 //! - [`envelope`]: the one strict parse of a request body (method, id, name/uri, `_meta`,
 //!   MRTR fields), which rejects anything two JSON readers could read differently.
 //! - [`strict`]: the strict JSON walker under the envelope (duplicate and case-folded keys,
@@ -25,8 +29,10 @@ pub mod envelope;
 pub mod error;
 pub mod header;
 pub mod jcs;
+pub mod jcs_exact;
 mod json_scan;
 pub mod mrtr;
+pub mod query;
 pub mod response;
 pub mod result_scan;
 pub mod scan;

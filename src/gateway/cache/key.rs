@@ -1,7 +1,8 @@
 //! Cache keys: what of a request decides its result.
 //!
 //! A key is a SHA-256 over the pool, the method, the `MCP-Protocol-Version` header and the
-//! request's `params` in RFC 8785 canonical form ([`crate::mcp::jcs`]), with the
+//! request's `params` in canonical form with numbers as written ([`crate::mcp::jcs_exact`]:
+//! `1` and `1.0`, or two integers past 2^53, never share an entry), with the
 //! `_meta` keys that never change a result left out (client identity, progress, trace
 //! context; see [`crate::mcp::caching::META_KEYS_NOT_AFFECTING_RESULTS`]). Everything else in
 //! `params` counts: `uri`, `cursor`, prompt/resource arguments, the protocol version and client
@@ -9,10 +10,11 @@
 //! under the key extended with a hash of the caller's credential ([`caller_context`]).
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::mcp::caching::META_KEYS_NOT_AFFECTING_RESULTS;
+use crate::mcp::jcs_exact::{self, Value};
 
 /// A cache key (a SHA-256).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,9 +58,9 @@ pub struct Request {
 }
 
 #[derive(Deserialize)]
-struct Body {
-    #[serde(default)]
-    params: Option<Map<String, Value>>,
+struct Body<'a> {
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
 }
 
 /// The key of a request body already checked by the envelope, or `None` when it must not be
@@ -66,24 +68,28 @@ struct Body {
 /// an object).
 pub fn of_request(pool: &str, method: &str, version: &str, body: &[u8]) -> Option<Request> {
     let Body { params } = serde_json::from_slice(body).ok()?;
-    let mut params = params.unwrap_or_default();
-    if params.contains_key("inputResponses") || params.contains_key("requestState") {
+    let mut params = match params {
+        Some(raw) => jcs_exact::parse(raw.get().as_bytes()).ok()?,
+        None => Value::Object(Vec::new()),
+    };
+    if !matches!(params, Value::Object(_))
+        || params.get("inputResponses").is_some()
+        || params.get("requestState").is_some()
+    {
         return None;
     }
     if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-        for k in META_KEYS_NOT_AFFECTING_RESULTS {
-            meta.remove(k);
-        }
+        meta.retain(|(k, _)| !META_KEYS_NOT_AFFECTING_RESULTS.contains(&k.as_str()));
     }
     let mut h = Sha256::new();
     for part in [pool, method, version] {
         h.update(part.len().to_le_bytes());
         h.update(part.as_bytes());
     }
-    let has_cursor = params.contains_key("cursor");
+    let has_cursor = params.get("cursor").is_some();
     let uri = params.get("uri").and_then(Value::as_str).map(str::to_owned);
     let mut canon = Vec::with_capacity(body.len());
-    crate::mcp::jcs::write(&Value::Object(params), &mut canon);
+    params.write(&mut canon);
     h.update(&canon);
     Some(Request {
         key: Key(h.finalize().into()),
@@ -136,6 +142,46 @@ mod tests {
         let b = key("p", "resources/read", r#"{"params":{"uri":"file:///b"}}"#).unwrap();
         assert_ne!(a.key, b.key);
         assert_eq!(a.uri.as_deref(), Some("file:///a"));
+    }
+
+    #[test]
+    fn numbers_that_a_strict_reader_tells_apart_never_share_a_key() {
+        let k = |page: &str| {
+            let body = format!(r#"{{"params":{{"uri":"file:///a","page":{page}}}}}"#);
+            key("p", "resources/read", &body).unwrap().key
+        };
+        // One double each, but different integers for Python, Go's json.Number, BigDecimal.
+        assert_ne!(k("18446744073709551616"), k("18446744073709551617"));
+        assert_ne!(k("9007199254740992"), k("9007199254740993"));
+        // An int and a float for Python; different text for decimal readers.
+        assert_ne!(k("1"), k("1.0"));
+        assert_ne!(k("1.0"), k("1.00"));
+        assert_ne!(k("100"), k("1e2"));
+        assert_ne!(k("0"), k("-0"));
+        assert_ne!(k("1e400"), k("1e401"));
+        // The same text is the same key, whatever the spacing, order and string escapes.
+        let a = key(
+            "p",
+            "resources/read",
+            r#"{"params":{"uri":"file:///a","page":18446744073709551616}}"#,
+        );
+        let b = key(
+            "p",
+            "resources/read",
+            r#"{"params":{ "page" : 18446744073709551616, "uri":"file:///\u0061"}}"#,
+        );
+        assert_eq!(a.unwrap().key, b.unwrap().key);
+        assert_eq!(k("1e400"), k("1e400"));
+    }
+
+    #[test]
+    fn params_that_are_not_an_object_have_no_key_and_null_is_none() {
+        assert!(key("p", "tools/list", r#"{"params":[1]}"#).is_none());
+        assert!(key("p", "tools/list", r#"{"params":"x"}"#).is_none());
+        assert_eq!(
+            key("p", "tools/list", r#"{"params":null}"#).unwrap().key,
+            key("p", "tools/list", r#"{}"#).unwrap().key
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use crate::config::{CacheConfig, Config};
 use crate::mcp::caching::Invalidation;
 use crate::mcp::methods::RESOURCES_READ;
+use crate::mcp::query::decode_component;
 
 use super::route::{RouteRef, RouteTable};
 pub use entry::Entry;
@@ -237,21 +238,21 @@ impl Shared {
 }
 
 /// `POST /-/cache/purge[?method=M][&name=N]` on the admin listener: drop every entry, those of
-/// one method, or (with `name`) the `resources/read` of one uri. Values are percent-decoded.
+/// one method, or (with `name`) the `resources/read` of one uri. Keys and values are
+/// percent-decoded ([`crate::mcp::query::decode_component`]). Pairs split on `&` only: this
+/// endpoint is its own and only reader, so a `;` stays part of a uri.
 pub fn purge_endpoint(gw: &super::Gateway, query: Option<&str>) -> (u16, String) {
     let (mut method, mut name) = (None, None);
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = match percent_decode(v) {
-            Some(v) => v,
-            None => {
-                return (
-                    400,
-                    format!("purge: {k}={v:?} is not valid percent-encoded UTF-8\n"),
-                )
-            }
+        let decoded = decode_component(k).zip(decode_component(v));
+        let Some((k, v)) = decoded else {
+            return (
+                400,
+                format!("purge: {pair:?} is not valid percent-encoded UTF-8\n"),
+            );
         };
-        match k {
+        match k.as_str() {
             "method" if crate::mcp::caching::is_cacheable(&v) => method = Some(v),
             "method" => {
                 let known = crate::mcp::caching::CACHEABLE.join(", ");
@@ -279,30 +280,6 @@ pub fn purge_endpoint(gw: &super::Gateway, query: Option<&str>) -> (u16, String)
         (None, None) => "all entries".into(),
     };
     (200, format!("purged {what} in {stores} route store(s)\n"))
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// The stores of one gateway generation, indexed like its routes.

@@ -131,10 +131,10 @@ fn purge_by_method_and_name() {
     s.shared.purge(None, None);
     assert!(d.get(&k(3)).is_none());
     assert_eq!(
-        percent_decode("file%3A%2F%2F%2Fa+b").as_deref(),
+        decode_component("file%3A%2F%2F%2Fa+b").as_deref(),
         Some("file:///a b")
     );
-    assert_eq!(percent_decode("%zz"), None);
+    assert_eq!(decode_component("%zz"), None);
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub struct Claims<'a> {
     pub protocol_version: Claim<'a>,
     pub method: Claim<'a>,
     pub name: Claim<'a>,
+    /// The first `Mcp-Param-*` header sent more than once (its lower-case name), if any.
+    pub repeated_param: Option<&'a str>,
 }
 
 impl<'a> Claims<'a> {
@@ -20,18 +22,24 @@ impl<'a> Claims<'a> {
             protocol_version: header::claim(headers, header::PROTOCOL_VERSION, false),
             method: header::claim(headers, header::METHOD, false),
             name: header::claim(headers, header::NAME, true),
+            repeated_param: headers
+                .keys()
+                .map(|n| n.as_str())
+                .filter(|n| n.starts_with(header::PARAM_PREFIX))
+                .find(|n| headers.get_all(*n).iter().nth(1).is_some()),
         }
     }
 
     /// A problem visible from the headers alone (before the body) that dooms the request:
-    /// a missing or malformed `MCP-Protocol-Version` or `Mcp-Method`, a malformed `Mcp-Name`,
-    /// or a protocol version the policy refuses. The answer still needs the body's id, so the
+    /// a missing or malformed `MCP-Protocol-Version` or `Mcp-Method`, a malformed `Mcp-Name`, a
+    /// repeated `Mcp-Param-*`, or a protocol version the policy refuses. The answer still needs the body's id, so the
     /// caller reads the body and runs [`check_request`], which reports the same problem.
     pub fn doomed(&self, policy: VersionPolicy) -> bool {
         let bad = |c: &Claim| matches!(c, Claim::Invalid(_));
         bad(&self.protocol_version)
             || bad(&self.method)
             || bad(&self.name)
+            || self.repeated_param.is_some()
             || matches!(self.protocol_version, Claim::Absent)
             || matches!(self.method, Claim::Absent)
             || self

@@ -243,3 +243,37 @@ fn doomed_from_headers_alone() {
     let h = headers(&[("mcp-protocol-version", "2025-03-26"), CALL]);
     assert!(Claims::read(&h).doomed(GW));
 }
+
+#[test]
+fn a_repeated_mcp_param_header_dooms_the_request_and_is_refused() {
+    let name = ("mcp-name", "get_weather");
+    let twice = [
+        PV,
+        CALL,
+        name,
+        ("mcp-param-region", "eu"),
+        ("Mcp-Param-Region", "us"),
+    ];
+    assert!(Claims::read(&headers(&twice)).doomed(GW));
+    let env = call("get_weather", "2026-07-28");
+    assert_eq!(
+        run(&twice, &env, GW),
+        Err((400, codes::HEADER_MISMATCH, "mcp-param-invalid"))
+    );
+    let h = headers(&twice);
+    let rej = check_request(&Claims::read(&h), &env, GW).unwrap_err();
+    assert_eq!(
+        rej.message,
+        "The mcp-param-region header appears more than once; send it once"
+    );
+    // One copy of each of two params is fine.
+    let once = [
+        PV,
+        CALL,
+        name,
+        ("mcp-param-region", "eu"),
+        ("mcp-param-tier", "3"),
+    ];
+    assert!(!Claims::read(&headers(&once)).doomed(GW));
+    assert_eq!(run(&once, &env, GW), Ok(()));
+}
