@@ -181,9 +181,7 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok());
+            let v = content_length(h.value);
             match (v, length) {
                 (Some(v), None) => length = Some(v),
                 (Some(v), Some(old)) if v == old => {}
@@ -249,6 +247,17 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
         framing,
         keep_alive,
     }))
+}
+
+/// A `Content-Length` value: `1*DIGIT` (RFC 9110 §8.6) and nothing else. Rust's own integer
+/// parser also takes a leading `+`, which other readers refuse: a length only this reader
+/// accepts would frame the body differently from the next one.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 trait OrInvalid<T> {

@@ -99,6 +99,13 @@ fn ambiguous_or_broken_heads_are_refused_or_not_reused() {
     )
     .is_err());
     assert!(head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false).is_err());
+    for length in ["+5", "-5", " ", "5 5", "0x5", "18446744073709551616"] {
+        let h = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n12345");
+        assert!(
+            head(h.as_bytes(), false).is_err(),
+            "Content-Length: {length:?}"
+        );
+    }
     assert!(head(b"HTTP/1.1 2000 OK\r\n\r\n", false).is_err());
     // Both framings: chunked wins and the connection is not reused.
     let h = head(
