@@ -311,28 +311,10 @@ pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
                 return Ok(Decoded::Data(buf.split().freeze()));
             }
             Framing::Chunked(state) => match *state {
-                Chunk::Size => match httparse::parse_chunk_size(buf) {
-                    Ok(httparse::Status::Complete((used, size))) => {
-                        buf.advance(used);
-                        *state = if size == 0 {
-                            Chunk::Trailers
-                        } else {
-                            Chunk::Data(size)
-                        };
-                    }
-                    Ok(httparse::Status::Partial) if buf.len() > 4096 => {
-                        return Error::e_explain(
-                            ErrorType::InvalidHTTPHeader,
-                            "upstream chunk-size line longer than 4 KiB",
-                        )
-                    }
-                    Ok(httparse::Status::Partial) => return Ok(Decoded::NeedMore),
-                    Err(_) => {
-                        return Error::e_explain(
-                            ErrorType::InvalidHTTPHeader,
-                            "upstream sent an invalid chunk size",
-                        )
-                    }
+                Chunk::Size => match size_line(buf)? {
+                    Some(0) => *state = Chunk::Trailers,
+                    Some(size) => *state = Chunk::Data(size),
+                    None => return Ok(Decoded::NeedMore),
                 },
                 Chunk::Data(left) => {
                     if buf.is_empty() {
@@ -378,6 +360,27 @@ pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
                 }
             },
         }
+    }
+}
+
+/// Read a chunk-size line (RFC 9112 §7.1: `chunk-size = 1*HEXDIG`, extensions ignored) from
+/// the front of `buf`; `None` until the line is complete.
+fn size_line(buf: &mut BytesMut) -> Result<Option<u64>> {
+    let invalid = |why: &'static str| Error::e_explain(ErrorType::InvalidHTTPHeader, why);
+    // httparse reads a line without digits ("\r\n", ";ext\r\n") as size 0, the last chunk.
+    if buf.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+        return invalid("upstream chunk-size line without a size");
+    }
+    match httparse::parse_chunk_size(buf) {
+        Ok(httparse::Status::Complete((used, size))) => {
+            buf.advance(used);
+            Ok(Some(size))
+        }
+        Ok(httparse::Status::Partial) if buf.len() > 4096 => {
+            invalid("upstream chunk-size line longer than 4 KiB")
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(_) => invalid("upstream sent an invalid chunk size"),
     }
 }
 

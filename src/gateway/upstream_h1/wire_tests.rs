@@ -178,6 +178,11 @@ fn bodies_decode_to_their_end_and_never_past_it() {
         assert_eq!(out, b"hello!", "cut {cut}");
     }
     assert!(body(b"zz\r\n", Framing::Chunked(Chunk::Size)).is_err());
+    for line in ["\r\n", ";ext\r\n", " \r\n", "\t0\r\n", "-1\r\n"] {
+        let wire = format!("2\r\nab\r\n{line}\r\n");
+        let decoded = body(wire.as_bytes(), Framing::Chunked(Chunk::Size));
+        assert!(decoded.is_err(), "a size line {line:?} is no last chunk");
+    }
     assert!(body(b"2\r\nabXY", Framing::Chunked(Chunk::Size)).is_err());
 }
 
