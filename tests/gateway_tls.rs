@@ -190,15 +190,30 @@ fn min_version_13_refuses_a_tls12_only_client() {
             .with_no_client_auth(),
         )
     };
-    assert!(
-        support::tls::connect(addr, "localhost", tls12(&ca.pem)).is_err(),
-        "TLS 1.2 must be refused"
-    );
-    let s = support::tls::connect(addr, "localhost", client_config(&ca.pem, None, &[])).unwrap();
-    assert_eq!(
-        s.conn.protocol_version(),
-        Some(rustls::ProtocolVersion::TLSv1_3)
-    );
+    // A ClientHello split over records of 64 bytes (59 of it each): the gate reads it across
+    // them (it used to let a fragmented TLS 1.2 hello through, unread, to rustls).
+    let fragmented = |c: std::sync::Arc<rustls::ClientConfig>| {
+        let mut c = (*c).clone();
+        c.max_fragment_size = Some(64);
+        std::sync::Arc::new(c)
+    };
+    for (what, config) in [
+        ("TLS 1.2", tls12(&ca.pem)),
+        ("TLS 1.2 fragmented", fragmented(tls12(&ca.pem))),
+    ] {
+        let refused = support::tls::connect(addr, "localhost", config).is_err();
+        assert!(refused, "{what} must be refused");
+    }
+    for config in [
+        client_config(&ca.pem, None, &[]),
+        fragmented(client_config(&ca.pem, None, &[])),
+    ] {
+        let s = support::tls::connect(addr, "localhost", config).unwrap();
+        assert_eq!(
+            s.conn.protocol_version(),
+            Some(rustls::ProtocolVersion::TLSv1_3)
+        );
+    }
     gw.shutdown();
 }
 

@@ -210,7 +210,8 @@ impl Listeners {
 }
 
 /// Refuses, before the handshake, TLS clients below a listener's `min_version` (see
-/// [`super::client_hello`]): a `protocol_version` alert, then the connection is closed.
+/// [`super::client_hello`]): a `protocol_version` alert, then the connection is closed. On such
+/// a listener only a ClientHello read whole that offers TLS 1.3 reaches rustls.
 struct VersionGate {
     listeners: Vec<(SocketAddr, Arc<Shared>)>,
 }
@@ -231,22 +232,25 @@ impl PreTlsProcess for VersionGate {
         if !strict {
             return Ok(());
         }
+        // Peek (read, then put back) as many records as carry the ClientHello.
         let peek = async {
-            let mut head = [0u8; 5];
-            stream.try_peek(&mut head).await.ok()?;
-            let len = client_hello::record_len(&head)?;
-            let mut record = vec![0u8; len];
-            stream.try_peek(&mut record).await.ok()?;
-            Some(client_hello::offer(&record))
+            let mut seen = Vec::new();
+            while let Some(n) = client_hello::wanted(&seen) {
+                seen.resize(n, 0);
+                stream.try_peek(&mut seen).await.ok()?;
+            }
+            Some(client_hello::offer(&seen))
         };
         let offer = tokio::time::timeout(Duration::from_secs(10), peek).await;
-        if let Ok(Some(client_hello::Offer::Below13)) = offer {
+        // Only an offer read whole goes on: a ClientHello the gate cannot read (malformed, cut
+        // short, fragmented past its bounds, too slow) is one it cannot vouch for.
+        if !matches!(offer, Ok(Some(client_hello::Offer::Tls13))) {
             use tokio::io::AsyncWriteExt;
             let _ = stream
                 .write_all(&client_hello::PROTOCOL_VERSION_ALERT)
                 .await;
             let _ = stream.flush().await;
-            tracing::debug!("TLS handshake refused on {local}: the client does not offer TLS 1.3 (tls.min_version)");
+            tracing::debug!("TLS handshake refused on {local}: no TLS 1.3 offer in the client's ClientHello (tls.min_version)");
             return pingora::Error::e_explain(
                 pingora::ErrorType::HandshakeError,
                 "the client does not offer TLS 1.3 (tls.min_version)",

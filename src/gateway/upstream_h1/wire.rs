@@ -181,9 +181,7 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     for h in resp.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok());
+            let v = content_length(h.value);
             match (v, length) {
                 (Some(v), None) => length = Some(v),
                 (Some(v), Some(old)) if v == old => {}
@@ -251,6 +249,17 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     }))
 }
 
+/// A `Content-Length` value: `1*DIGIT` (RFC 9110 §8.6) and nothing else. Rust's own integer
+/// parser also takes a leading `+`, which other readers refuse: a length only this reader
+/// accepts would frame the body differently from the next one.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 trait OrInvalid<T> {
     fn or_err_invalid(self) -> Result<T>;
 }
@@ -302,28 +311,10 @@ pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
                 return Ok(Decoded::Data(buf.split().freeze()));
             }
             Framing::Chunked(state) => match *state {
-                Chunk::Size => match httparse::parse_chunk_size(buf) {
-                    Ok(httparse::Status::Complete((used, size))) => {
-                        buf.advance(used);
-                        *state = if size == 0 {
-                            Chunk::Trailers
-                        } else {
-                            Chunk::Data(size)
-                        };
-                    }
-                    Ok(httparse::Status::Partial) if buf.len() > 4096 => {
-                        return Error::e_explain(
-                            ErrorType::InvalidHTTPHeader,
-                            "upstream chunk-size line longer than 4 KiB",
-                        )
-                    }
-                    Ok(httparse::Status::Partial) => return Ok(Decoded::NeedMore),
-                    Err(_) => {
-                        return Error::e_explain(
-                            ErrorType::InvalidHTTPHeader,
-                            "upstream sent an invalid chunk size",
-                        )
-                    }
+                Chunk::Size => match size_line(buf)? {
+                    Some(0) => *state = Chunk::Trailers,
+                    Some(size) => *state = Chunk::Data(size),
+                    None => return Ok(Decoded::NeedMore),
                 },
                 Chunk::Data(left) => {
                     if buf.is_empty() {
@@ -369,6 +360,27 @@ pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
                 }
             },
         }
+    }
+}
+
+/// Read a chunk-size line (RFC 9112 §7.1: `chunk-size = 1*HEXDIG`, extensions ignored) from
+/// the front of `buf`; `None` until the line is complete.
+fn size_line(buf: &mut BytesMut) -> Result<Option<u64>> {
+    let invalid = |why: &'static str| Error::e_explain(ErrorType::InvalidHTTPHeader, why);
+    // httparse reads a line without digits ("\r\n", ";ext\r\n") as size 0, the last chunk.
+    if buf.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+        return invalid("upstream chunk-size line without a size");
+    }
+    match httparse::parse_chunk_size(buf) {
+        Ok(httparse::Status::Complete((used, size))) => {
+            buf.advance(used);
+            Ok(Some(size))
+        }
+        Ok(httparse::Status::Partial) if buf.len() > 4096 => {
+            invalid("upstream chunk-size line longer than 4 KiB")
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(_) => invalid("upstream sent an invalid chunk size"),
     }
 }
 

@@ -99,6 +99,13 @@ fn ambiguous_or_broken_heads_are_refused_or_not_reused() {
     )
     .is_err());
     assert!(head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false).is_err());
+    for length in ["+5", "-5", " ", "5 5", "0x5", "18446744073709551616"] {
+        let h = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n12345");
+        assert!(
+            head(h.as_bytes(), false).is_err(),
+            "Content-Length: {length:?}"
+        );
+    }
     assert!(head(b"HTTP/1.1 2000 OK\r\n\r\n", false).is_err());
     // Both framings: chunked wins and the connection is not reused.
     let h = head(
@@ -171,6 +178,11 @@ fn bodies_decode_to_their_end_and_never_past_it() {
         assert_eq!(out, b"hello!", "cut {cut}");
     }
     assert!(body(b"zz\r\n", Framing::Chunked(Chunk::Size)).is_err());
+    for line in ["\r\n", ";ext\r\n", " \r\n", "\t0\r\n", "-1\r\n"] {
+        let wire = format!("2\r\nab\r\n{line}\r\n");
+        let decoded = body(wire.as_bytes(), Framing::Chunked(Chunk::Size));
+        assert!(decoded.is_err(), "a size line {line:?} is no last chunk");
+    }
     assert!(body(b"2\r\nabXY", Framing::Chunked(Chunk::Size)).is_err());
 }
 
