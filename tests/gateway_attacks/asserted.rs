@@ -40,6 +40,32 @@ fn seen_as(h: &http::HeaderMap, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// A tools/call with `base` headers (besides the MCP ones) and the attack's `extra` fields,
+/// answered 200; the headers the upstream received for it (its `n`-th request, from 1).
+fn forwarded(
+    gw: &mcp_edge::gateway::RunningGateway,
+    up: &Upstreams,
+    base: (&'static str, String),
+    extra: &[(String, String)],
+    n: usize,
+) -> http::HeaderMap {
+    let mut h = call_headers("echo");
+    h.push(base);
+    let mut all = refs(&h);
+    all.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let r = super::support::http::request(
+        gw.mcp_addr,
+        "POST",
+        "/mcp",
+        &all,
+        call(1, "echo").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{extra:?}: {}", r.text());
+    let got = up.received();
+    assert_eq!(got.len(), n, "one request reached the upstream per call");
+    got[n - 1].headers.clone()
+}
+
 #[test]
 fn a_client_can_neither_delete_nor_shadow_the_identity_the_gateway_asserts() {
     let k = rsa("asserted");
@@ -60,26 +86,8 @@ fn a_client_can_neither_delete_nor_shadow_the_identity_the_gateway_asserts() {
     let mut sent = 0;
     for (name, real) in [("x-mcp-edge-subject", "alice"), ("x-tenant", "acme")] {
         for extra in attacks(name, "admin") {
-            let mut h = call_headers("echo");
-            h.push(("Authorization", token.clone()));
-            let extra: Vec<(&str, &str)> = extra
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let mut all = refs(&h);
-            all.extend(extra.iter().copied());
-            let r = super::support::http::request(
-                gw.mcp_addr,
-                "POST",
-                "/mcp",
-                &all,
-                call(1, "echo").as_bytes(),
-            );
-            assert_eq!(r.status, 200, "{extra:?}: {}", r.text());
             sent += 1;
-            let got = up.received();
-            assert_eq!(got.len(), sent);
-            let last = &got[sent - 1].headers;
+            let last = &forwarded(&gw, &up, ("Authorization", token.clone()), &extra, sent);
             assert_eq!(seen_as(last, name), [real], "{extra:?} -> {last:?}");
         }
     }
@@ -104,25 +112,8 @@ fn the_trace_context_the_gateway_propagates_cannot_be_shadowed() {
         "traceparent",
         "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01",
     ) {
-        let mut h = call_headers("echo");
-        h.push(("traceparent", parent.to_string()));
-        let extra: Vec<(&str, &str)> = extra
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut all = refs(&h);
-        all.extend(extra.iter().copied());
-        let r = super::support::http::request(
-            gw.mcp_addr,
-            "POST",
-            "/mcp",
-            &all,
-            call(1, "echo").as_bytes(),
-        );
-        assert_eq!(r.status, 200, "{extra:?}: {}", r.text());
         sent += 1;
-        let got = up.received();
-        let last = &got[sent - 1].headers;
+        let last = &forwarded(&gw, &up, ("traceparent", parent.to_string()), &extra, sent);
         let seen = seen_as(last, "traceparent");
         assert_eq!(seen.len(), 1, "{extra:?} -> {last:?}");
         assert!(seen[0].starts_with("00-"), "{seen:?}");
