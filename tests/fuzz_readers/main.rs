@@ -6,7 +6,7 @@
 //!
 //! Each property runs `FUZZ_CASES` cases (default: a budget that keeps the whole binary at a
 //! few seconds in a debug build, for CI); a long run sets it high under the bench profile
-//! (docs/fuzzing.md). The coverage-guided targets over the same readers are in fuzz/.
+//! (docs/fuzzing.md).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
