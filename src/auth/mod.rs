@@ -152,6 +152,8 @@ impl Auth {
         let i = match route {
             RouteRef::Index(i) => i,
             RouteRef::Default => self.route_auth.len() - 1,
+            // A route a federated endpoint learned has no route-level settings of its own.
+            RouteRef::Learned(_) => return None,
         };
         self.route_auth.get(i).and_then(Option::as_ref)
     }

@@ -7,7 +7,7 @@
 //! origins), `pools` (instances, balancing, health, ejection, retries), `routes` (route table,
 //! default route, validation share), `rate_limits`, `limits` (sizes, metrics label bound),
 //! `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and tracing),
-//! `redis`. Across topics: `values` (duration parser), `validate` (cross-key checks with
+//! `redis`, `federation`. Across topics: `values` (duration parser), `validate` (cross-key checks with
 //! positions) and `describe` (what `mcp-edge check` prints).
 
 use serde::{Deserialize, Deserializer};
@@ -25,9 +25,11 @@ pub mod tls;
 pub use cache::CacheConfig;
 pub mod concurrency;
 pub mod connections;
+pub mod federation;
 pub mod flows;
 pub use concurrency::ConcurrencyLimitConfig;
 pub use connections::UpstreamLeg;
+pub use federation::{Collisions, FederatedEndpoint, FederationConfig};
 pub use flows::{FlowsConfig, TracingConfig};
 mod describe;
 mod limits;
@@ -133,6 +135,9 @@ pub struct Config {
     /// Per-client-connection buffers and parking (see `config::connections`).
     #[serde(default)]
     pub connections: connections::ConnectionsConfig,
+    /// Endpoints that merge several different pools behind one path (see `config::federation`).
+    #[serde(default)]
+    pub federation: Option<FederationConfig>,
 }
 
 fn d_dns_refresh() -> Duration {

@@ -188,6 +188,9 @@ impl Config {
         concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
         flows::validate(&self.flows, &self.tracing, pos, file)?;
         connections::validate(&self.connections, pos, file)?;
+        if let Some(f) = &self.federation {
+            f.validate(self, &err)?;
+        }
         if self.limits.max_body_bytes == 0 {
             return Err(err(
                 "limits.max_body_bytes",

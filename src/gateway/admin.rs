@@ -1,5 +1,5 @@
 //! The admin listener: `/healthz` (the process answers), `/readyz` (every pool has a usable
-//! instance), `/metrics` (Prometheus text format), `POST /-/reload` (re-read the config file), `POST /-/cache/purge[?method=M&name=N]`
+//! instance), `/metrics` (Prometheus text format), `/catalog` (what each federated pool serves), `POST /-/reload` (re-read the config file), `POST /-/cache/purge[?method=M&name=N]`
 //! (drop edge-cache entries).
 
 use async_trait::async_trait;
@@ -48,6 +48,7 @@ impl ServeHttp for AdminApp {
                 gw.sweep_flows();
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
+            "/catalog" => text(200, "application/json", super::federation::report::catalog_json(&gw)),
             "/-/cache/purge" if post => {
                 let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
                 text(status, "text/plain", msg)
@@ -62,7 +63,7 @@ impl ServeHttp for AdminApp {
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics, POST /-/reload or POST /-/cache/purge\n"),
+                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics, /catalog, POST /-/reload or POST /-/cache/purge\n"),
             ),
         }
     }

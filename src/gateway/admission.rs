@@ -48,7 +48,12 @@ pub struct Admitted {
 /// ([`Config::key_headers`], computed once per gateway).
 pub fn admit(req: &Parts, config: &Config, keys: &[HeaderName]) -> Result<Admitted, Rejection> {
     let limits = &config.limits;
-    if req.uri.path() != config.endpoint {
+    let path = req.uri.path();
+    let federated = || {
+        let f = config.federation.iter().flat_map(|f| &f.endpoints);
+        f.into_iter().any(|e| e.path == path)
+    };
+    if path != config.endpoint && !federated() {
         let msg = format!(
             "Not found: the MCP endpoint of this gateway is POST {}",
             config.endpoint

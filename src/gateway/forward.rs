@@ -118,12 +118,44 @@ pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> R
         upstream.remove_header(&name);
     }
     auth_stage::upstream_headers(ctx, upstream)?;
+    if let Some(f) = &ctx.federated {
+        federated_head(upstream, ctx, f)?;
+    }
     super::h2_to_h1::join_cookies(upstream)?;
     if let Some((traceparent, tracestate)) = parent {
         upstream.insert_header(crate::mcp::header::TRACEPARENT, traceparent)?;
         if let Some(ts) = tracestate {
             upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
         }
+    }
+    Ok(())
+}
+
+/// On a federated endpoint: the instance is asked at the gateway's `endpoint` path (a virtual
+/// endpoint's path is the gateway's, not the servers'), and a prefixed call carries the
+/// server's own name in `Mcp-Name`, as its body now does.
+fn federated_head(
+    upstream: &mut RequestHeader,
+    ctx: &RequestCtx,
+    f: &super::federation::Federated,
+) -> Result<()> {
+    let endpoint = ctx.gw.config.endpoint.as_str();
+    if upstream.uri.path() != endpoint {
+        let uri = match upstream.uri.query() {
+            Some(q) => format!("{endpoint}?{q}"),
+            None => endpoint.to_string(),
+        };
+        let uri: http::Uri = uri.parse().map_err(|e| {
+            pingora::Error::explain(
+                pingora::ErrorType::InternalError,
+                format!("endpoint path: {e}"),
+            )
+        })?;
+        upstream.set_uri(uri);
+    }
+    if let Some(name) = &f.rename {
+        let value = header::encode_value(name);
+        upstream.insert_header(header::NAME, value.as_ref())?;
     }
     Ok(())
 }

@@ -44,6 +44,7 @@ pub mod direct;
 pub mod dns;
 pub mod expiring;
 pub mod failure;
+pub mod federation;
 pub mod flow_metrics;
 pub mod flows;
 pub mod follow;
@@ -138,10 +139,25 @@ impl ProxyHttp for Proxy {
             }
         }
 
-        // 2. Route on the claims.
-        let selected = gw
-            .table
-            .select_ref(ctx.method.as_deref(), ctx.name.as_deref());
+        // 2. Route on the claims: by the route table, or on a federated endpoint by what the
+        //    catalog says each pool serves (`federation::route`).
+        let selected = match gw
+            .federation
+            .as_ref()
+            .and_then(|f| f.endpoint_of(session.req_header().uri.path()))
+        {
+            None => gw
+                .table
+                .select_ref(ctx.method.as_deref(), ctx.name.as_deref()),
+            Some(e) => {
+                match federation::route(&gw, e, ctx.method.as_deref(), ctx.name.as_deref()) {
+                    federation::Decision::Refuse(rej) => {
+                        return refuse_with_id(session, ctx, rej).await
+                    }
+                    decision => Some(federation::enter(ctx, e, decision)),
+                }
+            }
+        };
         let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
             let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
             return refuse_with_id(session, ctx, rej).await;
@@ -176,7 +192,7 @@ impl ProxyHttp for Proxy {
         if matches!(ctx.progress, Progress::Claimed) {
             // Auth decides on the claimed method and name: with it, every body is checked.
             let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-            let checked = auth_check || validate::sampled(route.sample);
+            let checked = auth_check || ctx.federated.is_some() || validate::sampled(route.sample);
             if !checked {
                 gw.metrics.check_skipped();
             }

@@ -91,6 +91,7 @@ pub struct Metrics {
     pub flows: super::flows::FlowMetrics,
     /// Concurrency-limit metrics ([`super::concurrency`]).
     pub concurrency: super::concurrency::ConcurrencyMetrics,
+    pub federation: super::federation::FederationMetrics,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -172,6 +173,7 @@ impl Metrics {
             task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
             flows: super::flows::FlowMetrics::register(&registry)?,
             concurrency: super::concurrency::ConcurrencyMetrics::register(&registry)?,
+            federation: super::federation::FederationMetrics::register(&registry)?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),

@@ -118,6 +118,8 @@ pub struct RequestCtx {
     pub list_unreadable: bool,
     /// The edge cache's state of this request.
     pub cache: super::cache::Flow,
+    /// On a federated endpoint: which one, and what federation does with the request.
+    pub federated: Option<super::federation::Federated>,
     /// The request went on outside the pipeline ([`super::detached`]): this context is the
     /// empty one left in its place, and the pipeline's `logging` records nothing for it.
     pub detached: bool,
@@ -149,6 +151,7 @@ impl RequestCtx {
             list_hold: None,
             list_unreadable: false,
             cache: Default::default(),
+            federated: None,
             slots: None,
             trace: None,
             detached: false,

@@ -43,6 +43,9 @@ pub struct RouteTable {
     pub pools: Vec<String>,
     /// Finds the first match among `routes` (built from them in [`RouteTable::from_config`]).
     pub index: RouteIndex,
+    /// One learned route per pool, indexed like `pools`: where a federated endpoint sends a
+    /// call its catalog routes ([`super::federation`]). Never matched by claims alone.
+    pub learned: Vec<Route>,
 }
 
 impl RouteTable {
@@ -74,11 +77,25 @@ impl RouteTable {
             pool: pool_index(&d.pool),
             sample: sample(d.validation),
         });
+        let learned = pools
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Route {
+                name: format!("federated:{p}"),
+                method: None,
+                mcp_name: None,
+                pool: i,
+                // A federated call is always checked: the catalog routes on the name the body
+                // must carry, and a prefixed name is rewritten in it.
+                sample: 1.0,
+            })
+            .collect();
         RouteTable {
             index: RouteIndex::new(&routes),
             routes,
             default,
             pools,
+            learned,
         }
     }
 
@@ -101,15 +118,18 @@ impl RouteTable {
         match r {
             RouteRef::Index(i) => self.routes.get(i),
             RouteRef::Default => self.default.as_ref(),
+            RouteRef::Learned(p) => self.learned.get(p),
         }
     }
 }
 
-/// Which route a request took: one of the ordered routes, or the default.
+/// Which route a request took: one of the ordered routes, the default, or the route a
+/// federated endpoint learned for a pool (by pool index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteRef {
     Index(usize),
     Default,
+    Learned(usize),
 }
 
 /// The 404 answer for a request that matches no route (and there is no `default_route`).

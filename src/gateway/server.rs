@@ -302,6 +302,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         HealthChecks { live: live.clone() },
     ));
     server.add_service(pingora::services::background::background_service(
+        "federation catalogs",
+        super::federation::refresh::CatalogRefresh { live: live.clone() },
+    ));
+    server.add_service(pingora::services::background::background_service(
         "dns refresh",
         super::dns::DnsRefresh { live: live.clone() },
     ));

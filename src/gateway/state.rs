@@ -55,6 +55,10 @@ pub struct Gateway {
     pub(crate) peers: Vec<super::upstream_tls::PoolPeers>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
+    /// The federated endpoints (`federation:`), when configured.
+    pub federation: Option<super::federation::Federation>,
+    /// What each federated pool serves, by pool name (kept across reloads).
+    pub catalogs: Arc<super::federation::catalog::Store>,
 }
 
 impl Gateway {
@@ -169,7 +173,15 @@ impl Gateway {
         )?;
         let asserted = asserted_headers(&config, auth.as_ref());
         let key_headers = config.key_headers();
+        let federation = super::federation::Federation::build(&config, &table);
+        let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
+        for p in federation.iter().flat_map(|f| f.pools()) {
+            // A reload (or the start) refreshes every federated pool at once.
+            catalogs.due_at(&table.pools[p], std::time::Instant::now());
+        }
         Ok(Gateway {
+            federation,
+            catalogs,
             asserted,
             auth,
             held,
@@ -188,6 +200,15 @@ impl Gateway {
             upstream_metrics,
             peers,
         })
+    }
+
+    /// The catalog settings (the defaults without `federation:`).
+    pub fn federation_catalog(&self) -> &crate::config::federation::CatalogConfig {
+        static DEFAULT: OnceLock<crate::config::federation::CatalogConfig> = OnceLock::new();
+        match &self.federation {
+            Some(f) => &f.catalog,
+            None => DEFAULT.get_or_init(Default::default),
+        }
     }
 
     /// The metric handles of instance `inst` of pool `pool`.

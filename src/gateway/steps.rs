@@ -186,6 +186,13 @@ pub(super) async fn read_before_upstream(
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
+            // Federation: a merged answer, or a prefixed name put back (before the cache,
+            // which then keys and forwards what the server will see).
+            if let Some(answered) = super::federation::on_checked(session, ctx, &body).await? {
+                return Ok(Some(answered));
+            }
+            let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
+            let body = if renamed { ctx.in_hand.clone() } else { body };
             // The edge cache: after the check, before any upstream is chosen.
             cache::flow::on_checked(session, ctx, &body).await
         }

@@ -170,6 +170,37 @@ impl PoolPeers {
     }
 }
 
+impl PoolPeers {
+    /// One whole HTTP/1.1 exchange with an instance, over TLS for TLS pools (the gateway's own
+    /// calls: the federation catalog). `request` carries `Connection: close`.
+    pub async fn exchange(
+        &self,
+        addr: SocketAddr,
+        instance: &str,
+        request: &[u8],
+        max: usize,
+    ) -> Result<(pingora::http::ResponseHeader, Vec<u8>), String> {
+        use super::upstream_h1::oneshot::exchange;
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {instance}: {e}"))?;
+        let Some(t) = &self.tls else {
+            return exchange(tcp, request, max).await;
+        };
+        let sni = t
+            .sni
+            .clone()
+            .unwrap_or_else(|| host_of(instance).to_string());
+        let name = ServerName::try_from(sni).map_err(|e| format!("{instance}: bad name: {e}"))?;
+        let connector = tokio_rustls::TlsConnector::from(t.probe.clone());
+        let tls = connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS with {instance}: {e}"))?;
+        exchange(tls, request, max).await
+    }
+}
+
 fn probe_config(
     roots: Option<rustls::RootCertStore>,
     verify: bool,

@@ -35,6 +35,7 @@ pub mod mrtr;
 pub mod query;
 pub mod response;
 pub mod result_scan;
+pub mod rewrite;
 pub mod scan;
 pub mod sse;
 pub mod strict;

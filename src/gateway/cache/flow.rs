@@ -253,6 +253,10 @@ pub fn on_response_body(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end: bool) 
         scan.feed(c, &mut found);
         for inv in &found {
             shared.invalidate(pool, inv);
+            if matches!(inv, crate::mcp::caching::Invalidation::Lists(_)) {
+                // A federated pool's catalog is fetched again at once.
+                ctx.gw.catalogs.due_at(pool, std::time::Instant::now());
+            }
         }
     }
     let Some(buf) = ctx.cache.body.as_mut() else {

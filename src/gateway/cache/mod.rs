@@ -286,6 +286,8 @@ pub fn purge_endpoint(gw: &super::Gateway, query: Option<&str>) -> (u16, String)
 pub struct CacheSet {
     routes: Vec<Option<Arc<RouteCache>>>,
     default: Option<Arc<RouteCache>>,
+    /// The stores of the routes federated endpoints learned, by pool (default settings).
+    learned: Vec<Option<Arc<RouteCache>>>,
     pub shared: Arc<Shared>,
 }
 
@@ -353,9 +355,22 @@ impl CacheSet {
             table.default.as_ref(),
             config.default_route.as_ref().and_then(|d| d.cache),
         );
+        let federated = |pool: &str| {
+            let f = config.federation.iter().flat_map(|f| &f.endpoints);
+            f.flat_map(|e| &e.pools).any(|p| p == pool)
+        };
+        let learned = table
+            .learned
+            .iter()
+            .map(|r| match federated(&table.pools[r.pool]) {
+                true => make(Some(r), None),
+                false => None,
+            })
+            .collect();
         Ok(CacheSet {
             routes,
             default,
+            learned,
             shared,
         })
     }
@@ -365,6 +380,7 @@ impl CacheSet {
         match r {
             RouteRef::Index(i) => self.routes.get(i)?.clone(),
             RouteRef::Default => self.default.clone(),
+            RouteRef::Learned(p) => self.learned.get(p)?.clone(),
         }
     }
 }

@@ -19,6 +19,7 @@
 //! writer in [`write`], the wire format (request head, response framing) in [`wire`].
 
 mod conn;
+pub mod oneshot;
 mod session;
 pub mod wire;
 mod write;

@@ -1,0 +1,219 @@
+//! What each federated pool serves, as the gateway last learned it: its `server/discover`
+//! result and every page of its four lists, each with the freshness and scope the server gave.
+//!
+//! The store outlives a config (it is carried over on reload, by pool name) so that a reload
+//! never forgets what the fleet serves; the refresh loop ([`super::refresh`]) keeps it current.
+
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::mcp::methods;
+
+/// The four lists a pool can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Tools, Kind::Prompts, Kind::Resources, Kind::Templates];
+
+    /// The list method answered with this kind.
+    pub fn of_method(method: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.method() == method)
+    }
+
+    pub fn method(self) -> &'static str {
+        match self {
+            Kind::Tools => methods::TOOLS_LIST,
+            Kind::Prompts => methods::PROMPTS_LIST,
+            Kind::Resources => methods::RESOURCES_LIST,
+            Kind::Templates => methods::RESOURCES_TEMPLATES_LIST,
+        }
+    }
+
+    /// The result member holding the entries.
+    pub fn member(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Prompts => "prompts",
+            Kind::Resources => "resources",
+            Kind::Templates => "resourceTemplates",
+        }
+    }
+
+    /// The entry field that names an entry.
+    pub fn field(self) -> &'static str {
+        match self {
+            Kind::Tools | Kind::Prompts => "name",
+            Kind::Resources => "uri",
+            Kind::Templates => "uriTemplate",
+        }
+    }
+
+    /// The capability (in `server/discover`) that says a server has this list.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Kind::Tools => "tools",
+            Kind::Prompts => "prompts",
+            Kind::Resources | Kind::Templates => "resources",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        self.member()
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One list (every page, in order) or a `server/discover` result, as received.
+#[derive(Debug, Clone)]
+pub struct List {
+    pub items: Vec<Value>,
+    /// The smallest `ttlMs` of its pages (missing or negative: 0).
+    pub ttl: Duration,
+    /// Some page said `cacheScope: private`.
+    pub private: bool,
+    pub at: Instant,
+}
+
+impl List {
+    /// How much longer the list is fresh for anyone (`None`: private, or stale).
+    pub fn fresh_for(&self, now: Instant) -> Option<Duration> {
+        if self.private {
+            return None;
+        }
+        let end = self.at + self.ttl;
+        (now < end).then(|| end - now)
+    }
+}
+
+/// A pool's `server/discover` result, as the merged one needs it (`freshness.items` holds the
+/// result's versions, capabilities and instructions as one JSON object).
+#[derive(Debug, Clone)]
+pub struct Discover {
+    pub versions: Vec<String>,
+    pub capabilities: Map<String, Value>,
+    pub instructions: Option<String>,
+    pub freshness: List,
+}
+
+/// What one pool serves.
+#[derive(Debug, Clone, Default)]
+pub struct PoolCatalog {
+    pub discover: Option<Discover>,
+    lists: [Option<List>; 4],
+    /// The last refresh that succeeded.
+    pub loaded: Option<Instant>,
+    /// Why the last refresh failed, and since when refreshes fail.
+    pub failing: Option<(String, Instant)>,
+}
+
+/// How a catalog stands, as metrics and the admin endpoint show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Never loaded: its names are unknown.
+    Unknown,
+    /// The last refresh succeeded.
+    Fresh,
+    /// The last refresh failed; the previous catalog still routes (within `keep_stale`).
+    Stale,
+    /// Refreshes have failed for longer than `keep_stale`: it routes nothing.
+    Expired,
+}
+
+impl State {
+    pub const ALL: [State; 4] = [State::Unknown, State::Fresh, State::Stale, State::Expired];
+    pub fn label(self) -> &'static str {
+        match self {
+            State::Unknown => "unknown",
+            State::Fresh => "fresh",
+            State::Stale => "stale",
+            State::Expired => "expired",
+        }
+    }
+}
+
+impl PoolCatalog {
+    pub fn list(&self, kind: Kind) -> Option<&List> {
+        self.lists[kind.index()].as_ref()
+    }
+
+    pub fn set_list(&mut self, kind: Kind, list: Option<List>) {
+        self.lists[kind.index()] = list;
+    }
+
+    pub fn state(&self, now: Instant, keep_stale: Duration) -> State {
+        match (self.loaded, &self.failing) {
+            (None, _) => State::Unknown,
+            (Some(_), None) => State::Fresh,
+            (Some(at), Some(_)) if now.saturating_duration_since(at) <= keep_stale => State::Stale,
+            (Some(_), Some(_)) => State::Expired,
+        }
+    }
+
+    /// Whether its names route (fresh or stale, not expired or unknown).
+    pub fn routes(&self, now: Instant, keep_stale: Duration) -> bool {
+        matches!(self.state(now, keep_stale), State::Fresh | State::Stale)
+    }
+
+    /// When the routing catalog should be fetched again: when its shortest list runs out,
+    /// within `floor` and `ceiling`.
+    pub fn next_refresh(&self, floor: Duration, ceiling: Duration) -> Duration {
+        let ttls = self.lists.iter().flatten().map(|l| l.ttl);
+        let ttls = ttls.chain(self.discover.iter().map(|d| d.freshness.ttl));
+        ttls.min().unwrap_or(ceiling).clamp(floor, ceiling)
+    }
+}
+
+/// Every pool's catalog, by pool name, and when each is due for a refresh. Carried over reloads.
+#[derive(Default)]
+pub struct Store {
+    catalogs: Mutex<HashMap<String, Arc<PoolCatalog>>>,
+    due: Mutex<HashMap<String, Instant>>,
+    /// Bumped on every change, so views know when to rebuild.
+    pub version: std::sync::atomic::AtomicU64,
+}
+
+impl Store {
+    pub fn get(&self, pool: &str) -> Arc<PoolCatalog> {
+        let map = self.catalogs.lock().expect("catalog lock");
+        map.get(pool).cloned().unwrap_or_default()
+    }
+
+    pub fn put(&self, pool: &str, cat: PoolCatalog) {
+        let mut map = self.catalogs.lock().expect("catalog lock");
+        map.insert(pool.to_string(), Arc::new(cat));
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Ask for a refresh of `pool` at `at` (sooner requests win).
+    pub fn due_at(&self, pool: &str, at: Instant) {
+        let mut due = self.due.lock().expect("catalog lock");
+        let slot = due.entry(pool.to_string()).or_insert(at);
+        if at < *slot {
+            *slot = at;
+        }
+    }
+
+    /// Ask for a refresh of `pool` at `at`, replacing the previous time.
+    pub fn schedule(&self, pool: &str, at: Instant) {
+        let mut due = self.due.lock().expect("catalog lock");
+        due.insert(pool.to_string(), at);
+    }
+
+    /// Whether `pool` is due now (a pool never scheduled is due).
+    pub fn is_due(&self, pool: &str, now: Instant) -> bool {
+        let due = self.due.lock().expect("catalog lock");
+        due.get(pool).is_none_or(|at| *at <= now)
+    }
+}

@@ -1,0 +1,247 @@
+//! The gateway's own requests to a federated pool: one JSON-RPC request (`server/discover` or a
+//! page of a list) to one usable instance, over the pool's TLS settings, answered in JSON or
+//! SSE; every page of a list; a whole catalog.
+
+use serde_json::{json, Map, Value};
+use std::time::{Duration, Instant};
+
+use super::catalog::{Discover, Kind, List, PoolCatalog};
+use crate::gateway::Gateway;
+use crate::mcp::{header, meta, methods, sse, PROTOCOL_VERSION};
+
+/// The largest answer read from one request.
+const MAX_ANSWER: usize = 8 * 1024 * 1024;
+
+/// The request of `method` (with `cursor`) the gateway sends, as a whole HTTP/1.1 request.
+fn request(
+    gw: &Gateway,
+    host: &str,
+    method: &str,
+    cursor: Option<&str>,
+    auth: Option<&str>,
+) -> Vec<u8> {
+    let mut params = Map::new();
+    if let Some(c) = cursor {
+        params.insert("cursor".into(), Value::String(c.into()));
+    }
+    params.insert(
+        "_meta".into(),
+        json!({ meta::PROTOCOL_VERSION: PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES: {} }),
+    );
+    let body =
+        json!({"jsonrpc": "2.0", "id": "mcp-edge-catalog", "method": method, "params": params});
+    let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\nUser-Agent: mcp-edge-federation\r\nConnection: close\r\nContent-Length: {}\r\n",
+        gw.config.endpoint,
+        header::PROTOCOL_VERSION,
+        header::METHOD,
+        body.len()
+    );
+    if let Some(a) = auth {
+        head.push_str(&format!("Authorization: {a}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut out = head.into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The JSON-RPC response in an answer body (JSON, or the response event of an SSE stream).
+fn response_of(content_type: &[u8], body: &[u8]) -> Result<Value, String> {
+    if sse::is_event_stream(content_type) {
+        for ev in sse::events(body) {
+            let Ok(v) = serde_json::from_slice::<Value>(&ev.data) else {
+                continue;
+            };
+            if v.get("result").is_some() || v.get("error").is_some() {
+                return Ok(v);
+            }
+        }
+        return Err("the event stream carried no JSON-RPC response".into());
+    }
+    serde_json::from_slice(body).map_err(|e| format!("the answer is not JSON: {e}"))
+}
+
+/// Send `method` to a usable instance of pool `p` (another one if the first cannot be reached)
+/// and return its result object. `auth`: the caller's `Authorization`, for lists fetched on
+/// a caller's behalf.
+pub async fn call(
+    gw: &Gateway,
+    p: usize,
+    method: &str,
+    cursor: Option<&str>,
+    auth: Option<&str>,
+) -> Result<Map<String, Value>, String> {
+    let pool = &gw.pools[p];
+    let timeout = gw.federation_catalog().timeout;
+    let mut last = format!("pool {} has no usable instance", pool.name);
+    let usable: Vec<usize> = (0..pool.instances.len())
+        .filter(|i| pool.health.usable(*i))
+        .collect();
+    let start = (next_start() as usize) % usable.len().max(1);
+    for k in 0..usable.len().min(2) {
+        let inst = &pool.instances[usable[(start + k) % usable.len()]];
+        let req = request(gw, &inst.name, method, cursor, auth);
+        let exchange = gw.peers[p].exchange(inst.addr, &inst.name, &req, MAX_ANSWER);
+        let (head, body) = match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                last = e;
+                continue;
+            }
+            Err(_) => {
+                last = format!("{}: no answer within {timeout:?}", inst.name);
+                continue;
+            }
+        };
+        let ct = head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .map_or(&b""[..], |v| v.as_bytes());
+        let answer = response_of(ct, &body)
+            .map_err(|e| format!("{} {method}: HTTP {}: {e}", inst.name, head.status.as_u16()))?;
+        if let Some(err) = answer.get("error") {
+            return Err(format!("{} {method}: {err}", inst.name));
+        }
+        return match answer.get("result") {
+            Some(Value::Object(r)) => Ok(r.clone()),
+            _ => Err(format!(
+                "{} {method}: the result is not an object",
+                inst.name
+            )),
+        };
+    }
+    Err(last)
+}
+
+/// Spreads the gateway's own requests over a pool's instances.
+fn next_start() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `ttlMs` and `cacheScope` of one result (a missing or negative `ttlMs` counts as 0).
+fn hints(result: &Map<String, Value>) -> (Duration, bool) {
+    let ttl = result
+        .get("ttlMs")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        .max(0) as u64;
+    let private = result.get("cacheScope").and_then(Value::as_str) != Some("public");
+    (Duration::from_millis(ttl), private)
+}
+
+/// Every page of pool `p`'s list of `kind`.
+pub async fn list(gw: &Gateway, p: usize, kind: Kind, auth: Option<&str>) -> Result<List, String> {
+    let at = Instant::now();
+    let max_pages = gw.federation_catalog().max_pages;
+    let (mut items, mut ttl, mut private) = (Vec::new(), Duration::MAX, false);
+    let mut cursor: Option<String> = None;
+    for _ in 0..max_pages {
+        let mut page = call(gw, p, kind.method(), cursor.as_deref(), auth).await?;
+        let (t, pr) = hints(&page);
+        ttl = ttl.min(t);
+        private |= pr;
+        match page.remove(kind.member()) {
+            Some(Value::Array(a)) => items.extend(a),
+            _ => {
+                return Err(format!(
+                    "pool {}: the {} result has no {} array",
+                    gw.pools[p].name,
+                    kind.method(),
+                    kind.member()
+                ))
+            }
+        }
+        cursor = match page.get("nextCursor") {
+            Some(Value::String(c)) if !c.is_empty() => Some(c.clone()),
+            _ => {
+                return Ok(List {
+                    items,
+                    ttl,
+                    private,
+                    at,
+                })
+            }
+        };
+    }
+    Err(format!(
+        "pool {}: {} has more than {max_pages} pages (federation.catalog.max_pages)",
+        gw.pools[p].name,
+        kind.method()
+    ))
+}
+
+/// Pool `p`'s `server/discover` result.
+pub async fn discover(gw: &Gateway, p: usize, auth: Option<&str>) -> Result<Discover, String> {
+    let at = Instant::now();
+    let r = call(gw, p, methods::DISCOVER, None, auth).await?;
+    let (ttl, private) = hints(&r);
+    let versions = r
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        });
+    let capabilities = match r.get("capabilities") {
+        Some(Value::Object(c)) => c.clone(),
+        _ => {
+            return Err(format!(
+                "pool {}: server/discover has no capabilities object",
+                gw.pools[p].name
+            ))
+        }
+    };
+    let versions: Vec<String> = versions.unwrap_or_default();
+    let instructions = r
+        .get("instructions")
+        .and_then(Value::as_str)
+        .map(String::from);
+    // The result as the merged answer reads it, kept as the one item of its freshness.
+    let item = json!({"supportedVersions": versions, "capabilities": capabilities, "instructions": instructions});
+    Ok(Discover {
+        versions,
+        capabilities,
+        instructions,
+        freshness: List {
+            items: vec![item],
+            ttl,
+            private,
+            at,
+        },
+    })
+}
+
+/// A whole catalog: `server/discover`, then each list its capabilities announce, concurrently.
+pub async fn catalog(
+    gw: &Gateway,
+    p: usize,
+    previous: &PoolCatalog,
+) -> Result<PoolCatalog, String> {
+    let d = discover(gw, p, None).await?;
+    let wanted: Vec<Kind> = Kind::ALL
+        .into_iter()
+        .filter(|k| d.capabilities.contains_key(k.capability()))
+        .collect();
+    let fetched = futures::future::join_all(wanted.iter().map(|k| list(gw, p, *k, None))).await;
+    let mut cat = previous.clone();
+    cat.discover = Some(d);
+    cat.loaded = Some(Instant::now());
+    cat.failing = None;
+    for k in Kind::ALL {
+        cat.set_list(k, None);
+    }
+    for (k, got) in wanted.into_iter().zip(fetched) {
+        // A server with resources but no templates may refuse templates/list: an empty list.
+        match got {
+            Ok(l) => cat.set_list(k, Some(l)),
+            Err(_) if k == Kind::Templates => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(cat)
+}
