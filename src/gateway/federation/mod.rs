@@ -108,10 +108,10 @@ impl Endpoint {
     ) -> Arc<View> {
         let version = store.version.load(Ordering::Acquire);
         let current = self.view.load_full();
-        if current.version == version {
+        let now = Instant::now();
+        if current.version == version && current.until.is_none_or(|t| now < t) {
             return current;
         }
-        let now = Instant::now();
         let cats: Vec<_> = self
             .pools
             .iter()
@@ -135,7 +135,15 @@ impl Endpoint {
                 (k, parts)
             })
             .collect();
-        let built = Arc::new(View::build(&self.config, &by_kind, version));
+        let mut built = View::build(&self.config, &by_kind, version);
+        // A stale catalog routes until it expires: the view is rebuilt then.
+        built.until = cats
+            .iter()
+            .filter(|(_, c)| c.failing.is_some())
+            .filter_map(|(_, c)| Some(c.loaded? + keep_stale))
+            .filter(|t| *t > now)
+            .min();
+        let built = Arc::new(built);
         self.view.store(built.clone());
         built
     }

@@ -95,8 +95,9 @@ pub fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
     gw.catalogs.put(name, cat);
 }
 
-/// The catalog gauges and the collision report, after a refresh.
-fn publish(gw: &Gateway) {
+/// The catalog gauges and the collision report: after a refresh, and before each scrape (a
+/// stale catalog expires with time, not with an event).
+pub fn publish(gw: &Gateway) {
     let Some(fed) = gw.federation.as_ref() else {
         return;
     };

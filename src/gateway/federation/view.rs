@@ -135,6 +135,8 @@ pub struct View {
     pub collisions: Vec<Collision>,
     /// The store version this view was built from.
     pub version: u64,
+    /// When a stale catalog it routes by expires (the view must be rebuilt then).
+    pub until: Option<std::time::Instant>,
 }
 
 impl View {
