@@ -180,12 +180,21 @@ impl PoolPeers {
         request: &[u8],
         max: usize,
     ) -> Result<(pingora::http::ResponseHeader, Vec<u8>), String> {
-        use super::upstream_h1::oneshot::exchange;
+        let stream = self.connect(addr, instance).await?;
+        super::upstream_h1::oneshot::exchange(stream, request, max).await
+    }
+
+    /// A connection of the gateway's own to an instance, over TLS for TLS pools.
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+        instance: &str,
+    ) -> Result<Box<dyn super::upstream_h1::oneshot::Stream>, String> {
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {instance}: {e}"))?;
         let Some(t) = &self.tls else {
-            return exchange(tcp, request, max).await;
+            return Ok(Box::new(tcp));
         };
         let sni = t
             .sni
@@ -197,7 +206,7 @@ impl PoolPeers {
             .connect(name, tcp)
             .await
             .map_err(|e| format!("TLS with {instance}: {e}"))?;
-        exchange(tls, request, max).await
+        Ok(Box::new(tls))
     }
 }
 

@@ -98,6 +98,22 @@ fn prefix_names_every_tool_and_calls_reach_the_server_under_its_own_name() {
         "unprefixed names are not exposed"
     );
     assert_eq!(catalog(&gw)["endpoints"][0]["collisions"], json!([]));
+    // The check runs on what the client sent, before the name is put back: a header naming
+    // a__greet over a body naming b__greet is refused, and neither server is asked.
+    let calls = a.s.count_method("tools/call") + b.s.count_method("tools/call");
+    let mut h = crate::support::http::good_headers("tools/call", Some("a__greet"));
+    h.push(("Accept".into(), "application/json".into()));
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "b__greet", "arguments": {}, "_meta": crate::support::http::meta(json!({}))}});
+    let r = crate::support::http::post(
+        gw.mcp_addr,
+        &crate::support::http::hdrs(&h),
+        &body.to_string(),
+    );
+    assert_eq!(r.error_code(), -32020, "{}", r.text());
+    assert_eq!(
+        a.s.count_method("tools/call") + b.s.count_method("tools/call"),
+        calls
+    );
 }
 
 #[test]
@@ -315,6 +331,11 @@ fn list_changed_on_a_listen_stream_makes_a_new_tool_callable() {
     );
     assert_eq!(stream.status, 200);
     assert!(stream.next_message().is_some(), "the acknowledgement");
+    let listening = || a.s.count_method("subscriptions/listen") == 1;
+    assert!(crate::support::eventually(
+        Duration::from_secs(5),
+        listening
+    ));
     a.tools.lock().unwrap().push("new".into());
     a.s.notify(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     assert_eq!(
@@ -371,4 +392,53 @@ fn a_virtual_endpoint_refuses_the_tools_it_does_not_expose() {
         d["capabilities"].get("tools").is_some() && d["capabilities"].get("prompts").is_some(),
         "{d}"
     );
+}
+
+#[test]
+fn one_listen_stream_carries_the_notifications_of_every_pool() {
+    let (a, b) = two_servers();
+    let gw = gateway(
+        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
+        "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
+    );
+    wait_state(&gw, &["a", "b"], "fresh");
+    let params = json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}, "_meta": crate::support::http::meta(json!({}))});
+    let body = json!({"jsonrpc": "2.0", "id": "sub-7", "method": "subscriptions/listen", "params": params});
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
+    let mut stream = crate::support::http::SseStream::open(
+        gw.mcp_addr,
+        &crate::support::http::hdrs(&headers),
+        &body.to_string(),
+    );
+    assert_eq!(stream.status, 200);
+    let ack = stream.next_message().unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-7"
+    );
+    // Both pools were asked, with the client's own request; their acknowledgements stay theirs.
+    assert!(crate::support::eventually(Duration::from_secs(5), || {
+        a.s.count_method("subscriptions/listen") == 1
+            && b.s.count_method("subscriptions/listen") == 1
+    }));
+    assert_eq!(
+        b.s.seen()
+            .iter()
+            .find(|v| v["method"] == "subscriptions/listen")
+            .unwrap()["id"],
+        "sub-7"
+    );
+    a.s.notify(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"from": "a"}}));
+    b.s.notify(json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed", "params": {"from": "b"}}));
+    let mut got: Vec<String> = (0..2)
+        .map(|_| {
+            stream.next_message().unwrap()["params"]["from"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, ["a", "b"]);
 }

@@ -113,6 +113,9 @@ async fn handle(
         return Ok(hyper::Response::new(full(Bytes::new())));
     }
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // Subscribed before the request is logged: once a test sees a listen request in the log,
+    // what it pushes reaches that stream.
+    let mut rx = events.subscribe();
     log.lock().unwrap().push(v.clone());
     let id = v.get("id").cloned().unwrap_or(Value::Null);
     let json = |out: Value| {
@@ -130,7 +133,6 @@ async fn handle(
         Script::Error(code) => json(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": code, "message": "scripted error"}})),
         Script::Listen => {
-            let mut rx = events.subscribe();
             let (tx, out) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(8);
             tokio::spawn(async move {
                 let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {}});

@@ -56,7 +56,8 @@ fn invalid(msg: String) -> Rejection {
     Rejection::new(200, codes::INVALID_PARAMS, "invalid-cursor", msg)
 }
 
-/// Answer a list or `server/discover` on endpoint `e`; `body` is the checked request body.
+/// Answer a list, `server/discover` or `subscriptions/listen` on endpoint `e`; `body` is the
+/// checked request body.
 pub async fn respond(
     session: &mut Session,
     ctx: &mut RequestCtx,
@@ -71,6 +72,9 @@ pub async fn respond(
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    if method == methods::SUBSCRIPTIONS_LISTEN {
+        return super::listen::fan_in(session, ctx, e, body, auth).await;
+    }
     let result = match Kind::of_method(&method) {
         Some(kind) => match cursor_of(body) {
             Ok(c) => list(&gw, ctx, e, kind, c.as_deref(), auth.as_deref()).await,

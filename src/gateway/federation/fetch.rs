@@ -31,6 +31,18 @@ fn request(
     let body =
         json!({"jsonrpc": "2.0", "id": "mcp-edge-catalog", "method": method, "params": params});
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+    http_request(gw, host, method, &body, auth)
+}
+
+/// A POST of `body` (a JSON-RPC `method` request) to an instance at the gateway's endpoint
+/// path, with the MCP headers, `Connection: close`, and the caller's `Authorization` if given.
+pub fn http_request(
+    gw: &Gateway,
+    host: &str,
+    method: &str,
+    body: &[u8],
+    auth: Option<&str>,
+) -> Vec<u8> {
     let mut head = format!(
         "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\nUser-Agent: mcp-edge-federation\r\nConnection: close\r\nContent-Length: {}\r\n",
         gw.config.endpoint,
@@ -43,8 +55,21 @@ fn request(
     }
     head.push_str("\r\n");
     let mut out = head.into_bytes();
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     out
+}
+
+/// The usable instances of pool `p`, starting at a different one each time.
+pub fn instances(gw: &Gateway, p: usize) -> Vec<usize> {
+    let pool = &gw.pools[p];
+    let mut usable: Vec<usize> = (0..pool.instances.len())
+        .filter(|i| pool.health.usable(*i))
+        .collect();
+    if !usable.is_empty() {
+        let start = next_start() as usize % usable.len();
+        usable.rotate_left(start);
+    }
+    usable
 }
 
 /// The JSON-RPC response in an answer body (JSON, or the response event of an SSE stream).
@@ -76,12 +101,8 @@ pub async fn call(
     let pool = &gw.pools[p];
     let timeout = gw.federation_catalog().timeout;
     let mut last = format!("pool {} has no usable instance", pool.name);
-    let usable: Vec<usize> = (0..pool.instances.len())
-        .filter(|i| pool.health.usable(*i))
-        .collect();
-    let start = (next_start() as usize) % usable.len().max(1);
-    for k in 0..usable.len().min(2) {
-        let inst = &pool.instances[usable[(start + k) % usable.len()]];
+    for i in instances(gw, p).into_iter().take(2) {
+        let inst = &pool.instances[i];
         let req = request(gw, &inst.name, method, cursor, auth);
         let exchange = gw.peers[p].exchange(inst.addr, &inst.name, &req, MAX_ANSWER);
         let (head, body) = match tokio::time::timeout(timeout, exchange).await {

@@ -11,6 +11,8 @@
 //!   served from the catalog only while the pool's own `ttlMs`/`cacheScope` allow it, and
 //!   fetched again for the answer otherwise; the merged result carries the smallest remaining
 //!   freshness and `private` when any part was private or the list was filtered per caller;
+//! - **merges** `subscriptions/listen`: one client stream carrying every pool's notifications
+//!   ([`listen`]);
 //! - **names** entries under the endpoint's collision policy (`prefix`, `priority`,
 //!   `refuse`); with `prefix`, a call's `Mcp-Name` and body name are set back to the server's
 //!   name after the header↔body check ([`crate::mcp::rewrite`]), the one body edit the gateway
@@ -23,6 +25,7 @@ pub mod answer;
 pub mod catalog;
 mod cursor;
 pub mod fetch;
+mod listen;
 pub mod refresh;
 pub mod report;
 pub mod view;
@@ -189,7 +192,10 @@ pub fn route(gw: &Gateway, e: usize, method: Option<&str>, name: Option<&str>) -
             view.resource(uri).map(|p| (p, None))
         }
         (methods::RESOURCES_READ, Some(_)) => None,
-        _ if Kind::of_method(m).is_some() || m == methods::DISCOVER => {
+        _ if Kind::of_method(m).is_some()
+            || m == methods::DISCOVER
+            || m == methods::SUBSCRIPTIONS_LISTEN =>
+        {
             return match explicit {
                 Some(r) => Decision::Go {
                     route: r,

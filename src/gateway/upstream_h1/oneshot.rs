@@ -1,12 +1,70 @@
 //! One request on its own connection, for the gateway's own calls to an instance (the
-//! federation catalog, merged lists): write the request, read the whole response, bounded in
-//! size, with the same response parser as the upstream leg ([`super::wire`]).
+//! federation catalog, merged lists, merged listen streams): write the request, read the whole
+//! response, bounded in size, or read it as it arrives ([`Streaming`]), with the same response
+//! parser as the upstream leg ([`super::wire`]).
 
 use bytes::BytesMut;
 use pingora::http::ResponseHeader;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::wire::{decode, parse_head, Decoded};
+use super::wire::{decode, parse_head, Decoded, Framing, Head};
+
+/// A connection the gateway's own calls use (plain TCP or TLS).
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// A response read as it arrives (an SSE stream): its head, then its body piece by piece.
+pub struct Streaming<S> {
+    stream: S,
+    buf: BytesMut,
+    framing: Framing,
+    pub head: ResponseHeader,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Streaming<S> {
+    /// Send `request` on `stream` and read the response head.
+    pub async fn start(mut stream: S, request: &[u8]) -> Result<Streaming<S>, String> {
+        stream
+            .write_all(request)
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        let mut buf = BytesMut::with_capacity(8192);
+        let Head {
+            header, framing, ..
+        } = loop {
+            if let Some(head) = parse_head(&mut buf, false).map_err(|e| e.to_string())? {
+                break head;
+            }
+            if read_more(&mut stream, &mut buf).await? == 0 {
+                return Err("the connection closed before a response head".into());
+            }
+        };
+        Ok(Streaming {
+            stream,
+            buf,
+            framing,
+            head: header,
+        })
+    }
+
+    /// The next piece of the body (`None`: it ended).
+    pub async fn next(&mut self) -> Result<Option<bytes::Bytes>, String> {
+        loop {
+            match decode(&mut self.buf, &mut self.framing).map_err(|e| e.to_string())? {
+                Decoded::Data(d) => return Ok(Some(d)),
+                Decoded::Done => return Ok(None),
+                Decoded::NeedMore => {
+                    if read_more(&mut self.stream, &mut self.buf).await? == 0 {
+                        return match self.framing {
+                            Framing::UntilClose => Ok(None),
+                            _ => Err("the connection closed inside the response body".into()),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Send `request` (a whole HTTP/1.1 request, `Connection: close`) on `stream` and read the
 /// response: its head and body (decoded), at most `max` body bytes.
@@ -45,7 +103,7 @@ where
             Decoded::NeedMore => {
                 if read_more(&mut stream, &mut buf).await? == 0 {
                     return match framing {
-                        super::wire::Framing::UntilClose => Ok((head.header, body)),
+                        Framing::UntilClose => Ok((head.header, body)),
                         _ => Err("the connection closed inside the response body".into()),
                     };
                 }
