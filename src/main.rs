@@ -124,11 +124,17 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            println!("{}: OK\n", config.display());
-            print!("{}", cfg.describe());
-            print!("\n{listeners}");
-            for w in warnings {
-                println!("warning: {w}");
+            // A closed stdout (`check | head`) ends the listing, not the process with a panic.
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            let _ = write!(
+                out,
+                "{}: OK\n\n{}\n{listeners}",
+                config.display(),
+                cfg.describe()
+            );
+            for w in &warnings {
+                let _ = writeln!(out, "warning: {w}");
                 eprintln!("warning: {w}");
             }
             Ok(())

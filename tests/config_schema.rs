@@ -16,6 +16,7 @@ const SHIPPED: &[(&str, &str)] = &[
         "../schema/gateway.schema.json",
     ),
     ("examples/auth.yaml", "../schema/gateway.schema.json"),
+    ("examples/federation.yaml", "../schema/gateway.schema.json"),
 ];
 
 fn root() -> &'static Path {

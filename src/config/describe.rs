@@ -101,6 +101,9 @@ impl Config {
                 );
             }
         }
+        if let Some(f) = &self.federation {
+            out.push_str(&f.describe());
+        }
         let caches = self
             .routes
             .iter()

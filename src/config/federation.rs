@@ -230,3 +230,106 @@ impl FederationConfig {
         Ok(())
     }
 }
+
+impl FederationConfig {
+    /// What `mcp-edge check` prints about federation.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::from("\nfederated endpoints (routes learned from each pool's catalog; explicit routes first)\n");
+        for e in &self.endpoints {
+            let names = match e.collisions {
+                Collisions::Prefix => {
+                    format!("tools and prompts named <pool>{}<name>", e.separator)
+                }
+                Collisions::Priority => {
+                    "names as served; on a collision the pool listed first serves it".into()
+                }
+                Collisions::Refuse => {
+                    "names as served; a name two pools serve is exposed by neither".into()
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  POST {:<14} pools {}  ({names})",
+                e.path,
+                e.pools.join(", ")
+            );
+            for (what, x) in [
+                ("tools", &e.tools),
+                ("prompts", &e.prompts),
+                ("resources", &e.resources),
+            ] {
+                if x.include.is_empty() && x.exclude.is_empty() {
+                    continue;
+                }
+                let list = |v: &[super::Pattern]| {
+                    v.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let include = if x.include.is_empty() {
+                    "*".to_string()
+                } else {
+                    list(&x.include)
+                };
+                let exclude = if x.exclude.is_empty() {
+                    String::new()
+                } else {
+                    format!(", except {}", list(&x.exclude))
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:<19} exposes {what} {include}{exclude}; calls to others are refused",
+                    ""
+                );
+            }
+            let _ = writeln!(out, "  {:<19} lists, server/discover and subscriptions/listen answered by the gateway, merged, {} per page", "", e.page_size);
+        }
+        let c = &self.catalog;
+        let _ = writeln!(
+            out,
+            "  catalogs: refreshed when their ttlMs runs out (between {:?} and {:?}), on list_changed and on reload; a pool that cannot be reached routes by its last catalog for {:?}",
+            c.refresh_floor, c.refresh_ceiling, c.keep_stale
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn err(federation: &str) -> String {
+        let y = format!("pools:\n  a: {{instances: [127.0.0.1:1]}}\n  b: {{instances: [127.0.0.1:2], tls: {{verify: false}}}}\nfederation:\n{federation}");
+        Config::parse(&y, "f.yaml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn mistakes_name_the_key_line_and_fix() {
+        let e = err("  endpoints:\n    - {path: /mcp, pools: [a, nope]}\n");
+        assert!(
+            e.starts_with("f.yaml:6:31:")
+                && e.contains("pools[1]: no pool named \"nope\" (pools: a, b)"),
+            "{e}"
+        );
+        let e =
+            err("  endpoints:\n    - {path: /mcp, pools: [a]}\n    - {path: /mcp, pools: [a]}\n");
+        assert!(
+            e.contains("endpoints[1].path") && e.contains("that no other federated endpoint uses"),
+            "{e}"
+        );
+        let e = err("  endpoints:\n    - {path: /mcp, pools: [a, b]}\n");
+        assert!(
+            e.contains("collisions: prefix renames tools")
+                && e.contains("use collisions: priority or refuse"),
+            "{e}"
+        );
+        let e = err("  endpoints:\n    - {path: /mcp, pools: [a], separator: \"::\"}\n");
+        assert!(e.contains("separator"), "{e}");
+        let e = err("  catalog: {refresh_floor: 10m, refresh_ceiling: 1m}\n  endpoints:\n    - {path: /mcp, pools: [a]}\n");
+        assert!(e.contains("refresh_floor"), "{e}");
+        let ok = "pools:\n  a: {instances: [127.0.0.1:1]}\n  b: {instances: [127.0.0.1:2], tls: {verify: false}}\nfederation:\n  endpoints:\n    - {path: /mcp, pools: [a, b], collisions: priority}\n";
+        Config::parse(ok, "f.yaml").unwrap();
+    }
+}

@@ -199,6 +199,11 @@ impl ProxyHttp for Proxy {
             let direct = direct::leg_for(session, ctx);
             let declared = inspect::declared_length(session, admitted.content_length);
             let plan = inspect::plan(checked, direct, declared, session.is_body_empty());
+            if federation::needs_body_first(ctx, plan) {
+                // Answered or renamed by the gateway: the body must be in hand first.
+                let rej = too_large(inspect::PREREAD_MAX);
+                return refuse_with_id(session, ctx, rej).await;
+            }
             let how = (checked, direct);
             if let Some(answered) = read_before_upstream(session, ctx, plan, how).await? {
                 return Ok(answered);

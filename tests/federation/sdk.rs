@@ -159,3 +159,71 @@ fn the_python_sdk_client_lists_and_calls_every_server_through_one_endpoint() {
     let report = run(Command::new(py).arg(script).arg(&url));
     check(&report, "Python", list_answers(&f.gw) - before);
 }
+
+#[test]
+fn the_load_tester_drives_every_pools_tools_through_a_federated_endpoint() {
+    let Some(f) = fleet() else { return };
+    let target = format!("http://{}/mcp", f.gw.mcp_addr);
+    let argv: Vec<String> = [
+        "--target",
+        &target,
+        "--scenario",
+        "auto",
+        "--flows",
+        "150",
+        "--concurrency",
+        "4",
+        "--duration",
+        "60s",
+        "--timeout",
+        "10s",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let a = mcp_edge::loadtest::LoadTestArgs::from_cli(argv).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(mcp_edge::loadtest::execute(&a)).unwrap();
+    let ops: Vec<String> = r.operations().iter().map(|o| o.label.clone()).collect();
+    for pool in ["reference__", "ts__", "py__"] {
+        assert!(
+            ops.iter().any(|o| o.contains(pool)),
+            "no {pool} tool driven: {ops:?}"
+        );
+    }
+    // The only failures are the reference backend's two tools that fail on purpose (they fail
+    // the same way without federation): every other tool of every pool answered.
+    let on_purpose = [
+        "reference__test_error_handling",
+        "reference__protocol_error_job",
+    ];
+    for o in r.operations() {
+        let intended = on_purpose.iter().any(|t| o.label.ends_with(t));
+        assert!(
+            intended || (o.legs.errors == 0 && o.failed == 0),
+            "{} failed: {}",
+            o.label,
+            r.summary_text()
+        );
+    }
+    let failed: u64 = r.operations().iter().map(|o| o.failed).sum();
+    assert_eq!(
+        r.measures.flows_completed + failed,
+        150,
+        "{}",
+        r.summary_text()
+    );
+    assert!(
+        r.measures
+            .leg(mcp_edge::loadtest::measure::LegKind::Retry)
+            .requests
+            > 0,
+        "MRTR flows ran: {}",
+        r.summary_text()
+    );
+}

@@ -20,6 +20,11 @@ use crate::gateway::route::RouteRef;
 use crate::gateway::{Gateway, RequestCtx};
 use crate::mcp::{codes, meta, methods, result_type, Rejection, PROTOCOL_VERSION};
 
+/// The versions a federated endpoint answers itself (its merged lists are in this revision's
+/// form, whatever the servers behind it also speak).
+const SERVER_POLICY: crate::mcp::VersionPolicy =
+    crate::mcp::VersionPolicy::Exactly(&[PROTOCOL_VERSION]);
+
 /// One pool's part of an answer.
 struct Part {
     pool: usize,
@@ -72,6 +77,16 @@ pub async fn respond(
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    // The gateway answers as the server here, so it refuses what a server refuses: a version
+    // it does not implement (the request's headers were already checked against its body, under
+    // the gateway's looser rule that leaves version negotiation to the upstream).
+    let claims = crate::mcp::Claims::read(&session.req_header().headers);
+    if let Some(env) = ctx.progress.envelope() {
+        if let Err(rej) = crate::mcp::check_request(&claims, env, SERVER_POLICY) {
+            let id = env.id.clone();
+            return crate::gateway::refuse(session, ctx, rej, id).await;
+        }
+    }
     if method == methods::SUBSCRIPTIONS_LISTEN {
         return super::listen::fan_in(session, ctx, e, body, auth).await;
     }
@@ -320,7 +335,12 @@ async fn discover(gw: &Gateway, e: usize, auth: Option<&str>) -> Value {
     let mut result = Map::new();
     result.insert(
         "supportedVersions".into(),
-        json!(versions.unwrap_or_else(|| vec![PROTOCOL_VERSION.to_string()])),
+        // The versions every pool supports, of those the endpoint itself answers in.
+        json!(versions
+            .unwrap_or_else(|| vec![PROTOCOL_VERSION.to_string()])
+            .into_iter()
+            .filter(|v| SERVER_POLICY.accepts(v))
+            .collect::<Vec<_>>()),
     );
     result.insert("capabilities".into(), Value::Object(caps));
     result.insert("instructions".into(), json!(instructions));

@@ -164,6 +164,9 @@ pub enum Decision {
     Answer,
     /// Refused without an upstream.
     Refuse(Rejection),
+    /// A name the endpoint does not serve: refused without an upstream once the body passed
+    /// the header check.
+    Unknown(Rejection),
 }
 
 /// The route of a request on federated endpoint `e`: an explicit route first; then, for the
@@ -238,7 +241,9 @@ pub fn route(gw: &Gateway, e: usize, method: Option<&str>, name: Option<&str>) -
             route: RouteRef::Learned(pool),
             rename,
         },
-        (None, None) => Decision::Refuse(not_served(gw, ep, m, name.unwrap_or(""))),
+        // Answered after the body check, as a server would: a header that disagrees with the
+        // body is the first thing wrong with such a request.
+        (None, None) => Decision::Unknown(not_served(gw, ep, m, name.unwrap_or(""))),
     }
 }
 
@@ -255,10 +260,25 @@ pub fn enter(ctx: &mut super::RequestCtx, endpoint: usize, decision: Decision) -
                 .map_or(0, |f| f.endpoints[endpoint].pools[0]);
             (RouteRef::Learned(first), true, None)
         }
+        Decision::Unknown(rej) => {
+            let first = ctx
+                .gw
+                .federation
+                .as_ref()
+                .map_or(0, |f| f.endpoints[endpoint].pools[0]);
+            let refuse = Some(rej);
+            ctx.federated = Some(Federated {
+                endpoint,
+                refuse,
+                ..Default::default()
+            });
+            return RouteRef::Learned(first);
+        }
         Decision::Refuse(_) => unreachable!("refusals are answered before"),
     };
     ctx.federated = Some(Federated {
         endpoint,
+        refuse: None,
         answer,
         rename,
     });
@@ -315,6 +335,8 @@ pub struct Federated {
     pub endpoint: usize,
     pub answer: bool,
     pub rename: Option<String>,
+    /// The answer to a name the endpoint does not serve, given after the body check.
+    pub refuse: Option<Rejection>,
 }
 
 /// The federation's metrics (registered once, carried over reloads with the registry).
@@ -357,6 +379,14 @@ impl FederationMetrics {
     }
 }
 
+/// Whether federation must act on this request's body (answer it, refuse an unknown name,
+/// rename) but `plan` would leave it on pingora's pipe unread (past 64 KiB on a TLS or h2 pool).
+pub fn needs_body_first(ctx: &super::RequestCtx, plan: super::inspect::Plan) -> bool {
+    use super::inspect::Plan;
+    let acts = |f: &Federated| f.answer || f.refuse.is_some() || f.rename.is_some();
+    ctx.federated.as_ref().is_some_and(acts) && matches!(plan, Plan::Hold | Plan::Stream)
+}
+
 /// After the body check, on a federated endpoint (`Some`: answered): a merged answer, or the
 /// server's name put back into a prefixed call, or `completion/complete` routed by its `ref`.
 pub async fn on_checked(
@@ -367,6 +397,10 @@ pub async fn on_checked(
     let Some(f) = ctx.federated.clone() else {
         return Ok(None);
     };
+    if let Some(rej) = f.refuse {
+        let id = ctx.progress.envelope().and_then(|e| e.id.clone());
+        return super::refuse(session, ctx, rej, id).await.map(Some);
+    }
     if f.answer {
         return answer::respond(session, ctx, f.endpoint, body)
             .await
