@@ -14,6 +14,7 @@ mod peers;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod auth;
 mod policies;
 mod sdk;
 
@@ -27,11 +28,20 @@ use support::http::{request, Reply};
 /// A gateway in front of `pools` (name → instances) with `federation:` `yaml` (indented under
 /// `federation:`).
 pub fn gateway(pools: &[(&str, &[SocketAddr])], federation: &str) -> RunningGateway {
+    gateway_with(pools, federation, "")
+}
+
+/// [`gateway`] with more top-level YAML (`auth:` and so on).
+pub fn gateway_with(
+    pools: &[(&str, &[SocketAddr])],
+    federation: &str,
+    extra: &str,
+) -> RunningGateway {
     let pools: Vec<(&str, &[SocketAddr], &str)> = pools
         .iter()
         .map(|(n, a)| (*n, *a, "balance: round_robin"))
         .collect();
-    let cfg = support::config(&pools, &format!("federation:\n{federation}"));
+    let cfg = support::config(&pools, &format!("federation:\n{federation}{extra}"));
     RunningGateway::start(cfg).unwrap()
 }
 

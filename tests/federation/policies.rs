@@ -442,3 +442,48 @@ fn one_listen_stream_carries_the_notifications_of_every_pool() {
     got.sort();
     assert_eq!(got, ["a", "b"]);
 }
+
+#[test]
+fn param_headers_learned_from_the_catalog_are_enforced_on_prefixed_calls() {
+    let s = Scripted::start(|req: &Value| {
+        let r = match req["method"].as_str().unwrap_or("") {
+            "server/discover" => cacheable(
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
+                json!(60_000),
+                "public",
+            ),
+            "tools/list" => {
+                let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+                cacheable(
+                    json!({"tools": [{"name": "forecast", "inputSchema": schema}]}),
+                    json!(60_000),
+                    "public",
+                )
+            }
+            _ => json!({"resultType": "complete", "content": [{"type": "text", "text": "sunny"}]}),
+        };
+        Script::Result(r, Duration::ZERO)
+    });
+    let gw = gateway(
+        &[("w", &[s.addr])],
+        "  endpoints:\n    - {path: /mcp, pools: [w]}\n",
+    );
+    wait_state(&gw, &["w"], "fresh");
+    // No tools/list has passed through: the catalog taught the gateway the marked argument.
+    let r = rpc(
+        &gw,
+        "tools/call",
+        json!({"name": "w__forecast", "arguments": {"region": "eu"}}),
+    );
+    assert_eq!((r.status, r.error_code()), (400, -32020), "{}", r.text());
+    assert_eq!(s.count_method("tools/call"), 0);
+    let mut h = crate::support::http::good_headers("tools/call", Some("w__forecast"));
+    h.push(("Mcp-Param-Region".into(), "eu".into()));
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "w__forecast", "arguments": {"region": "eu"}, "_meta": crate::support::http::meta(json!({}))}});
+    let ok = crate::support::http::post(
+        gw.mcp_addr,
+        &crate::support::http::hdrs(&h),
+        &body.to_string(),
+    );
+    assert_eq!(ok.result()["content"][0]["text"], "sunny");
+}

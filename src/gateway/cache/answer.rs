@@ -20,7 +20,9 @@ pub(super) async fn check_params(
     let gw = ctx.gw.clone();
     let shared = &gw.cache.shared;
     let pool = gw.pools[ctx.pool].name.as_str();
-    let tool = ctx.progress.envelope().and_then(|e| e.name.as_deref());
+    // On a prefixed federated endpoint the pool knows the tool by its own name.
+    let renamed = ctx.federated.as_ref().and_then(|f| f.rename.as_deref());
+    let tool = renamed.or(ctx.progress.envelope().and_then(|e| e.name.as_deref()));
     let Some(params) = tool.and_then(|t| shared.params.get(pool, t)) else {
         return Ok(None);
     };

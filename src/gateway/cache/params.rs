@@ -1,5 +1,6 @@
 //! G34: the `x-mcp-header` parameters of each tool, learned per pool from the `tools/list`
-//! results that pass through the gateway, and the check of a `tools/call` against them.
+//! results that pass through the gateway (and from federated pools' catalogs), and the check of
+//! a `tools/call` against them.
 //!
 //! A known tool's call whose marked argument is present (and not `null`) must carry the
 //! matching `Mcp-Param-{Name}` header, with the same value as the argument (decoded like
@@ -58,9 +59,14 @@ impl ParamBook {
         let Ok(list) = serde_json::from_slice::<ListBody>(body) else {
             return;
         };
+        self.learn_tools(pool, &list.result.tools);
+    }
+
+    /// Learn from the tools of a list (a page, or a federated pool's whole catalog list).
+    pub fn learn_tools(&self, pool: &Arc<str>, list: &[Value]) {
         let mut pools = self.pools.write().unwrap_or_else(|e| e.into_inner());
         let tools = pools.entry(pool.clone()).or_default();
-        for tool in &list.result.tools {
+        for tool in list {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };

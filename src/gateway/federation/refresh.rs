@@ -56,6 +56,7 @@ pub async fn refresh_pool(gw: &Gateway, p: usize) {
     let previous = gw.catalogs.get(name);
     match super::fetch::catalog(gw, p, &previous).await {
         Ok(cat) => {
+            learn_params(gw, p, &cat);
             let next = cat.next_refresh(c.refresh_floor, c.refresh_ceiling);
             gw.catalogs.schedule(name, Instant::now() + next);
             gw.metrics
@@ -92,7 +93,17 @@ pub fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
         return; // only a whole refresh makes a catalog known
     }
     cat.set_list(kind, Some(list));
+    learn_params(gw, p, &cat);
     gw.catalogs.put(name, cat);
+}
+
+/// The `x-mcp-header` arguments of a pool's tools, for the `Mcp-Param-*` check of its calls
+/// (the tools/list answers that teach it on other endpoints never pass through here).
+fn learn_params(gw: &Gateway, p: usize, cat: &super::catalog::PoolCatalog) {
+    if let Some(tools) = cat.list(Kind::Tools) {
+        let pool: Arc<str> = gw.table.pools[p].as_str().into();
+        gw.cache.shared.params.learn_tools(&pool, &tools.items);
+    }
 }
 
 /// The catalog gauges and the collision report: after a refresh, and before each scrape (a
