@@ -487,3 +487,88 @@ fn param_headers_learned_from_the_catalog_are_enforced_on_prefixed_calls() {
     );
     assert_eq!(ok.result()["content"][0]["text"], "sunny");
 }
+
+#[test]
+fn prompts_resources_templates_and_completions_route_by_what_they_name() {
+    let p = Scripted::start(|req: &Value| {
+        let r = match req["method"].as_str().unwrap_or("") {
+            "server/discover" => cacheable(
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"prompts": {}, "resources": {}, "completions": {}}}),
+                json!(60_000),
+                "public",
+            ),
+            "prompts/list" => cacheable(
+                json!({"prompts": [{"name": "brief"}]}),
+                json!(60_000),
+                "public",
+            ),
+            "resources/list" => cacheable(json!({"resources": []}), json!(60_000), "public"),
+            "resources/templates/list" => cacheable(
+                json!({"resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note"}]}),
+                json!(60_000),
+                "public",
+            ),
+            "completion/complete" => {
+                json!({"resultType": "complete", "completion": {"values": ["from-p"]}})
+            }
+            "resources/read" => cacheable(
+                json!({"contents": [{"uri": req["params"]["uri"], "text": "a note"}]}),
+                json!(0),
+                "public",
+            ),
+            _ => json!({"resultType": "complete", "messages": []}),
+        };
+        Script::Result(r, Duration::ZERO)
+    });
+    let reference =
+        mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(1)).unwrap();
+    let gw = gateway(
+        &[("p", &[p.addr]), ("reference", reference.addrs())],
+        "  endpoints:\n    - {path: /mcp, pools: [reference, p]}\n",
+    );
+    wait_state(&gw, &["p", "reference"], "fresh");
+    let prompts = rpc(&gw, "prompts/list", json!({}));
+    assert!(names(&prompts, "prompts", "name").contains(&"p__brief".to_string()));
+    rpc(&gw, "prompts/get", json!({"name": "p__brief"})).result();
+    assert_eq!(
+        p.seen()
+            .iter()
+            .find(|v| v["method"] == "prompts/get")
+            .unwrap()["params"]["name"],
+        "brief"
+    );
+    // A URI through a pool's template, and one through the other pool's.
+    let note = rpc(&gw, "resources/read", json!({"uri": "notes://42"})).result();
+    assert_eq!(note["contents"][0]["text"], "a note");
+    let data = rpc(
+        &gw,
+        "resources/read",
+        json!({"uri": "test://template/7/data"}),
+    )
+    .result();
+    assert!(
+        data["contents"][0]["text"].as_str().unwrap().contains('7'),
+        "{data}"
+    );
+    assert_eq!(p.count_method("resources/read"), 1);
+    assert_eq!(
+        rpc(&gw, "resources/read", json!({"uri": "nowhere://x"})).error_code(),
+        -32602
+    );
+    // completion/complete names its target in params.ref: routed there and renamed.
+    let c = rpc(&gw, "completion/complete", json!({"ref": {"type": "ref/prompt", "name": "p__brief"}, "argument": {"name": "x", "value": "a"}})).result();
+    assert_eq!(c["completion"]["values"], json!(["from-p"]));
+    let seen = p.seen();
+    let sent = seen
+        .iter()
+        .find(|v| v["method"] == "completion/complete")
+        .unwrap();
+    assert_eq!(sent["params"]["ref"]["name"], "brief");
+    let templates = rpc(&gw, "resources/templates/list", json!({}));
+    let t = names(&templates, "resourceTemplates", "uriTemplate");
+    assert!(
+        t.contains(&"notes://{id}".to_string())
+            && t.contains(&"test://template/{id}/data".to_string()),
+        "{t:?}"
+    );
+}
