@@ -15,7 +15,10 @@ mod peers;
 mod support;
 
 mod auth;
+mod freshness;
 mod policies;
+mod routing;
+mod scripted;
 mod sdk;
 
 use mcp_edge::gateway::RunningGateway;
