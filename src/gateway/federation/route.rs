@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::catalog::Kind;
+use super::view::View;
 use super::{Endpoint, Federated};
 use crate::gateway::route::RouteRef;
 use crate::gateway::{Gateway, RequestCtx};
@@ -34,75 +35,74 @@ pub fn route(gw: &Gateway, e: usize, method: Option<&str>, name: Option<&str>) -
         return Decision::Refuse(unknown("", ""));
     };
     let ep = &fed.endpoints[e];
-    let view = ep.view(&gw.catalogs, &gw.table.pools, fed.catalog.keep_stale);
-    let first = RouteRef::Learned(ep.pools[0]);
-    let explicit = gw
-        .table
-        .index
-        .first_match(&gw.table.routes, method, name)
-        .map(RouteRef::Index);
+    let explicit = gw.table.index.first_match(&gw.table.routes, method, name);
+    let explicit = explicit.map(RouteRef::Index);
     let m = method.unwrap_or("");
-    let target = match (m, name) {
-        (methods::TOOLS_CALL, Some(n)) => view
-            .tool(n)
-            .map(|t| (t.pool, (t.name != n).then(|| t.name.clone()))),
-        (methods::PROMPTS_GET, Some(n)) => view
-            .prompt(n)
-            .map(|t| (t.pool, (t.name != n).then(|| t.name.clone()))),
-        (methods::RESOURCES_READ, Some(uri)) if ep.config.resources.allows(uri) => {
-            view.resource(uri).map(|p| (p, None))
-        }
-        (methods::RESOURCES_READ, Some(_)) => None,
-        _ if Kind::of_method(m).is_some()
-            || m == methods::DISCOVER
-            || m == methods::SUBSCRIPTIONS_LISTEN =>
-        {
-            return match explicit {
-                Some(r) => Decision::Go {
-                    route: r,
-                    rename: None,
-                },
-                None => Decision::Answer,
-            };
-        }
-        (t, Some(id)) if crate::mcp::tasks::is_task_method(t) => {
-            let hint = crate::mcp::tasks::parse_owner_hint(id);
-            let owner = hint.and_then(|h| {
-                ep.pools
-                    .iter()
-                    .find(|p| gw.pools[**p].owner_of(h).is_some())
-            });
-            let route = explicit
-                .or(owner.map(|p| RouteRef::Learned(*p)))
-                .unwrap_or(first);
-            return Decision::Go {
-                route,
-                rename: None,
-            };
-        }
-        _ => {
-            let route = explicit
-                .or(gw.table.default.as_ref().map(|_| RouteRef::Default))
-                .unwrap_or(first);
-            return Decision::Go {
-                route,
-                rename: None,
-            };
-        }
+    let go = |route| Decision::Go {
+        route,
+        rename: None,
     };
-    match (explicit, target) {
-        (Some(r), t) => Decision::Go {
-            route: r,
-            rename: t.and_then(|t| t.1),
-        },
-        (None, Some((pool, rename))) => Decision::Go {
-            route: RouteRef::Learned(pool),
-            rename,
-        },
-        // Answered after the body check, as a server would: a header that disagrees with the
-        // body is the first thing wrong with such a request.
-        (None, None) => Decision::Unknown(not_served(gw, ep, m, name.unwrap_or(""))),
+    let named = matches!(
+        m,
+        methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+    );
+    match (named, name) {
+        (true, Some(n)) => {
+            let view = ep.view(&gw.catalogs, &gw.table.pools, fed.catalog.keep_stale);
+            match (explicit, target(&view, ep, m, n)) {
+                (Some(route), t) => Decision::Go {
+                    route,
+                    rename: t.and_then(|t| t.1),
+                },
+                (None, Some((pool, rename))) => Decision::Go {
+                    route: RouteRef::Learned(pool),
+                    rename,
+                },
+                // Answered after the body check, as a server would: a header that disagrees
+                // with the body is the first thing wrong with such a request.
+                (None, None) => Decision::Unknown(not_served(gw, ep, m, n)),
+            }
+        }
+        _ if answered_here(m) => explicit.map_or(Decision::Answer, go),
+        _ => go(explicit.unwrap_or_else(|| unnamed_route(gw, ep, m, name))),
     }
+}
+
+/// The methods a federated endpoint answers itself (merging the pools' answers).
+fn answered_here(method: &str) -> bool {
+    Kind::of_method(method).is_some()
+        || method == methods::DISCOVER
+        || method == methods::SUBSCRIPTIONS_LISTEN
+}
+
+/// The pool serving what a named method names, and the server's own name if it differs.
+fn target(view: &View, ep: &Endpoint, method: &str, n: &str) -> Option<(usize, Option<String>)> {
+    let renamed = |t: &super::view::Target| (t.pool, (t.name != n).then(|| t.name.clone()));
+    match method {
+        methods::TOOLS_CALL => view.tool(n).map(renamed),
+        methods::PROMPTS_GET => view.prompt(n).map(renamed),
+        _ if ep.config.resources.allows(n) => view.resource(n).map(|p| (p, None)),
+        _ => None,
+    }
+}
+
+/// Where a method that names no catalog entry goes: a task to the pool whose instance its id
+/// names; anything else to the default route, else the endpoint's first pool.
+fn unnamed_route(gw: &Gateway, ep: &Endpoint, method: &str, name: Option<&str>) -> RouteRef {
+    let first = RouteRef::Learned(ep.pools[0]);
+    if crate::mcp::tasks::is_task_method(method) {
+        let hint = name.and_then(crate::mcp::tasks::parse_owner_hint);
+        let owner = hint.and_then(|h| {
+            ep.pools
+                .iter()
+                .find(|p| gw.pools[**p].owner_of(h).is_some())
+        });
+        return owner.map_or(first, |p| RouteRef::Learned(*p));
+    }
+    gw.table
+        .default
+        .as_ref()
+        .map_or(first, |_| RouteRef::Default)
 }
 
 /// Record a routed decision on the request; the route it takes.
