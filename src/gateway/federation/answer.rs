@@ -186,7 +186,7 @@ async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: Option<&str>) ->
                 .inc();
             let keep = gw.federation_catalog().keep_stale;
             let list = known.filter(|_| cat.routes(now, keep)).unwrap_or(List {
-                items: Vec::new(),
+                items: Default::default(),
                 ttl: Duration::ZERO,
                 private: false,
                 at: now,

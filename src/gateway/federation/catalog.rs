@@ -77,7 +77,8 @@ impl Kind {
 /// One list (every page, in order) or a `server/discover` result, as received.
 #[derive(Debug, Clone)]
 pub struct List {
-    pub items: Vec<Value>,
+    /// Shared: an answer served from the catalog takes it without copying.
+    pub items: Arc<Vec<Value>>,
     /// The smallest `ttlMs` of its pages (missing or negative: 0).
     pub ttl: Duration,
     /// Some page said `cacheScope: private`.

@@ -180,7 +180,7 @@ pub async fn list(gw: &Gateway, p: usize, kind: Kind, auth: Option<&str>) -> Res
             Some(Value::String(c)) if !c.is_empty() => Some(c.clone()),
             _ => {
                 return Ok(List {
-                    items,
+                    items: items.into(),
                     ttl,
                     private,
                     at,
@@ -229,7 +229,7 @@ pub async fn discover(gw: &Gateway, p: usize, auth: Option<&str>) -> Result<Disc
         capabilities,
         instructions,
         freshness: List {
-            items: vec![item],
+            items: vec![item].into(),
             ttl,
             private,
             at,
