@@ -93,3 +93,58 @@ fn each_caller_sees_and_calls_only_what_the_rules_allow() {
         crate::support::http::rpc(gw.mcp_addr, json!(3), "tools/list", json!({}), &[]);
     assert_eq!(unauthenticated.status, 401);
 }
+
+#[test]
+fn lists_fetched_for_a_caller_carry_what_a_forwarded_call_would() {
+    // b's list is private: it is fetched for each answer, on the caller's behalf. The token may
+    // go to a (its audience) only; b gets the identity header the gateway sets, never the token.
+    let a = Scripted::start(|req: &Value| private_list(req, "greet"));
+    let b = Scripted::start(|req: &Value| private_list(req, "ship"));
+    let k = ec("fwd");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let fwd = "  forward:\n    token_to_pools: [a]\n    headers: {x-caller: principal}\n";
+    let extra = auth_yaml(RESOURCE, &format!("{{url: {}}}", jwks.url()), fwd);
+    let gw = gateway_with(
+        &[("a", &[a.addr]), ("b", &[b.addr])],
+        "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
+        &extra,
+    );
+    wait_state(&gw, &["a", "b"], "fresh");
+    let token = sign(&k, &claims(ISS, RESOURCE, "olga", "read"));
+    let auth = format!("Bearer {token}");
+    // A client-sent identity header is not what the pools see either.
+    let r = crate::support::http::rpc(
+        gw.mcp_addr,
+        json!(1),
+        "tools/list",
+        json!({}),
+        &[("Authorization", &auth), ("X-Caller", "mallory")],
+    );
+    assert_eq!(names(&r, "tools", "name"), ["a__greet", "b__ship"]);
+    let last = |s: &Scripted| s.headers_of("tools/list").pop().unwrap();
+    let (ha, hb) = (last(&a), last(&b));
+    assert_eq!(ha.get("authorization").unwrap(), auth.as_str());
+    assert!(
+        hb.get("authorization").is_none(),
+        "the token never reaches a pool that is not its audience"
+    );
+    assert_eq!(hb.get("x-caller").unwrap(), "olga");
+    assert_eq!(ha.get("x-caller").unwrap(), "olga");
+}
+
+fn private_list(req: &Value, tool: &str) -> Script {
+    let r = match req["method"].as_str().unwrap_or("") {
+        "server/discover" => cacheable(
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
+            json!(60_000),
+            "public",
+        ),
+        "tools/list" => cacheable(
+            json!({"tools": [{"name": tool, "inputSchema": {"type": "object"}}]}),
+            json!(0),
+            "private",
+        ),
+        _ => json!({"resultType": "complete", "content": []}),
+    };
+    Script::Result(r, Duration::ZERO)
+}

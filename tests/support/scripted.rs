@@ -27,9 +27,14 @@ pub enum Script {
 
 type Answer = dyn Fn(&Value) -> Script + Send + Sync;
 
+/// The request bodies and, in the same order, their headers.
+type Logs = (Arc<Mutex<Vec<Value>>>, Arc<Mutex<Vec<http::HeaderMap>>>);
+
 pub struct Scripted {
     pub addr: SocketAddr,
     log: Arc<Mutex<Vec<Value>>>,
+    /// The request headers, in the order of `log`.
+    heads: Arc<Mutex<Vec<http::HeaderMap>>>,
     events: tokio::sync::broadcast::Sender<String>,
     _background: Background,
 }
@@ -40,19 +45,22 @@ impl Scripted {
     pub fn start(answer: impl Fn(&Value) -> Script + Send + Sync + 'static) -> Scripted {
         let answer: Arc<Answer> = Arc::new(answer);
         let log = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
         let (events, _) = tokio::sync::broadcast::channel(64);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let (log2, ev2) = (log.clone(), events.clone());
+        let (log2, ev2, heads2) = (log.clone(), events.clone(), heads.clone());
         let background = Background::start(move || async move {
             l.set_nonblocking(true).unwrap();
             let l = tokio::net::TcpListener::from_std(l).unwrap();
             tokio::spawn(async move {
                 while let Ok((stream, _)) = l.accept().await {
                     let (log, ev, answer) = (log2.clone(), ev2.clone(), answer.clone());
+                    let heads = heads2.clone();
                     tokio::spawn(async move {
                         let svc = service_fn(move |req| {
-                            handle(req, log.clone(), ev.clone(), answer.clone())
+                            let logs = (log.clone(), heads.clone());
+                            handle(req, logs, ev.clone(), answer.clone())
                         });
                         let _ = hyper::server::conn::http1::Builder::new()
                             .serve_connection(TokioIo::new(stream), svc)
@@ -64,6 +72,7 @@ impl Scripted {
         Scripted {
             addr,
             log,
+            heads,
             events,
             _background: background,
         }
@@ -72,6 +81,16 @@ impl Scripted {
     /// Every request body received, in order.
     pub fn seen(&self) -> Vec<Value> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The headers of every received request of `method`, in order.
+    pub fn headers_of(&self, method: &str) -> Vec<http::HeaderMap> {
+        let log = self.log.lock().unwrap();
+        let heads = self.heads.lock().unwrap();
+        let both = log.iter().zip(heads.iter());
+        both.filter(|(v, _)| v["method"] == method)
+            .map(|(_, h)| h.clone())
+            .collect()
     }
 
     /// How many received requests `pred` picks.
@@ -95,7 +114,7 @@ fn full(b: impl Into<Bytes>) -> BoxBody {
 
 async fn handle(
     req: hyper::Request<hyper::body::Incoming>,
-    log: Arc<Mutex<Vec<Value>>>,
+    (log, heads): Logs,
     events: tokio::sync::broadcast::Sender<String>,
     answer: Arc<Answer>,
 ) -> Result<hyper::Response<BoxBody>, std::io::Error> {
@@ -103,6 +122,7 @@ async fn handle(
         .headers()
         .get("user-agent")
         .is_some_and(|v| v.as_bytes() == b"mcp-edge-health");
+    let head = req.headers().clone();
     let body = req
         .into_body()
         .collect()
@@ -116,7 +136,11 @@ async fn handle(
     // Subscribed before the request is logged: once a test sees a listen request in the log,
     // what it pushes reaches that stream.
     let mut rx = events.subscribe();
-    log.lock().unwrap().push(v.clone());
+    {
+        let mut log = log.lock().unwrap();
+        heads.lock().unwrap().push(head);
+        log.push(v.clone());
+    }
     let id = v.get("id").cloned().unwrap_or(Value::Null);
     let json = |out: Value| {
         hyper::Response::builder()

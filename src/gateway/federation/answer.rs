@@ -2,7 +2,8 @@
 //!
 //! Each pool's part is taken from the catalog only while that pool said it is fresh for
 //! anyone (`cacheScope: public`, `ttlMs` not run out); otherwise it is fetched again for this
-//! answer, concurrently across pools, with the caller's `Authorization` — so federation never
+//! answer, concurrently across pools, with the caller's credentials as a forwarded call would
+//! carry them (`fetch::Caller`) — so federation never
 //! serves what a server said must not be reused. A pool that cannot be reached contributes its
 //! last known list (within `catalog.keep_stale`) or nothing; either way the answer then says
 //! `ttlMs: 0` and names the pool in `_meta["io.mcp-edge/unavailable"]`, so no client keeps a
@@ -71,12 +72,14 @@ pub async fn respond(
 ) -> Result<bool> {
     let gw = ctx.gw.clone();
     let method = ctx.method.clone().unwrap_or_default();
-    let auth = session
-        .req_header()
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
+    let auth = fetch::Caller {
+        authorization: session
+            .req_header()
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .cloned(),
+        identity: ctx.identity.clone(),
+    };
     // The gateway answers as the server here, so it refuses what a server refuses: a version
     // it does not implement (the request's headers were already checked against its body, under
     // the gateway's looser rule that leaves version negotiation to the upstream).
@@ -92,10 +95,10 @@ pub async fn respond(
     }
     let result = match Kind::of_method(&method) {
         Some(kind) => match cursor_of(body) {
-            Ok(c) => list(&gw, ctx, e, kind, c.as_deref(), auth.as_deref()).await,
+            Ok(c) => list(&gw, ctx, e, kind, c.as_deref(), &auth).await,
             Err(rej) => Err(rej),
         },
-        None => Ok(discover(&gw, e, auth.as_deref()).await),
+        None => Ok(discover(&gw, e, &auth).await),
     };
     let id = match &mut ctx.progress {
         crate::gateway::request::Progress::Checked(env) => env.id.take(),
@@ -115,7 +118,12 @@ pub async fn respond(
 }
 
 /// Each pool's part of the list of `kind`, concurrently.
-async fn parts(gw: &Gateway, pools: &[usize], kind: Option<Kind>, auth: Option<&str>) -> Vec<Part> {
+async fn parts(
+    gw: &Gateway,
+    pools: &[usize],
+    kind: Option<Kind>,
+    auth: &fetch::Caller,
+) -> Vec<Part> {
     let asks = pools.iter().map(|p| part(gw, *p, kind, auth));
     futures::future::join_all(asks)
         .await
@@ -125,7 +133,7 @@ async fn parts(gw: &Gateway, pools: &[usize], kind: Option<Kind>, auth: Option<&
 }
 
 /// Pool `p`'s part (`kind` `None`: its `server/discover`); `None` when it has no such list.
-async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: Option<&str>) -> Option<Part> {
+async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: &fetch::Caller) -> Option<Part> {
     let name = &gw.table.pools[p];
     let cat = gw.catalogs.get(name);
     let now = Instant::now();
@@ -243,7 +251,7 @@ async fn list(
     e: usize,
     kind: Kind,
     cursor: Option<&str>,
-    auth: Option<&str>,
+    auth: &fetch::Caller,
 ) -> Result<Value, Rejection> {
     let fed = gw.federation.as_ref().expect("a federated endpoint");
     let ep = &fed.endpoints[e];
@@ -303,7 +311,7 @@ async fn list(
 
 /// The endpoint's own `server/discover`: the versions every pool supports, the capabilities
 /// the merged endpoint offers, the gateway's `serverInfo` and the endpoint's instructions.
-async fn discover(gw: &Gateway, e: usize, auth: Option<&str>) -> Value {
+async fn discover(gw: &Gateway, e: usize, auth: &fetch::Caller) -> Value {
     let fed = gw.federation.as_ref().expect("a federated endpoint");
     let ep = &fed.endpoints[e];
     let parts = parts(gw, &ep.pools, None, auth).await;

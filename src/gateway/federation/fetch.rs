@@ -18,7 +18,7 @@ fn request(
     host: &str,
     method: &str,
     cursor: Option<&str>,
-    auth: Option<&str>,
+    headers: &[(String, String)],
 ) -> Vec<u8> {
     let mut params = Map::new();
     if let Some(c) = cursor {
@@ -31,17 +31,17 @@ fn request(
     let body =
         json!({"jsonrpc": "2.0", "id": "mcp-edge-catalog", "method": method, "params": params});
     let body = serde_json::to_vec(&body).expect("a JSON value serializes");
-    http_request(gw, host, method, &body, auth)
+    http_request(gw, host, method, &body, headers)
 }
 
 /// A POST of `body` (a JSON-RPC `method` request) to an instance at the gateway's endpoint
-/// path, with the MCP headers, `Connection: close`, and the caller's `Authorization` if given.
+/// path, with the MCP headers, `Connection: close`, and `headers` (the caller's, for a pool).
 pub fn http_request(
     gw: &Gateway,
     host: &str,
     method: &str,
     body: &[u8],
-    auth: Option<&str>,
+    headers: &[(String, String)],
 ) -> Vec<u8> {
     let mut head = format!(
         "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\nUser-Agent: mcp-edge-federation\r\nConnection: close\r\nContent-Length: {}\r\n",
@@ -50,13 +50,46 @@ pub fn http_request(
         header::METHOD,
         body.len()
     );
-    if let Some(a) = auth {
-        head.push_str(&format!("Authorization: {a}\r\n"));
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
     let mut out = head.into_bytes();
     out.extend_from_slice(body);
     out
+}
+
+/// On whose behalf the gateway asks a pool (nobody, for the catalog refresh): the caller's
+/// credentials as the pool would receive them on a forwarded call — the auth stage's edits for
+/// that pool applied, so a token goes only to the pools marked as its audience and the
+/// identity headers are the gateway's.
+#[derive(Clone, Default)]
+pub struct Caller {
+    pub authorization: Option<http::HeaderValue>,
+    pub identity: Option<std::sync::Arc<crate::auth::Identity>>,
+}
+
+impl Caller {
+    /// The headers for a request to pool `p`.
+    pub fn headers_for(&self, gw: &Gateway, p: usize) -> Vec<(String, String)> {
+        use crate::auth::HeaderEdit;
+        let text = |v: &http::HeaderValue| v.to_str().ok().map(String::from);
+        let auth = self.authorization.as_ref().and_then(text);
+        let mut out: Vec<(String, String)> = auth
+            .map(|a| ("authorization".into(), a))
+            .into_iter()
+            .collect();
+        let Some(rules) = gw.auth.as_ref() else {
+            return out;
+        };
+        for edit in rules.upstream_edits(self.identity.as_deref(), &gw.table.pools[p]) {
+            match edit {
+                HeaderEdit::Remove(h) => out.retain(|(k, _)| !h.as_str().eq_ignore_ascii_case(k)),
+                HeaderEdit::Set(h, v) => out.extend(text(&v).map(|v| (h.to_string(), v))),
+            }
+        }
+        out
+    }
 }
 
 /// The usable instances of pool `p`, starting at a different one each time.
@@ -96,14 +129,14 @@ pub async fn call(
     p: usize,
     method: &str,
     cursor: Option<&str>,
-    auth: Option<&str>,
+    caller: &Caller,
 ) -> Result<Map<String, Value>, String> {
     let pool = &gw.pools[p];
     let timeout = gw.federation_catalog().timeout;
     let mut last = format!("pool {} has no usable instance", pool.name);
     for i in instances(gw, p).into_iter().take(2) {
         let inst = &pool.instances[i];
-        let req = request(gw, &inst.name, method, cursor, auth);
+        let req = request(gw, &inst.name, method, cursor, &caller.headers_for(gw, p));
         let exchange = gw.peers[p].exchange(inst.addr, &inst.name, &req, MAX_ANSWER);
         let (head, body) = match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(r)) => r,
@@ -155,13 +188,13 @@ fn hints(result: &Map<String, Value>) -> (Duration, bool) {
 }
 
 /// Every page of pool `p`'s list of `kind`.
-pub async fn list(gw: &Gateway, p: usize, kind: Kind, auth: Option<&str>) -> Result<List, String> {
+pub async fn list(gw: &Gateway, p: usize, kind: Kind, caller: &Caller) -> Result<List, String> {
     let at = Instant::now();
     let max_pages = gw.federation_catalog().max_pages;
     let (mut items, mut ttl, mut private) = (Vec::new(), Duration::MAX, false);
     let mut cursor: Option<String> = None;
     for _ in 0..max_pages {
-        let mut page = call(gw, p, kind.method(), cursor.as_deref(), auth).await?;
+        let mut page = call(gw, p, kind.method(), cursor.as_deref(), caller).await?;
         let (t, pr) = hints(&page);
         ttl = ttl.min(t);
         private |= pr;
@@ -196,9 +229,9 @@ pub async fn list(gw: &Gateway, p: usize, kind: Kind, auth: Option<&str>) -> Res
 }
 
 /// Pool `p`'s `server/discover` result.
-pub async fn discover(gw: &Gateway, p: usize, auth: Option<&str>) -> Result<Discover, String> {
+pub async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<Discover, String> {
     let at = Instant::now();
-    let r = call(gw, p, methods::DISCOVER, None, auth).await?;
+    let r = call(gw, p, methods::DISCOVER, None, caller).await?;
     let (ttl, private) = hints(&r);
     let versions = r
         .get("supportedVersions")
@@ -243,12 +276,13 @@ pub async fn catalog(
     p: usize,
     previous: &PoolCatalog,
 ) -> Result<PoolCatalog, String> {
-    let d = discover(gw, p, None).await?;
+    let d = discover(gw, p, &Caller::default()).await?;
     let wanted: Vec<Kind> = Kind::ALL
         .into_iter()
         .filter(|k| d.capabilities.contains_key(k.capability()))
         .collect();
-    let fetched = futures::future::join_all(wanted.iter().map(|k| list(gw, p, *k, None))).await;
+    let nobody = Caller::default();
+    let fetched = futures::future::join_all(wanted.iter().map(|k| list(gw, p, *k, &nobody))).await;
     let mut cat = previous.clone();
     cat.discover = Some(d);
     cat.loaded = Some(Instant::now());

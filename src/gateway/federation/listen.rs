@@ -28,7 +28,7 @@ pub async fn fan_in(
     ctx: &mut RequestCtx,
     e: usize,
     body: &[u8],
-    auth: Option<String>,
+    auth: super::fetch::Caller,
 ) -> Result<bool> {
     let gw = ctx.gw.clone();
     let pools = gw
@@ -94,7 +94,7 @@ async fn pool_stream(
     gw: Arc<Gateway>,
     p: usize,
     body: Bytes,
-    auth: Option<String>,
+    auth: super::fetch::Caller,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
 ) {
     let name = gw.table.pools[p].clone();
@@ -108,7 +108,7 @@ async fn pool_stream(
         &inst.name,
         methods::SUBSCRIPTIONS_LISTEN,
         &body,
-        auth.as_deref(),
+        &auth.headers_for(&gw, p),
     );
     let started = async {
         let conn = gw.peers[p].connect(inst.addr, &inst.name).await?;
