@@ -119,7 +119,7 @@ pub struct RequestCtx {
     /// The edge cache's state of this request.
     pub cache: super::cache::Flow,
     /// On a federated endpoint: which one, and what federation does with the request.
-    pub federated: Option<super::federation::Federated>,
+    pub federated: Option<Box<super::federation::Federated>>,
     /// The request went on outside the pipeline ([`super::detached`]): this context is the
     /// empty one left in its place, and the pipeline's `logging` records nothing for it.
     pub detached: bool,

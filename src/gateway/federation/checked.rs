@@ -12,7 +12,7 @@ use crate::mcp::{codes, methods, Rejection};
 pub fn needs_body_first(ctx: &RequestCtx, plan: crate::gateway::inspect::Plan) -> bool {
     use crate::gateway::inspect::Plan;
     let acts = |f: &Federated| f.answer || f.refuse.is_some() || f.rename.is_some();
-    ctx.federated.as_ref().is_some_and(acts) && matches!(plan, Plan::Hold | Plan::Stream)
+    ctx.federated.as_deref().is_some_and(acts) && matches!(plan, Plan::Hold | Plan::Stream)
 }
 
 /// After the body check, on a federated endpoint (`Some`: answered): a merged answer, or the

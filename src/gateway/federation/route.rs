@@ -125,21 +125,21 @@ pub fn enter(ctx: &mut RequestCtx, endpoint: usize, decision: Decision) -> Route
                 .as_ref()
                 .map_or(0, |f| f.endpoints[endpoint].pools[0]);
             let refuse = Some(rej);
-            ctx.federated = Some(Federated {
+            ctx.federated = Some(Box::new(Federated {
                 endpoint,
                 refuse,
                 ..Default::default()
-            });
+            }));
             return RouteRef::Learned(first);
         }
         Decision::Refuse(_) => unreachable!("refusals are answered before"),
     };
-    ctx.federated = Some(Federated {
+    ctx.federated = Some(Box::new(Federated {
         endpoint,
         refuse: None,
         answer,
         rename,
-    });
+    }));
     route
 }
 
