@@ -183,3 +183,117 @@ fn prompts_resources_templates_and_completions_route_by_what_they_name() {
         "{t:?}"
     );
 }
+
+#[test]
+fn the_edge_cache_and_rate_limits_work_on_learned_routes() {
+    let p = Scripted::start(|req: &Value| {
+        let r = match req["method"].as_str().unwrap_or("") {
+            "server/discover" => cacheable(
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "resources": {}}}),
+                json!(60_000),
+                "public",
+            ),
+            "tools/list" => cacheable(
+                json!({"tools": [{"name": "ping", "inputSchema": {"type": "object"}}]}),
+                json!(60_000),
+                "public",
+            ),
+            "resources/list" => cacheable(
+                json!({"resources": [{"uri": "docs://readme", "name": "readme"}]}),
+                json!(60_000),
+                "public",
+            ),
+            "resources/templates/list" => {
+                cacheable(json!({"resourceTemplates": []}), json!(60_000), "public")
+            }
+            "resources/read" => cacheable(
+                json!({"contents": [{"uri": "docs://readme", "text": "read me"}]}),
+                json!(60_000),
+                "public",
+            ),
+            _ => json!({"resultType": "complete", "content": [{"type": "text", "text": "pong"}]}),
+        };
+        Script::Result(r, Duration::ZERO)
+    });
+    let limits = "rate_limits:\n  - {name: pings, match: {method: tools/call, name: p__ping}, rate: 2/minute}\n";
+    let gw = super::gateway_with(
+        &[("p", &[p.addr])],
+        "  endpoints:\n    - {path: /mcp, pools: [p]}\n",
+        limits,
+    );
+    wait_state(&gw, &["p"], "fresh");
+    for _ in 0..3 {
+        let r = rpc(&gw, "resources/read", json!({"uri": "docs://readme"}));
+        assert_eq!(r.result()["contents"][0]["text"], "read me");
+    }
+    assert_eq!(
+        p.count_method("resources/read"),
+        1,
+        "the learned route's edge cache served the rest"
+    );
+    assert_eq!(call_text(&gw, "/mcp", "p__ping").unwrap(), "pong");
+    assert_eq!(call_text(&gw, "/mcp", "p__ping").unwrap(), "pong");
+    let limited = rpc(
+        &gw,
+        "tools/call",
+        json!({"name": "p__ping", "arguments": {}}),
+    );
+    assert_eq!(limited.status, 429, "{}", limited.text());
+    assert!(limited.header("retry-after").is_some());
+}
+
+#[test]
+fn an_h2c_client_lists_and_calls_through_a_federated_endpoint() {
+    use crate::support::tls::h2client::{connect_plain, exchange, request};
+    let (a, b) = super::scripted::two_servers();
+    let h2c = std::net::SocketAddr::from(([127, 0, 0, 1], crate::support::free_port()));
+    let y = format!(
+        "work_stealing: true\nlisten:\n  mcp: 127.0.0.1:{}\n  extra: [ {{ address: {h2c}, h2c: true }} ]\n  admin: 127.0.0.1:{}\npools:\n  a: {{instances: [{}]}}\n  b: {{instances: [{}]}}\nfederation:\n  endpoints:\n    - {{path: /mcp, pools: [a, b]}}\n",
+        crate::support::free_port(),
+        crate::support::free_port(),
+        a.s.addr,
+        b.s.addr
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(
+        mcp_edge::config::Config::parse(&y, "h2c.yaml").unwrap(),
+    )
+    .unwrap();
+    wait_state(&gw, &["a", "b"], "fresh");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut send = connect_plain(h2c).await;
+        let list = crate::support::plain(1, "tools/list");
+        let h = [
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ];
+        let (status, _, body) =
+            exchange(&mut send, request("127.0.0.1", "http", &h), list.as_bytes()).await;
+        assert_eq!(status, 200);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 4, "{v}");
+        let h = crate::support::call_headers("b__ship");
+        let (status, _, body) = exchange(
+            &mut send,
+            request("127.0.0.1", "http", &crate::support::refs(&h)),
+            crate::support::call(2, "b__ship").as_bytes(),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], "b:ship");
+    });
+    assert_eq!(
+        b.s.seen()
+            .iter()
+            .filter(|v| v["method"] == "tools/call")
+            .last()
+            .unwrap()["params"]["name"],
+        "ship"
+    );
+}
