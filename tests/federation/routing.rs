@@ -292,7 +292,7 @@ fn an_h2c_client_lists_and_calls_through_a_federated_endpoint() {
         b.s.seen()
             .iter()
             .filter(|v| v["method"] == "tools/call")
-            .last()
+            .next_back()
             .unwrap()["params"]["name"],
         "ship"
     );
