@@ -291,8 +291,7 @@ fn an_h2c_client_lists_and_calls_through_a_federated_endpoint() {
     assert_eq!(
         b.s.seen()
             .iter()
-            .filter(|v| v["method"] == "tools/call")
-            .next_back()
+            .rfind(|v| v["method"] == "tools/call")
             .unwrap()["params"]["name"],
         "ship"
     );
