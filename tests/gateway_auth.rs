@@ -1,4 +1,4 @@
-//! The gateway as an OAuth 2.1 resource server, over real loopback sockets (G37): keys and
+//! The gateway as an OAuth 2.1 resource server, over real loopback sockets: keys and
 //! tokens made at run time, the JWKS served by a loopback HTTP server (and from a file). Every
 //! refusal is checked for its status, `WWW-Authenticate` and JSON-RPC body; the upstream is a
 //! recording one, so "never reached the upstream" is observed, not assumed.

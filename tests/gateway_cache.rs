@@ -1,9 +1,10 @@
-//! The edge cache over real sockets (G28–G31, G39): hits with the request's id and the
+//! The edge cache over real sockets: hits with the request's id and the
 //! remaining ttlMs, private results per credential, what is never stored or served, rate limits
 //! on hits, spoofs refused before the cache. Upstreams: the reference backend
 //! (`mcp_edge::backend`) and the scripted upstream of `tests/support/scripted.rs`, which counts
 //! what reaches it. Invalidation: `gateway_cache_invalidation.rs`; load, coalescing and the
-//! byte bound: `gateway_cache_load.rs`; G34: `gateway_param_headers.rs`.
+//! byte bound: `gateway_cache_load.rs`; the `Mcp-Param-*` header check:
+//! `gateway_param_headers.rs`.
 
 mod support;
 

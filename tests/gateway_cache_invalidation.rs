@@ -1,5 +1,5 @@
 //! Edge-cache invalidation over real sockets: `list_changed` and `resources/updated` seen on
-//! streams the gateway proxies (G32), an invalid cursor dropping a list's pages, the admin
+//! streams the gateway proxies, an invalid cursor dropping a list's pages, the admin
 //! purge, and a reload that changes a pool.
 
 mod support;

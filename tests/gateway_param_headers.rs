@@ -1,6 +1,6 @@
-//! G34 over real sockets: the gateway learns each tool's `x-mcp-header` arguments from the
-//! `tools/list` results passing through, and refuses a known tool's call whose header is missing
-//! or wrong before the upstream sees it.
+//! The `Mcp-Param-*` header check over real sockets: the gateway learns each tool's
+//! `x-mcp-header` arguments from the `tools/list` results passing through, and refuses a known
+//! tool's call whose header is missing or wrong before the upstream sees it.
 
 mod support;
 

@@ -1,5 +1,6 @@
-//! G34: the `x-mcp-header` parameters of each tool, learned per pool from the `tools/list`
-//! results that pass through the gateway, and the check of a `tools/call` against them.
+//! The `Mcp-Param-*` header check: the `x-mcp-header` parameters of each tool, learned per pool
+//! from the `tools/list` results that pass through the gateway, and the check of a `tools/call`
+//! against them.
 //!
 //! A known tool's call whose marked argument is present (and not `null`) must carry the
 //! matching `Mcp-Param-{Name}` header, with the same value as the argument (decoded like
