@@ -25,7 +25,7 @@ fn invalid(description: &str) -> String {
 }
 
 #[test]
-fn g37_every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
+fn every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
     let (rsa_key, ec_key) = (rsa("rsa-1"), ec("ec-1"));
     let jwks = JwksServer::start(testkeys::jwks(&[&rsa_key, &ec_key]));
     let up = Upstreams::start(1);

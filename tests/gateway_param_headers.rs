@@ -40,7 +40,7 @@ fn deploy(gw: &RunningGateway, id: i64, args: Value, region: Option<&str>) -> Re
 }
 
 #[test]
-fn g34_a_known_tools_marked_argument_needs_its_header() {
+fn a_known_tools_marked_argument_needs_its_header() {
     let up = region_tools();
     let gw = gateway(&[up.addr], "");
     // Unknown tool (no tools/list seen yet): passes to the upstream.

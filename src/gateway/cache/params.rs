@@ -235,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn g34_present_argument_needs_its_header() {
+    fn present_argument_needs_its_header() {
         let (b, _) = book();
         let d = b.get("pool", "deploy").unwrap();
         let missing = check(&headers(&[]), &d, &call(r#"{"region":"us-west1"}"#)).unwrap_err();
