@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/growth.sh: how mcp-edge's cost grows, against nginx, on loopback (issue #16, goal 3).
+# bench/growth.sh: how mcp-edge's cost grows, against nginx, on loopback (speed goal 3 of
+# docs/benchmarks.md, "What is left").
 #
 # The setup of bench/compare.sh (one nginx upstream answering a static JSON-RPC result, wrk with
 # 1 thread in a closed loop, one worker per proxy, targets alternated within each round, CPU per

@@ -8,7 +8,8 @@ use mcp_edge::config::Config;
 
 /// mimalloc instead of glibc malloc: pingora makes ~80 small allocations per proxied request,
 /// and glibc's malloc/free/consolidate were ~9% of the gateway's CPU under load (see
-/// docs/benchmarks.md). Set here, in the binary only: the library leaves the choice to its user.
+/// docs/benchmarks-history.md). Set here, in the binary only: the library leaves the choice to
+/// its user.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

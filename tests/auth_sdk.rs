@@ -1,9 +1,10 @@
 //! The official TypeScript SDK client (`@modelcontextprotocol/client` 2.4.x, installed by
-//! `.ci/run` into `target/auth-sdk`, or `MCP_EDGE_SDK_DIR`) through the gateway with auth on, in
-//! front of the reference backend: with a valid static token it completes an MRTR call and sees
-//! its own tool list; without a token, with a bad one, or calling a tool a rule denies, it gets a
-//! clean 401 / 403. Skipped (with a message) when the SDK is not installed, unless
-//! `MCP_EDGE_REQUIRE_PEERS=1`, which makes a missing peer a failure.
+//! `.ci/run` into `target/ts-sdk`, the folder the HTTPS peer test uses too, or
+//! `MCP_EDGE_TS_SDK_DIR`) through the gateway with auth on, in front of the reference backend:
+//! with a valid static token it completes an MRTR call and sees its own tool list; without a
+//! token, with a bad one, or calling a tool a rule denies, it gets a clean 401 / 403. Skipped
+//! (with a message) when the SDK is not installed, unless `MCP_EDGE_REQUIRE_PEERS=1`, which makes
+//! a missing peer a failure.
 
 mod support;
 
@@ -18,9 +19,9 @@ use support::*;
 
 /// The SDK folder, or why it cannot be used.
 fn sdk_dir() -> Result<PathBuf, String> {
-    let dir = std::env::var_os("MCP_EDGE_SDK_DIR")
+    let dir = std::env::var_os("MCP_EDGE_TS_SDK_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/auth-sdk"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ts-sdk"));
     let pkg = dir.join("node_modules/@modelcontextprotocol/client/package.json");
     let text = std::fs::read_to_string(&pkg).map_err(|e| format!("{}: {e}", pkg.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
@@ -59,7 +60,7 @@ fn the_typescript_sdk_client_calls_with_a_token_and_is_refused_cleanly_without()
         Err(why) => {
             support::programs::missing(
                 &format!("the TypeScript SDK client cannot run ({why})"),
-                "mkdir -p target/auth-sdk && cd target/auth-sdk && npm install @modelcontextprotocol/client@2.4.0 (needs node: sudo apt-get install -y nodejs npm)",
+                "mkdir -p target/ts-sdk && cd target/ts-sdk && npm install @modelcontextprotocol/client@2.4.0 (needs node: sudo apt-get install -y nodejs npm)",
             );
             return;
         }

@@ -1,5 +1,5 @@
 //! Differential test of the strict envelope parser against models of the JSON readers that
-//! upstreams use (issue #12): whenever `mcp::envelope::parse` accepts a document, every reader
+//! upstreams use: whenever `mcp::envelope::parse` accepts a document, every reader
 //! model must see the same `method`, `id`, `params.name`, `params.uri` and `_meta`
 //! protocolVersion as the gateway did.
 //!

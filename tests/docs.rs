@@ -1,8 +1,30 @@
-//! Docs that cannot rot: in README.md and docs/*.md, every relative link points at a file or
-//! folder of the repository (and its `#anchor`, when it has one, at a heading of that file),
+//! Docs that cannot rot: in README.md and docs/*.md (every page of docs/, found by listing the
+//! folder, so a new page is covered the day it is added), every relative link points at a file
+//! or folder of the repository (and its `#anchor`, when it has one, at a heading of that file),
 //! every repository path they name (`src/…`, `tests/…`, `bench/…`, `deploy/…`, `docs/…`,
-//! `scripts/…`, `examples/…`) exists, and every command of the README's Quick start exists:
-//! each `mcp-edge` subcommand answers `--help`, each script is there and executable.
+//! `scripts/…`, `examples/…`) exists, every page of docs/ is listed in the index docs/README.md,
+//! every command of the README's Quick start exists (each `mcp-edge` subcommand answers
+//! `--help`, each script is there and executable), and every gateway config shown passes
+//! `mcp-edge check`.
+//!
+//! **Config examples.** A config example is a fenced block whose info string is `yaml`, or a
+//! here-document written to a `*.yaml` file inside a fenced shell block
+//! (`cat > x.yaml <<'YAML'` … `YAML`). One that is a whole gateway config, i.e. has a top-level
+//! `pools:` key (a line starting with `pools:`), is written to a file in an empty temporary
+//! folder and must pass `mcp-edge check --config <file>`, run from that folder (so relative
+//! paths in it resolve there, as they would for a user who saved the example). A block without
+//! a top-level `pools:` is a fragment (one section of a config) and is not checked. A whole
+//! config can be marked as a fragment only explicitly, with a reason, by the line right before
+//! its opening fence:
+//!
+//! ```text
+//! <!-- fragment: names certificate files that exist only on a deployed host -->
+//! ```
+//!
+//! The reason must say what the example needs that a temporary folder lacks (certificate files,
+//! a key made by a command shown beside it). A marker on a block that is a fragment anyway, or
+//! not followed by a fence, is an error: markers cannot outlive their reason unnoticed.
+//!
 //! Only file reading and the `mcp-edge` binary: no server is started.
 
 use std::collections::HashSet;
@@ -238,4 +260,226 @@ fn every_command_of_the_quick_start_exists() {
             "{s}, from the Quick start, is not executable (chmod +x, and commit the mode)"
         );
     }
+}
+
+/// A config example of a document: where it starts (the line of its opening fence, from 1), its
+/// text, and the fragment marker's reason, if the line before its fence has one.
+struct Example {
+    doc: PathBuf,
+    line: usize,
+    yaml: String,
+    fragment: Option<String>,
+}
+
+/// The reason of a `<!-- fragment: reason -->` line.
+fn fragment_reason(line: &str) -> Option<String> {
+    let rest = line.trim().strip_prefix("<!--")?.trim_start();
+    let rest = rest.strip_prefix("fragment:")?;
+    Some(rest.trim().trim_end_matches("-->").trim().to_string())
+}
+
+/// Every config example of every document, and the markers that precede no fence.
+fn examples() -> (Vec<Example>, Vec<String>) {
+    let heredoc = Regex::new(r#"<<-?\s*['"]?([A-Za-z_]+)['"]?"#).unwrap();
+    let mut found = Vec::new();
+    let mut stray = Vec::new();
+    for (doc, text) in documents() {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i];
+            let marker = fragment_reason(line);
+            let next_is_fence = lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim_start().starts_with("```"));
+            if marker.is_some() && !next_is_fence {
+                stray.push(format!(
+                    "{}:{}: a fragment marker not right before a fence",
+                    doc.display(),
+                    i + 1
+                ));
+            }
+            let Some(info) = line.trim_start().strip_prefix("```") else {
+                i += 1;
+                continue;
+            };
+            let fragment = i.checked_sub(1).and_then(|p| fragment_reason(lines[p]));
+            let start = i + 1;
+            let mut end = start;
+            while end < lines.len() && !lines[end].trim_start().starts_with("```") {
+                end += 1;
+            }
+            let block = &lines[start..end.min(lines.len())];
+            let info = info.trim();
+            if info == "yaml" {
+                found.push(Example {
+                    doc: doc.clone(),
+                    line: i + 1,
+                    yaml: block.join("\n") + "\n",
+                    fragment,
+                });
+            } else if matches!(info, "sh" | "bash" | "shell" | "console") {
+                // Here-documents written to a *.yaml file.
+                let mut j = 0;
+                while j < block.len() {
+                    let l = block[j];
+                    let to_yaml = l.contains(".yaml") && l.contains('>');
+                    match heredoc.captures(l).filter(|_| to_yaml) {
+                        Some(c) => {
+                            let end_word = c[1].to_string();
+                            let body: Vec<&str> = block[j + 1..]
+                                .iter()
+                                .take_while(|b| b.trim() != end_word)
+                                .copied()
+                                .collect();
+                            j += body.len() + 2;
+                            found.push(Example {
+                                doc: doc.clone(),
+                                line: i + 1,
+                                yaml: body.join("\n") + "\n",
+                                fragment: fragment.clone(),
+                            });
+                        }
+                        None => j += 1,
+                    }
+                }
+            }
+            i = end + 1;
+        }
+    }
+    (found, stray)
+}
+
+/// Whether a config example is a whole gateway config (it has a top-level `pools:`).
+fn is_whole_config(yaml: &str) -> bool {
+    yaml.lines().any(|l| l.starts_with("pools:"))
+}
+
+#[test]
+fn every_whole_config_example_passes_mcp_edge_check() {
+    let (examples, mut problems) = examples();
+    let dir = std::env::temp_dir().join(format!("mcp-edge-docs-{}", std::process::id()));
+    let (mut checked, mut marked) = (0, 0);
+    for (n, ex) in examples.iter().enumerate() {
+        let at = format!("{}:{}", ex.doc.display(), ex.line);
+        let whole = is_whole_config(&ex.yaml);
+        match (&ex.fragment, whole) {
+            (Some(reason), _) if reason.is_empty() => {
+                problems.push(format!("{at}: a fragment marker without a reason"));
+                continue;
+            }
+            (Some(_), false) => {
+                problems.push(format!(
+                    "{at}: marked as a fragment, but it has no top-level pools: and is one anyway (remove the marker)"
+                ));
+                continue;
+            }
+            (Some(_), true) => {
+                marked += 1;
+                continue;
+            }
+            (None, false) => continue,
+            (None, true) => {}
+        }
+        checked += 1;
+        // A folder of its own per example, empty: relative paths resolve against nothing.
+        let here = dir.join(n.to_string());
+        std::fs::create_dir_all(&here).unwrap();
+        std::fs::write(here.join("example.yaml"), &ex.yaml).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+            .args(["check", "--config", "example.yaml"])
+            .current_dir(&here)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            problems.push(format!(
+                "{at}: `mcp-edge check` refused this example (fix the example, or mark it as a fragment with the reason):\n{}{}\n---\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+                ex.yaml
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        checked >= 3,
+        "only {checked} whole config examples found ({marked} marked as fragments): is the pattern right?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn the_index_lists_every_page_of_docs() {
+    let index = std::fs::read_to_string(root().join("docs/README.md"))
+        .expect("docs/README.md, the index of docs/, exists");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains("](docs/README.md)"),
+        "README.md does not link the index docs/README.md"
+    );
+    let missing: Vec<String> = documents()
+        .into_iter()
+        .filter_map(|(doc, _)| {
+            let name = doc.strip_prefix("docs").ok()?.to_str()?.to_string();
+            (name != "README.md" && !index.contains(&format!("]({name})"))).then_some(name)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "pages of docs/ that the index docs/README.md does not link: {missing:?}"
+    );
+}
+
+/// Every property name of a JSON Schema, at any depth.
+fn schema_keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get("properties") {
+                out.extend(props.keys().cloned());
+            }
+            map.values().for_each(|x| schema_keys(x, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|x| schema_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// The reference cannot fall behind the config: every key of `schema/gateway.schema.json` (the
+/// schema `mcp-edge schema` prints, generated from the types that load the config, kept equal
+/// to them by its own test) is documented: each top-level key in docs/configuration.md, each key
+/// at any depth somewhere in README.md or docs/, shown as `key:` or `` `key` ``.
+#[test]
+fn every_config_key_of_the_schema_is_documented() {
+    let text = std::fs::read_to_string(root().join("schema/gateway.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let shown = |doc: &str, key: &str| {
+        doc.lines().any(|l| {
+            l.trim_start().starts_with(&format!("{key}:"))
+                || l.contains(&format!("{{ {key}:"))
+                || l.contains(&format!("{{{key}:"))
+                || l.contains(&format!(", {key}:"))
+        }) || doc.contains(&format!("`{key}`"))
+            || doc.contains(&format!("`{key}:"))
+            || doc.contains(&format!(".{key}`"))
+    };
+    let reference = std::fs::read_to_string(root().join("docs/configuration.md")).unwrap();
+    let top: Vec<&String> = schema["properties"]
+        .as_object()
+        .expect("the schema has top-level properties")
+        .keys()
+        .collect();
+    let missing_top: Vec<&&String> = top.iter().filter(|k| !shown(&reference, k)).collect();
+    assert!(
+        missing_top.is_empty(),
+        "top-level config keys that docs/configuration.md does not show: {missing_top:?}"
+    );
+    let all_docs: String = documents().into_iter().map(|(_, t)| t + "\n").collect();
+    let mut keys = std::collections::BTreeSet::new();
+    schema_keys(&schema, &mut keys);
+    assert!(keys.len() > 50, "only {} keys in the schema", keys.len());
+    let missing: Vec<&String> = keys.iter().filter(|k| !shown(&all_docs, k)).collect();
+    assert!(
+        missing.is_empty(),
+        "config keys that no page of the docs shows (as `key:` in an example or `key` in prose): {missing:?}"
+    );
 }

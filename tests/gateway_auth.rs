@@ -1,4 +1,4 @@
-//! The gateway as an OAuth 2.1 resource server, over real loopback sockets (G37): keys and
+//! The gateway as an OAuth 2.1 resource server, over real loopback sockets: keys and
 //! tokens made at run time, the JWKS served by a loopback HTTP server (and from a file). Every
 //! refusal is checked for its status, `WWW-Authenticate` and JSON-RPC body; the upstream is a
 //! recording one, so "never reached the upstream" is observed, not assumed.
@@ -25,7 +25,7 @@ fn invalid(description: &str) -> String {
 }
 
 #[test]
-fn g37_every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
+fn every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
     let (rsa_key, ec_key) = (rsa("rsa-1"), ec("ec-1"));
     let jwks = JwksServer::start(testkeys::jwks(&[&rsa_key, &ec_key]));
     let up = Upstreams::start(1);

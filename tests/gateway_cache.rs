@@ -1,9 +1,10 @@
-//! The edge cache over real sockets (G28–G31, G39): hits with the request's id and the
+//! The edge cache over real sockets: hits with the request's id and the
 //! remaining ttlMs, private results per credential, what is never stored or served, rate limits
 //! on hits, spoofs refused before the cache. Upstreams: the reference backend
 //! (`mcp_edge::backend`) and the scripted upstream of `tests/support/scripted.rs`, which counts
 //! what reaches it. Invalidation: `gateway_cache_invalidation.rs`; load, coalescing and the
-//! byte bound: `gateway_cache_load.rs`; G34: `gateway_param_headers.rs`.
+//! byte bound: `gateway_cache_load.rs`; the `Mcp-Param-*` header check:
+//! `gateway_param_headers.rs`.
 
 mod support;
 
@@ -16,7 +17,7 @@ use support::http::rpc;
 use support::scripted::{cacheable, Script, Scripted};
 
 #[test]
-fn g28_tools_list_is_served_from_cache_with_the_request_id() {
+fn tools_list_is_served_from_cache_with_the_request_id() {
     let pool = mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(2)).unwrap();
     let gw = gateway(pool.addrs(), "");
     let first = rpc(gw.mcp_addr, json!(1), "tools/list", json!({}), &[]);
@@ -76,7 +77,7 @@ fn g28_tools_list_is_served_from_cache_with_the_request_id() {
 }
 
 #[test]
-fn g39_server_discover_is_served_from_cache_per_its_ttl() {
+fn server_discover_is_served_from_cache_per_its_ttl() {
     let pool = mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(1)).unwrap();
     let gw = gateway(pool.addrs(), "");
     let a = rpc(gw.mcp_addr, json!(1), "server/discover", json!({}), &[]);
@@ -89,7 +90,7 @@ fn g39_server_discover_is_served_from_cache_per_its_ttl() {
 }
 
 #[test]
-fn g29_private_results_are_served_only_to_the_same_credential() {
+fn private_results_are_served_only_to_the_same_credential() {
     let up = resource_upstream();
     let gw = gateway(&[up.addr], "");
     let alice = [("Authorization", "Bearer alice")];
@@ -114,7 +115,7 @@ fn g29_private_results_are_served_only_to_the_same_credential() {
 }
 
 #[test]
-fn g30_zero_negative_or_missing_ttl_is_never_served_from_cache() {
+fn zero_negative_or_missing_ttl_is_never_served_from_cache() {
     let up = resource_upstream();
     let gw = gateway(&[up.addr], "");
     for uri in ["ttl://zero", "ttl://negative", "ttl://missing"] {
@@ -134,7 +135,7 @@ fn g30_zero_negative_or_missing_ttl_is_never_served_from_cache() {
 }
 
 #[test]
-fn g31_input_required_is_never_stored_and_retry_legs_never_served() {
+fn input_required_is_never_stored_and_retry_legs_never_served() {
     let up = resource_upstream();
     let gw = gateway(&[up.addr], "");
     for id in 0..2 {

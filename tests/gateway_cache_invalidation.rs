@@ -1,5 +1,5 @@
 //! Edge-cache invalidation over real sockets: `list_changed` and `resources/updated` seen on
-//! streams the gateway proxies (G32), an invalid cursor dropping a list's pages, the admin
+//! streams the gateway proxies, an invalid cursor dropping a list's pages, the admin
 //! purge, and a reload that changes a pool.
 
 mod support;
@@ -12,7 +12,7 @@ use support::http::{request, rpc, SseStream};
 use support::{config, eventually};
 
 #[test]
-fn g32_list_changed_on_a_listen_stream_invalidates_the_pools_tools_list() {
+fn list_changed_on_a_listen_stream_invalidates_the_pools_tools_list() {
     let pool = mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(1)).unwrap();
     let gw = gateway(pool.addrs(), "");
     rpc(gw.mcp_addr, json!(1), "tools/list", json!({}), &[]);
@@ -53,7 +53,7 @@ fn g32_list_changed_on_a_listen_stream_invalidates_the_pools_tools_list() {
 }
 
 #[test]
-fn g32_resources_updated_drops_that_uri_and_an_invalid_cursor_drops_the_pages() {
+fn resources_updated_drops_that_uri_and_an_invalid_cursor_drops_the_pages() {
     let up = resource_upstream();
     let gw = gateway(&[up.addr], "");
     read(&gw, 1, "file:///a", &[]);

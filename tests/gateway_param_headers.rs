@@ -1,6 +1,6 @@
-//! G34 over real sockets: the gateway learns each tool's `x-mcp-header` arguments from the
-//! `tools/list` results passing through, and refuses a known tool's call whose header is missing
-//! or wrong before the upstream sees it.
+//! The `Mcp-Param-*` header check over real sockets: the gateway learns each tool's
+//! `x-mcp-header` arguments from the `tools/list` results passing through, and refuses a known
+//! tool's call whose header is missing or wrong before the upstream sees it.
 
 mod support;
 
@@ -40,7 +40,7 @@ fn deploy(gw: &RunningGateway, id: i64, args: Value, region: Option<&str>) -> Re
 }
 
 #[test]
-fn g34_a_known_tools_marked_argument_needs_its_header() {
+fn a_known_tools_marked_argument_needs_its_header() {
     let up = region_tools();
     let gw = gateway(&[up.addr], "");
     // Unknown tool (no tools/list seen yet): passes to the upstream.

@@ -41,7 +41,7 @@ fn routes_send_methods_and_names_to_their_pools() {
         deploys.addrs[0].to_string()
     );
     assert_eq!(served_by(&send("lookup")), tools.addrs[0].to_string());
-    // G11: routing uses the decoded base64 name.
+    // Routing uses the decoded base64 name.
     let r = send("météo");
     assert_eq!(r.status, 200);
     assert_eq!(served_by(&r), meteo.addrs[0].to_string());
@@ -51,7 +51,7 @@ fn routes_send_methods_and_names_to_their_pools() {
     assert_eq!(
         served_by(&r),
         tools.addrs[0].to_string(),
-        "G38: Mcp-Name on tools/list is not routed on"
+        "Mcp-Name on tools/list is not routed on"
     );
     let discover = plain(3, "server/discover");
     let r = post(gw.mcp_addr, &plain_headers("server/discover"), &discover);

@@ -1,4 +1,4 @@
-//! Issue #12: no request reaches an upstream saying something other than its headers. Each test
+//! No request reaches an upstream saying something other than its headers. Each test
 //! sends a hostile request through a gateway in front of recording upstreams, checks the
 //! gateway's answer, then sends one good request and waits for it: the good request must be the
 //! only one any upstream received complete (no fixed sleep stands in for "never arrived").

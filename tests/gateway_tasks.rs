@@ -1,4 +1,4 @@
-//! G40: tasks/* reach the instance that owns the task. Three separate `mcp-edge backend`
+//! Tasks routing: tasks/* reach the instance that owns the task. Three separate `mcp-edge backend`
 //! processes (no shared store: each task lives in the memory of the process that created it)
 //! behind the gateway; every tasks/get reaches the owner, and a dead owner gives the client a
 //! clean JSON-RPC error at once (not a hang, not "unknown task" from another instance).

@@ -1,4 +1,4 @@
-//! Hostile keys against the replica's rate-limit store (#13 item 3), over real sockets: a flood of
+//! Hostile keys against the replica's rate-limit store, over real sockets: a flood of
 //! invented bearer tokens cannot push a steady caller into limiting, and a request with two
 //! `Authorization` headers is refused.
 

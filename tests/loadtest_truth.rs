@@ -1,4 +1,4 @@
-//! The load tester tells the truth (issue 20): a scenario tool the target lacks is refused before
+//! The load tester tells the truth: a scenario tool the target lacks is refused before
 //! any load (exit 2); errors are reported with the upstream's own messages; the cross-instance
 //! check names the real cause; a failing run exits non-zero by default; data feeds and templates
 //! vary the calls; content checks count and fail a run; ramp stages get a row each. Against the

@@ -4,9 +4,9 @@
 //! dispatch is in [`super::dispatch`], tools/call and prompts/get (MRTR) in [`super::mrtr`],
 //! and the SSE answers (progress, logging, listen streams) in [`super::stream`].
 //!
-//! One endpoint, `POST /mcp`. Checks run in this order (digest §3.2), first failure wins:
-//! path (404) → `Origin` / `Host` (403) → HTTP method (405, `Allow: POST`) → `Content-Type`
-//! (415) → body size (413) → envelope (400, -32700/-32600) → headers against body, version,
+//! One endpoint, `POST /mcp`. Checks run in this order (the spec does not fix one; this is
+//! ours), first failure wins: path (404) → `Origin` / `Host` (403) → HTTP method (405,
+//! `Allow: POST`) → `Content-Type` (415) → body size (413) → envelope (400, -32700/-32600) → headers against body, version,
 //! `_meta` (400, -32020/-32022/-32602, via [`crate::mcp::check`]) → notification (202) →
 //! unknown method (404/-32601) → client capability (400/-32021) → `Mcp-Param-*` (400/-32020)
 //! → handler. Errors raised by a handler (unknown tool, bad arguments, rejected

@@ -139,7 +139,7 @@ pub enum HashKey {
     Claim(String),
     /// `param:<Name>`: the decoded `Mcp-Param-<Name>` header (base64-wrapped and plain spellings
     /// of one value shard alike). For tools the gateway knows from `tools/list`, the header was
-    /// checked against the argument (G34).
+    /// checked against the argument (the `Mcp-Param-*` header check).
     Param(http::HeaderName),
 }
 

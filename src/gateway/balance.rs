@@ -6,8 +6,8 @@
 //! instances moves only about 1/N of the keys. A request without a key (no name, no token, no
 //! header) is spread like round robin.
 //!
-//! Tasks (G40): `tasks/get|update|cancel` whose task id (the `Mcp-Name`) carries the owner hint
-//! of an instance of the pool ([`crate::mcp::tasks`]) go to that instance, whatever the
+//! Tasks routing: `tasks/get|update|cancel` whose task id (the `Mcp-Name`) carries the owner
+//! hint of an instance of the pool ([`crate::mcp::tasks`]) go to that instance, whatever the
 //! balance and the health state say: only it holds the task. When it cannot be reached the
 //! request fails instead of trying another instance, which would only answer "unknown task".
 //! Ids without a known hint are balanced as usual (servers with a shared task store).

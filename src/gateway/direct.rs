@@ -4,7 +4,8 @@
 //! upstream connection ([`super::upstream_h1`]), and its response is written to the client
 //! there. pingora's proxy pipe (its second session, task channels, joined futures and the retry
 //! loop around them) is not built for it: that machinery was most of the gateway's CPU per
-//! request beyond the system calls (issue #16, the profile in docs/benchmarks.md).
+//! request beyond the system calls (the profile in
+//! docs/benchmarks-history.md).
 //!
 //! It runs the same stages as pingora's pipe, in the same order: [`forward::choose`] picks the
 //! instance, [`forward::upstream_headers`] prepares the head, [`failure::connect_failed`]

@@ -126,7 +126,7 @@ impl FlowTemplate {
                 format!("{}{}", header::PARAM_PREFIX, suffix.to_ascii_lowercase()).as_bytes(),
             )
             .with_context(|| format!("invalid param header name {suffix:?}"))?;
-            // A null argument means the header is omitted (spec §2.5).
+            // A null argument means the header is omitted (the spec's `x-mcp-header` rules).
             if let Some(text) = spec.arguments.get(arg).and_then(scalar_text) {
                 headers.insert(name, hv(&header::encode_value(&text))?);
             }

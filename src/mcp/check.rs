@@ -1,4 +1,5 @@
-//! Headers against the body, in the order of precedence of the digest's §3.2.
+//! Headers against the body, in one order of precedence (the spec does not fix one; the first
+//! failing check answers).
 //!
 //! [`Claims`] is what the headers say (read once, before the body); [`check_request`] compares it
 //! with the parsed [`Envelope`]. The gateway and the backend call the same function, so they

@@ -27,7 +27,7 @@ macro_rules! declare_codes {
 /// JSON-RPC and MCP error codes.
 ///
 /// `-32020..=-32099` is reserved by the spec: only the codes it defines may be sent.
-/// Gateway-defined codes live outside `-32768..=-32000` (digest §3.3).
+/// Gateway-defined codes live outside `-32768..=-32000` (the spec's rule for intermediaries).
 pub mod codes {
     declare_codes! {
         PARSE_ERROR = -32700, "-32700";

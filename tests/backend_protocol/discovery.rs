@@ -1,9 +1,10 @@
-//! B1–B10, B24, B26, B29: discovery, `_meta`, versions, removed methods, lists and cache hints, missing capabilities.
+//! The server's conformance cases for discovery, `_meta`, versions, removed methods, lists and
+//! cache hints, missing capabilities.
 
 use super::*;
 
 #[test]
-fn b1_discover() {
+fn discover_answers_versions_capabilities_and_cache_hints() {
     let p = pool();
     let r = rpc(p.addrs()[0], json!(1), "server/discover", json!({}), &[]);
     assert_eq!(r.status, 200);
@@ -29,7 +30,7 @@ fn b1_discover() {
 }
 
 #[test]
-fn b2_to_b5_meta_fields() {
+fn meta_fields_protocol_version_and_capabilities_required_client_info_optional() {
     let p = pool();
     let a = p.addrs()[0];
     let cases: &[(&str, Value, u16, Option<i64>)] = &[
@@ -65,15 +66,15 @@ fn b2_to_b5_meta_fields() {
 }
 
 #[test]
-fn b6_b7_versions() {
+fn versions_mismatched_and_unsupported() {
     let p = pool();
     let a = p.addrs()[0];
     let mut m = meta(json!({}));
     m["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
-    // B6: header 2026-07-28, body v999 → -32020.
+    // Header 2026-07-28, body v999 → -32020.
     let r = rpc(a, json!(6), "server/discover", json!({"_meta": m}), &[]);
     assert_eq!((r.status, r.code()), (400, Some(-32020)), "{}", r.text());
-    // B7: both v999 → -32022 with supported/requested.
+    // Both v999 → -32022 with supported/requested.
     let r = rpc(
         a,
         json!(7),
@@ -89,7 +90,7 @@ fn b6_b7_versions() {
 }
 
 #[test]
-fn b8_removed_and_unknown_methods_are_404() {
+fn removed_and_unknown_methods_are_404() {
     let p = pool();
     for (i, m) in [
         "initialize",
@@ -117,7 +118,7 @@ fn b8_removed_and_unknown_methods_are_404() {
 }
 
 #[test]
-fn b9_b29_lists_and_reads_carry_cache_hints_and_b26_never_input_required() {
+fn lists_and_reads_carry_cache_hints_and_lists_never_answer_input_required() {
     let p = pool();
     let a = p.addrs()[0];
     let elicit_caps = json!({"elicitation": {}, "sampling": {}, "roots": {}});
@@ -183,7 +184,7 @@ fn b9_b29_lists_and_reads_carry_cache_hints_and_b26_never_input_required() {
 }
 
 #[test]
-fn b10_b24_missing_capability() {
+fn missing_capability_and_only_the_declared_kinds_of_input_request() {
     let p = pool();
     let a = p.addrs()[0];
     let r = call(
@@ -201,7 +202,7 @@ fn b10_b24_missing_capability() {
         json!({"sampling": {}})
     );
     assert_eq!(r.json()["id"], 10);
-    // B24: only sampling declared → no elicitation request.
+    // Only sampling declared → no elicitation request.
     let r = call(
         a,
         11,

@@ -1,4 +1,5 @@
-//! Protocol cases B1–B38 (digest §11.B) against a real backend pool over HTTP on 127.0.0.1.
+//! The spec's conformance cases for a stateless MRTR server, against a real backend pool over
+//! HTTP on 127.0.0.1.
 
 #[path = "../support/mod.rs"]
 mod support;

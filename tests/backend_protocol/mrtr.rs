@@ -1,4 +1,5 @@
-//! B11–B25: multi round-trip requests: elicitation, sampling, roots, several and missing answers, tampered, expired and foreign state, prompts.
+//! Multi round-trip requests (the server's MRTR conformance cases): elicitation, sampling, roots,
+//! several and missing answers, tampered, expired and foreign state, prompts.
 
 use super::*;
 
@@ -7,7 +8,7 @@ fn accept(content: Value) -> Value {
 }
 
 #[test]
-fn b11_b12_elicitation_round_trip() {
+fn elicitation_round_trip() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}});
@@ -27,7 +28,8 @@ fn b11_b12_elicitation_round_trip() {
     assert!(req.get("jsonrpc").is_none() && req.get("id").is_none());
     assert!(req["params"]["requestedSchema"].is_object());
     assert!(res.get("ttlMs").is_none() && res.get("cacheScope").is_none());
-    let state = res["requestState"].as_str().unwrap().to_owned(); // B27
+    // Every input_required carries a state.
+    let state = res["requestState"].as_str().unwrap().to_owned();
     let r = call(
         a,
         2,
@@ -43,7 +45,7 @@ fn b11_b12_elicitation_round_trip() {
 }
 
 #[test]
-fn b13_sampling_and_roots() {
+fn sampling_and_roots() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"sampling": {}, "roots": {}});
@@ -106,7 +108,7 @@ fn b13_sampling_and_roots() {
 }
 
 #[test]
-fn b14_multiple_requests_and_b16_b17_missing_and_extra_answers() {
+fn multiple_requests_and_missing_and_extra_answers() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}, "sampling": {}, "roots": {}});
@@ -120,7 +122,7 @@ fn b14_multiple_requests_and_b16_b17_missing_and_extra_answers() {
         "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
         "client_roots": {"roots": [{"uri": "file:///r"}]},
     });
-    // B16: only one answer → a new input_required for the two missing ones, not an error.
+    // Only one answer → a new input_required for the two missing ones, not an error.
     let r = call(
         a,
         2,
@@ -133,7 +135,7 @@ fn b14_multiple_requests_and_b16_b17_missing_and_extra_answers() {
     let again = r.result();
     assert_eq!(again["resultType"], "input_required");
     assert_eq!(again["inputRequests"].as_object().unwrap().len(), 2);
-    // B16 with a wrong key only.
+    // A wrong key only: asked again, too.
     let r = call(
         a,
         3,
@@ -155,7 +157,7 @@ fn b14_multiple_requests_and_b16_b17_missing_and_extra_answers() {
     );
     assert_eq!(r.result()["resultType"], "input_required");
     assert!(r.result()["inputRequests"]["github_login"].is_object());
-    // B17: all answers plus extras → complete.
+    // All answers plus extras → complete.
     let mut with_extra = all.clone();
     with_extra["unknown_extra"] = accept(json!({"foo": 1}));
     let r = call(
@@ -171,7 +173,7 @@ fn b14_multiple_requests_and_b16_b17_missing_and_extra_answers() {
 }
 
 #[test]
-fn b15_multi_round() {
+fn multi_round() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}});
@@ -187,7 +189,7 @@ fn b15_multi_round() {
 }
 
 #[test]
-fn b18_malformed_answers_and_b19_tampered_state() {
+fn malformed_answers_and_tampered_state() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}});
@@ -254,7 +256,7 @@ fn b18_malformed_answers_and_b19_tampered_state() {
 }
 
 #[test]
-fn b20_expired_state() {
+fn expired_state() {
     let p = Pool::start(PoolOptions::local(1).with_ttl(Duration::from_millis(300))).unwrap();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}});
@@ -287,7 +289,7 @@ fn b20_expired_state() {
 }
 
 #[test]
-fn b21_b22_state_bound_to_principal_and_request() {
+fn state_bound_to_principal_and_request() {
     let p = pool();
     let a = p.addrs()[0];
     let caps = json!({"elicitation": {}});
@@ -297,12 +299,12 @@ fn b21_b22_state_bound_to_principal_and_request() {
         .clone();
     let answer = json!({"confirm": accept(json!({"confirmation": "billing"}))});
     let with = |s: &Value| json!({"inputResponses": answer, "requestState": s});
-    // B21: bob presents alice's state; anonymous too.
+    // Bob presents alice's state; anonymous too.
     for user in [Some("bob"), None] {
         let r = call_deploy(a, 2, env("staging"), &caps, user, with(&st));
         assert_eq!(r.code(), Some(-32602), "{user:?}: {}", r.text());
     }
-    // B22: other arguments, other tool.
+    // Other arguments, other tool.
     let r = call_deploy(
         a,
         3,
@@ -361,7 +363,7 @@ fn call_deploy(
 }
 
 #[test]
-fn b25_prompt_input_required() {
+fn prompt_input_required() {
     let p = pool();
     let a = p.addrs()[0];
     let params = json!({"name": "test_input_required_result_prompt", "_meta": meta(json!({"elicitation": {}}))});

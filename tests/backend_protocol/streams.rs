@@ -1,9 +1,9 @@
-//! B30–B36: unknown and failing tools, progress over SSE, notifications, other HTTP methods, the listen stream.
+//! Unknown and failing tools, progress over SSE, notifications, other HTTP methods, the listen stream.
 
 use super::*;
 
 #[test]
-fn b30_b31_unknown_resource_tool_and_failing_tool() {
+fn unknown_resource_tool_and_failing_tool() {
     let p = pool();
     let a = p.addrs()[0];
     let r = rpc(
@@ -44,7 +44,7 @@ fn b30_b31_unknown_resource_tool_and_failing_tool() {
 }
 
 #[test]
-fn b32_progress_over_sse() {
+fn progress_over_sse() {
     let p = pool();
     let a = p.addrs()[0];
     let mut m = meta(json!({}));
@@ -79,7 +79,7 @@ fn b32_progress_over_sse() {
 }
 
 #[test]
-fn b33_b34_notifications_and_other_http_methods() {
+fn notifications_and_other_http_methods() {
     let p = pool();
     let a = p.addrs()[0];
     let r = post(
@@ -99,7 +99,7 @@ fn b33_b34_notifications_and_other_http_methods() {
 }
 
 #[test]
-fn b35_b36_listen_stream_acknowledges_notifies_and_ends_on_shutdown() {
+fn listen_stream_acknowledges_notifies_and_ends_on_shutdown() {
     let p = pool();
     let a = p.addrs()[0];
     let h = good_headers("subscriptions/listen", None);

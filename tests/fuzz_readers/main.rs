@@ -1,4 +1,4 @@
-//! Property tests at volume for the readers of untrusted bytes (issue 28): the upstream
+//! Property tests at volume for the readers of untrusted bytes: the upstream
 //! HTTP/1.1 response head and body framing (`gateway::upstream_h1::wire`), the ClientHello
 //! reader (`gateway::client_hello`), the h2 → HTTP/1.1 rules (`gateway::h2_to_h1`) and the
 //! envelope (`mcp::envelope`; tests/differential.rs checks what it reads, this only what it

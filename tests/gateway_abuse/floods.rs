@@ -1,4 +1,4 @@
-//! #13.4 and #13.5: label floods, and refusals no dearer than successes.
+//! Label floods, and refusals no dearer than successes.
 
 use super::*;
 

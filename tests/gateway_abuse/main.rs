@@ -1,4 +1,4 @@
-//! Issue #13: hostile or broken clients. Each test is named after the behaviour it guards:
+//! Hostile or broken clients. Each test is named after the behaviour it guards:
 //! slow and partial requests, the body budget, idle keep-alive, pipelining and trailing bytes,
 //! label floods, refusals cheaper than successes, reload and shutdown under abuse, DNS changes,
 //! legacy clients. Loopback only; every wait is bounded.

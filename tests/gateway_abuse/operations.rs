@@ -1,4 +1,4 @@
-//! #13.6 and #13.7: reloads, shutdown, DNS, health intervals, the upgrade socket, legacy clients.
+//! Reloads, shutdown, DNS, health intervals, the upgrade socket, legacy clients.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! #13.2: pipelined requests and bytes after a request.
+//! Pipelined requests and bytes after a request.
 
 use super::*;
 

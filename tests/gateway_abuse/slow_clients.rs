@@ -1,4 +1,4 @@
-//! #13.1: slow and partial requests: the head and body deadlines, idle keep-alive, the body budget.
+//! Slow and partial requests: the head and body deadlines, idle keep-alive, the body budget.
 
 use super::*;
 

@@ -1,5 +1,5 @@
 //! The cache's own answers: a hit (or a stale entry) written from a stored response, and the
-//! G34 refusal of a `tools/call` whose `Mcp-Param-*` headers do not match a known tool.
+//! refusal of a `tools/call` whose `Mcp-Param-*` headers do not match a known tool's arguments.
 
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -11,7 +11,7 @@ use super::entry::Entry;
 use super::flow::CACHE_HEADER;
 use crate::gateway::RequestCtx;
 
-/// G34 for a `tools/call`: a known tool's `Mcp-Param-*` headers against its arguments.
+/// The `Mcp-Param-*` header check of a `tools/call`: a known tool's headers against its arguments.
 pub(super) async fn check_params(
     session: &mut Session,
     ctx: &mut RequestCtx,

@@ -2,8 +2,8 @@
 //!
 //! 1. [`on_checked`]: the body was read and passed the header↔body check (so a spoofed request
 //!    never gets here). A `tools/call` of a known tool has its `Mcp-Param-*` headers checked
-//!    (G34); a cacheable request is answered from a fresh entry, or waits for an identical
-//!    request already in flight (coalescing), or goes on to the upstream as a miss.
+//!    against its arguments; a cacheable request is answered from a fresh entry, or waits for an
+//!    identical request already in flight (coalescing), or goes on to the upstream as a miss.
 //! 2. [`on_response_header`]: a miss's JSON response starts to be collected (bounded by
 //!    `max_entry_bytes`); an SSE response gets a notification scanner.
 //! 3. [`on_response_body`]: chunks pass on unchanged; at the end the collected response is
@@ -75,8 +75,8 @@ fn static_method(m: &str) -> Option<&'static str> {
     CACHEABLE.iter().copied().find(|c| *c == m)
 }
 
-/// Step 1 (see the module docs). `Some(true)`: the request was answered (a hit or a G34
-/// refusal); `None`: carry on to the upstream.
+/// Step 1 (see the module docs). `Some(true)`: the request was answered (a hit or an
+/// `Mcp-Param-*` refusal); `None`: carry on to the upstream.
 pub async fn on_checked(
     session: &mut Session,
     ctx: &mut RequestCtx,

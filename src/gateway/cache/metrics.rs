@@ -15,7 +15,8 @@ pub struct CacheMetrics {
     pub bytes: IntGauge,
     pub entries: IntGauge,
     pub invalidations: IntCounter,
-    /// `tools/call` requests refused for a missing or wrong `Mcp-Param-*` header (G34).
+    /// `tools/call` requests refused for a missing or wrong `Mcp-Param-*` header (the
+    /// `x-mcp-header` check).
     pub param_refusals: IntCounter,
 }
 

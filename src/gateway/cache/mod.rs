@@ -1,11 +1,11 @@
 //! The edge cache: stored `complete` results of the six cacheable methods, served while their
-//! `ttlMs` lasts (spec §caching, cases G28–G32, G39), and the `x-mcp-header` parameters learned
-//! from `tools/list` (G34, [`params`]).
+//! `ttlMs` lasts (spec §Caching), and the `x-mcp-header` parameters learned from `tools/list`
+//! for the `Mcp-Param-*` header check ([`params`]).
 //!
 //! - [`key`]: what of a request decides its result; [`entry`]: one stored response, and how a
 //!   hit is rendered from it; [`sse`]: invalidating notifications spotted on proxied streams;
 //!   [`flow`]: the per-request steps the proxy calls (lookup, coalescing, storing);
-//!   `answer`: writing a hit, a stale entry, or a G34 refusal.
+//!   `answer`: writing a hit, a stale entry, or an `Mcp-Param-*` refusal.
 //! - Each route has its own store ([`RouteCache`], a `moka` cache bounded by bytes and
 //!   entries). A reload keeps a route's store when the route, its pool's instances and its
 //!   cache settings did not change, and drops it otherwise.

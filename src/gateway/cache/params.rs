@@ -1,6 +1,6 @@
-//! G34: the `x-mcp-header` parameters of each tool, learned per pool from the `tools/list`
-//! results that pass through the gateway (and from federated pools' catalogs), and the check of
-//! a `tools/call` against them.
+//! The `Mcp-Param-*` header check: the `x-mcp-header` parameters of each tool, learned per pool
+//! from the `tools/list` results that pass through the gateway (and from federated pools'
+//! catalogs), and the check of a `tools/call` against them.
 //!
 //! A known tool's call whose marked argument is present (and not `null`) must carry the
 //! matching `Mcp-Param-{Name}` header, with the same value as the argument (decoded like
@@ -240,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn g34_present_argument_needs_its_header() {
+    fn present_argument_needs_its_header() {
         let (b, _) = book();
         let d = b.get("pool", "deploy").unwrap();
         let missing = check(&headers(&[]), &d, &call(r#"{"region":"us-west1"}"#)).unwrap_err();

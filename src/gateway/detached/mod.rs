@@ -1,11 +1,11 @@
 //! Long streams outside the request pipeline. An SSE response (a `subscriptions/listen` stream,
 //! a long tool call's progress) can stay open for hours, and while it does, pingora's
 //! per-request pipeline would stay allocated with it: its boxed futures, the HTTP/1.1 session
-//! and the request's own state, ~40 KiB a stream (issue #16, goal 5). On the direct leg, once
-//! the response head is written, the rest of such a response is handed over to the parked
-//! connection ([`super::parked::detach`]), which runs it after the pipeline has returned and
-//! freed its state: the stream then holds only the client connection, the upstream session and
-//! the request's context.
+//! and the request's own state, ~40 KiB a stream (see the memory goal in docs/benchmarks.md,
+//! "What is left"). On the direct leg, once the response head is written, the rest of such a
+//! response is handed over to the parked connection ([`super::parked::detach`]), which runs it
+//! after the pipeline has returned and freed its state: the stream then holds only the client
+//! connection, the upstream session and the request's context.
 //!
 //! What it keeps of the pipeline's behaviour:
 //! - the body goes to the client chunk by chunk as it arrives (`Transfer-Encoding: chunked`,

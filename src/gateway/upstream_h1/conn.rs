@@ -59,9 +59,9 @@ impl Conn {
 /// emptied the socket, so tokio is told the socket is no longer readable (as a read that would
 /// block tells it): the next read, and the pool's liveness check ([`Conn::still_open`]), wait
 /// for the next readiness event instead of paying a system call to learn there is nothing (the
-/// `EAGAIN` per request in docs/benchmarks.md). Sound with edge-triggered readiness: bytes or
-/// a close arriving later raise a new event, and tokio ignores the clearing when an event came
-/// in since the readiness it cleared was seen.
+/// `EAGAIN` per request in docs/benchmarks-history.md). Sound with edge-triggered readiness:
+/// bytes or a close arriving later raise a new event, and tokio ignores the clearing when an
+/// event came in since the readiness it cleared was seen.
 pub(super) fn read_now(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
     let space = buf.capacity() - buf.len();
     let mut got = None;

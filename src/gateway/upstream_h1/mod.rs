@@ -1,8 +1,8 @@
 //! The gateway's own HTTP/1.1 upstream leg, plugged into pingora through its custom connector
 //! (`pingora::connectors::http::custom`), for plain (non-TLS) HTTP/1.1 pools.
 //!
-//! What it does differently from pingora's HTTP/1.1 client, and why (issue #16, the profile in
-//! docs/benchmarks.md):
+//! What it does differently from pingora's HTTP/1.1 client, and why (the profile in
+//! docs/benchmarks-history.md):
 //! - **one write per request**: the request head is held until the first body bytes (or the end
 //!   of the request), then both go out in one `writev`; pingora flushes the head on its own, so
 //!   every request with a body costs the gateway a second `sendto` and the upstream a second read;

@@ -55,8 +55,8 @@ pub enum VersionPolicy {
     /// Exactly these versions (a server).
     Exactly(&'static [&'static str]),
     /// This dated version or a later one; versions that are not dates are passed on for the
-    /// upstream to negotiate (a gateway: §3.3 asks it to refuse versions older than the first
-    /// one that requires header validation).
+    /// upstream to negotiate (a gateway: the spec's rules for intermediaries ask it to refuse
+    /// versions older than the first one that requires header validation).
     AtLeast(&'static str),
 }
 
