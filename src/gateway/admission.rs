@@ -6,8 +6,8 @@
 //! back an [`Admitted`] request: what it claims, and whether the headers already doom it (then
 //! the body is read only to echo its id).
 //!
-//! Header *shapes* that another component could read differently are refused here too (issue
-//! #12): a `Connection` header that would make the hop-by-hop rules delete a checked header, a
+//! Header *shapes* that another component could read differently are refused here too
+//! (docs/threat-model.md): a `Connection` header that would make the hop-by-hop rules delete a checked header, a
 //! name like `Mcp_Name` that frameworks fold into `Mcp-Name`, a second `Origin`, `Host`,
 //! `Content-Length` or `Authorization`, and an HTTP/1.1 request without `Host` (RFC 9112 §3.2).
 //! So are the headers the config uses as keys ([`Config::key_headers`]: a rate limit's or a
