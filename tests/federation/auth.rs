@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
+use super::scripted::discover;
 use super::{gateway_with, names, wait_state};
 use crate::support::auth::testkeys::{self, *};
 use crate::support::auth::*;
@@ -15,11 +16,7 @@ const RESOURCE: &str = "http://127.0.0.1/mcp";
 fn server(tools: &'static [&'static str]) -> Scripted {
     Scripted::start(move |req: &Value| {
         let r = match req["method"].as_str().unwrap_or("") {
-            "server/discover" => cacheable(
-                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
-                json!(60_000),
-                "public",
-            ),
+            "server/discover" => discover(json!({"tools": {}})),
             "tools/list" => {
                 let t: Vec<Value> = tools
                     .iter()
@@ -134,11 +131,7 @@ fn lists_fetched_for_a_caller_carry_what_a_forwarded_call_would() {
 
 fn private_list(req: &Value, tool: &str) -> Script {
     let r = match req["method"].as_str().unwrap_or("") {
-        "server/discover" => cacheable(
-            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
-            json!(60_000),
-            "public",
-        ),
+        "server/discover" => discover(json!({"tools": {}})),
         "tools/list" => cacheable(
             json!({"tools": [{"name": tool, "inputSchema": {"type": "object"}}]}),
             json!(0),

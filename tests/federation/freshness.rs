@@ -2,20 +2,17 @@
 //! long-lived public one once), a pool going down (stale catalog, then expired), `list_changed`
 //! making a new tool callable, and one listen stream carrying every pool's notifications.
 
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
-use super::scripted::{call_text, server, two_servers};
+use super::scripted::{call_text, pair, server, two_servers};
 use super::{gateway, rpc, wait_state};
 
 #[test]
 fn merged_hints_are_the_strictest_and_a_ttl0_list_is_asked_for_every_answer() {
     let a = server("a", &["slow"], 60_000, "public");
     let b = server("b", &["fast"], 0, "public");
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
-        "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
-    );
+    let gw = pair(&a, &b, "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n");
     wait_state(&gw, &["a", "b"], "fresh");
     let (a0, b0) = (
         a.s.count_method("tools/list"),
@@ -63,9 +60,7 @@ fn merged_hints_are_the_strictest_and_a_ttl0_list_is_asked_for_every_answer() {
 fn a_pool_that_goes_down_keeps_its_catalog_stale_then_loses_it() {
     let a = server("a", &["one"], 1_000, "public");
     let b = server("b", &["two"], 1_000, "public");
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
-        "  catalog: {refresh_floor: 200ms, refresh_ceiling: 1s, keep_stale: 3s, timeout: 1s}\n  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
+    let gw = pair(&a, &b, "  catalog: {refresh_floor: 200ms, refresh_ceiling: 1s, keep_stale: 3s, timeout: 1s}\n  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
     );
     wait_state(&gw, &["a", "b"], "fresh");
     drop(b);
@@ -118,16 +113,7 @@ fn list_changed_on_a_listen_stream_makes_a_new_tool_callable() {
     );
     wait_state(&gw, &["a"], "fresh");
     assert_eq!(call_text(&gw, "/mcp", "a__new"), Err(-32602));
-    let params = json!({"notifications": {"toolsListChanged": true}, "_meta": crate::support::http::meta(json!({}))});
-    let body =
-        json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": params});
-    let headers = crate::support::http::good_headers("subscriptions/listen", None);
-    let mut stream = crate::support::http::SseStream::open(
-        gw.mcp_addr,
-        &crate::support::http::hdrs(&headers),
-        &body.to_string(),
-    );
-    assert_eq!(stream.status, 200);
+    let mut stream = listen(&gw, "l", json!({"toolsListChanged": true}));
     assert!(stream.next_message().is_some(), "the acknowledgement");
     let listening = || a.s.count_method("subscriptions/listen") == 1;
     assert!(crate::support::eventually(
@@ -150,20 +136,10 @@ fn list_changed_on_a_listen_stream_makes_a_new_tool_callable() {
 #[test]
 fn one_listen_stream_carries_the_notifications_of_every_pool() {
     let (a, b) = two_servers();
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
-        "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
-    );
+    let gw = pair(&a, &b, "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n");
     wait_state(&gw, &["a", "b"], "fresh");
-    let params = json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}, "_meta": crate::support::http::meta(json!({}))});
-    let body = json!({"jsonrpc": "2.0", "id": "sub-7", "method": "subscriptions/listen", "params": params});
-    let headers = crate::support::http::good_headers("subscriptions/listen", None);
-    let mut stream = crate::support::http::SseStream::open(
-        gw.mcp_addr,
-        &crate::support::http::hdrs(&headers),
-        &body.to_string(),
-    );
-    assert_eq!(stream.status, 200);
+    let changes = json!({"toolsListChanged": true, "resourcesListChanged": true});
+    let mut stream = listen(&gw, "sub-7", changes);
     let ack = stream.next_message().unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
@@ -194,4 +170,20 @@ fn one_listen_stream_carries_the_notifications_of_every_pool() {
         .collect();
     got.sort();
     assert_eq!(got, ["a", "b"]);
+}
+
+/// Open `subscriptions/listen` (request id `id`, for `changes`) through the gateway.
+fn listen(
+    gw: &mcp_edge::gateway::RunningGateway,
+    id: &str,
+    changes: Value,
+) -> crate::support::http::SseStream {
+    let params = json!({"notifications": changes, "_meta": crate::support::http::meta(json!({}))});
+    let body =
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": params});
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
+    let hs = crate::support::http::hdrs(&headers);
+    let stream = crate::support::http::SseStream::open(gw.mcp_addr, &hs, &body.to_string());
+    assert_eq!(stream.status, 200);
+    stream
 }

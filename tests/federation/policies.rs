@@ -3,16 +3,13 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
-use super::scripted::{call_text, two_servers};
-use super::{catalog, gateway, names, rpc, rpc_at, wait_state};
+use super::scripted::{call_text, pair, two_servers};
+use super::{catalog, names, rpc, rpc_at, wait_state};
 
 #[test]
 fn prefix_names_every_tool_and_calls_reach_the_server_under_its_own_name() {
     let (a, b) = two_servers();
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
-        "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n",
-    );
+    let gw = pair(&a, &b, "  endpoints:\n    - {path: /mcp, pools: [a, b]}\n");
     wait_state(&gw, &["a", "b"], "fresh");
     let list = rpc(&gw, "tools/list", json!({}));
     assert_eq!(
@@ -52,8 +49,9 @@ fn prefix_names_every_tool_and_calls_reach_the_server_under_its_own_name() {
 #[test]
 fn priority_gives_a_collision_to_the_first_pool_and_reports_it() {
     let (a, b) = two_servers();
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
+    let gw = pair(
+        &a,
+        &b,
         "  endpoints:\n    - {path: /mcp, pools: [b, a], collisions: priority}\n",
     );
     wait_state(&gw, &["a", "b"], "fresh");
@@ -80,8 +78,9 @@ fn priority_gives_a_collision_to_the_first_pool_and_reports_it() {
 #[test]
 fn refuse_exposes_a_colliding_name_nowhere() {
     let (a, b) = two_servers();
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
+    let gw = pair(
+        &a,
+        &b,
         "  endpoints:\n    - {path: /mcp, pools: [a, b], collisions: refuse}\n",
     );
     wait_state(&gw, &["a", "b"], "fresh");
@@ -104,9 +103,7 @@ fn refuse_exposes_a_colliding_name_nowhere() {
 #[test]
 fn merged_lists_page_with_cursors_that_cannot_be_forged_or_moved() {
     let (a, b) = two_servers();
-    let gw = gateway(
-        &[("a", &[a.s.addr]), ("b", &[b.s.addr])],
-        "  endpoints:\n    - {path: /mcp, pools: [a, b], page_size: 3}\n    - {path: /mcp/b, pools: [b], page_size: 1}\n",
+    let gw = pair(&a, &b, "  endpoints:\n    - {path: /mcp, pools: [a, b], page_size: 3}\n    - {path: /mcp/b, pools: [b], page_size: 1}\n",
     );
     wait_state(&gw, &["a", "b"], "fresh");
     let first = rpc(&gw, "tools/list", json!({}));

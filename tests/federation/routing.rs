@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
-use super::scripted::{call_text, two_servers};
+use super::scripted::{call_text, discover, two_servers};
 use super::{gateway, names, rpc, rpc_at, wait_state};
 use crate::support::scripted::{cacheable, Script, Scripted};
 
@@ -58,11 +58,7 @@ fn a_virtual_endpoint_refuses_the_tools_it_does_not_expose() {
 fn param_headers_learned_from_the_catalog_are_enforced_on_prefixed_calls() {
     let s = Scripted::start(|req: &Value| {
         let r = match req["method"].as_str().unwrap_or("") {
-            "server/discover" => cacheable(
-                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}),
-                json!(60_000),
-                "public",
-            ),
+            "server/discover" => discover(json!({"tools": {}})),
             "tools/list" => {
                 let schema = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
                 cacheable(
@@ -103,11 +99,9 @@ fn param_headers_learned_from_the_catalog_are_enforced_on_prefixed_calls() {
 fn prompts_resources_templates_and_completions_route_by_what_they_name() {
     let p = Scripted::start(|req: &Value| {
         let r = match req["method"].as_str().unwrap_or("") {
-            "server/discover" => cacheable(
-                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"prompts": {}, "resources": {}, "completions": {}}}),
-                json!(60_000),
-                "public",
-            ),
+            "server/discover" => {
+                discover(json!({"prompts": {}, "resources": {}, "completions": {}}))
+            }
             "prompts/list" => cacheable(
                 json!({"prompts": [{"name": "brief"}]}),
                 json!(60_000),
@@ -188,11 +182,7 @@ fn prompts_resources_templates_and_completions_route_by_what_they_name() {
 fn the_edge_cache_and_rate_limits_work_on_learned_routes() {
     let p = Scripted::start(|req: &Value| {
         let r = match req["method"].as_str().unwrap_or("") {
-            "server/discover" => cacheable(
-                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "resources": {}}}),
-                json!(60_000),
-                "public",
-            ),
+            "server/discover" => discover(json!({"tools": {}, "resources": {}})),
             "tools/list" => cacheable(
                 json!({"tools": [{"name": "ping", "inputSchema": {"type": "object"}}]}),
                 json!(60_000),

@@ -72,3 +72,17 @@ pub fn two_servers() -> (Server, Server) {
         server("b", &["greet", "ship"], 60_000, "public"),
     )
 }
+
+/// A `server/discover` result with these capabilities, fresh for a minute, public.
+pub fn discover(capabilities: Value) -> Value {
+    cacheable(
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": capabilities}),
+        json!(60_000),
+        "public",
+    )
+}
+
+/// A gateway federating two scripted servers as pools `a` and `b` under `federation` YAML.
+pub fn pair(a: &Server, b: &Server, federation: &str) -> mcp_edge::gateway::RunningGateway {
+    super::gateway(&[("a", &[a.s.addr]), ("b", &[b.s.addr])], federation)
+}
