@@ -149,18 +149,12 @@ impl PoolPeers {
         endpoint: &str,
         timeout: Duration,
     ) -> bool {
-        let Some(t) = &self.tls else {
+        if self.tls.is_none() {
             return super::health::probe(addr, kind, endpoint, timeout).await;
-        };
-        let sni = t
-            .sni
-            .clone()
-            .unwrap_or_else(|| host_of(instance).to_string());
+        }
         let attempt = async {
-            let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
-            let name = ServerName::try_from(sni).ok()?;
-            let connector = tokio_rustls::TlsConnector::from(t.probe.clone());
-            let mut s = connector.connect(name, tcp).await.ok()?;
+            // The same connection (TCP, then TLS with the pool's trust) as the gateway's own calls.
+            let mut s = self.connect(addr, instance).await.ok()?;
             if kind == HealthCheckKind::Tcp {
                 return Some(true);
             }
