@@ -303,11 +303,9 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(v) = headers.get(h::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let media = v.split(';').next().unwrap_or("").trim();
-    media.eq_ignore_ascii_case("application/json")
+    headers
+        .get(h::CONTENT_TYPE)
+        .is_some_and(|v| crate::mcp::media::is_json(v.as_bytes()))
 }
 
 fn is_loopback_name(host: &str) -> bool {

@@ -106,7 +106,7 @@ pub(super) fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader
     let json = resp
         .headers
         .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        .is_some_and(|v| crate::mcp::media::is_json(v.as_bytes()));
     if !json {
         // Whatever it is, the caller must not see it unfiltered: it is replaced by an error.
         ctx.list_unreadable = true;

@@ -39,14 +39,14 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
         gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
     }
     let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
-    let starts = |p: &[u8]| content_type.is_some_and(|v| v.as_bytes().starts_with(p));
+    let ct = content_type.map_or(&b""[..], |v| v.as_bytes());
     if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
         // With flows and tracing off, only the input_required metric needs the body.
         let follow = gw.flows.is_some() || gw.tracing.is_some();
-        ctx.scanner = match (starts(b"application/json"), follow) {
+        ctx.scanner = match (crate::mcp::media::is_json(ct), follow) {
             (true, true) => Some(ResultScanner::json()),
             (true, false) => Some(ResultScanner::input_required_only()),
-            (false, true) if starts(b"text/event-stream") => Some(ResultScanner::sse()),
+            (false, true) if crate::mcp::sse::is_event_stream(ct) => Some(ResultScanner::sse()),
             _ => None,
         };
     }

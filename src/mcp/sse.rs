@@ -12,13 +12,7 @@ pub const CONTENT_TYPE: &str = "text/event-stream";
 
 /// Whether a `Content-Type` value names an event stream (parameters such as `charset` allowed).
 pub fn is_event_stream(content_type: &[u8]) -> bool {
-    let ct = content_type.trim_ascii_start();
-    let n = CONTENT_TYPE.len();
-    ct.len() >= n
-        && ct[..n].eq_ignore_ascii_case(CONTENT_TYPE.as_bytes())
-        && ct[n..]
-            .first()
-            .is_none_or(|b| *b == b';' || b.is_ascii_whitespace())
+    super::media::matches(content_type, CONTENT_TYPE)
 }
 
 /// One dispatched event.

@@ -188,7 +188,7 @@ pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Re
         .get(http::header::CONTENT_TYPE)
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    if ct.starts_with(b"text/event-stream") {
+    if crate::mcp::sse::is_event_stream(ct) {
         // An SSE answer is never stored; identical requests waiting for it fetch their own.
         if let Some(p) = ctx.cache.pending.take() {
             let m = &ctx.gw.cache.shared.metrics;
@@ -217,7 +217,7 @@ pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Re
         .is_some_and(|v| v.as_bytes() != b"identity");
     let why = if resp.status != 200 && resp.status != 400 {
         Some("status")
-    } else if !ct.starts_with(b"application/json") {
+    } else if !crate::mcp::media::is_json(ct) {
         Some("not-json")
     } else if encoded {
         Some("encoded")
