@@ -7,18 +7,15 @@
 
 use serde_json::Value;
 
-use crate::mcp::methods;
+use crate::mcp::lists::Kind;
 use crate::mcp::{codes, error_body};
 
 /// For a list method: the result member holding the entries, the entry field naming each, and
 /// the method whose permission decides whether an entry is shown.
 pub fn list_shape(method: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    match method {
-        methods::TOOLS_LIST => Some(("tools", "name", methods::TOOLS_CALL)),
-        methods::PROMPTS_LIST => Some(("prompts", "name", methods::PROMPTS_GET)),
-        methods::RESOURCES_LIST => Some(("resources", "uri", methods::RESOURCES_READ)),
-        _ => None,
-    }
+    // Templates are not filtered: a template names no resource a rule could decide on.
+    let kind = Kind::of_method(method).filter(|k| *k != Kind::Templates)?;
+    Some((kind.member(), kind.field(), kind.call()))
 }
 
 /// Filter one JSON-RPC response body. `Ok(None)`: nothing to change (an error response, or

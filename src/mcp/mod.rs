@@ -31,6 +31,7 @@ pub mod header;
 pub mod jcs;
 pub mod jcs_exact;
 mod json_scan;
+pub mod lists;
 pub mod media;
 pub mod mrtr;
 pub mod query;

@@ -19,7 +19,7 @@ use super::view::{self, Contribution};
 use super::{cursor, fetch};
 use crate::gateway::route::RouteRef;
 use crate::gateway::{Gateway, RequestCtx};
-use crate::mcp::{codes, meta, methods, result_type, Rejection, PROTOCOL_VERSION};
+use crate::mcp::{caching, codes, meta, methods, result_type, Rejection, PROTOCOL_VERSION};
 
 /// The versions a federated endpoint answers itself (its merged lists are in this revision's
 /// form, whatever the servers behind it also speak).
@@ -230,10 +230,14 @@ fn aggregate(gw: &Gateway, parts: &[Part]) -> (Duration, bool, Vec<String>) {
 }
 
 fn hints(result: &mut Map<String, Value>, ttl: Duration, private: bool, down: Vec<String>) {
-    result.insert("ttlMs".into(), json!(ttl.as_millis() as u64));
+    result.insert(caching::TTL_MS.into(), json!(ttl.as_millis() as u64));
     result.insert(
-        "cacheScope".into(),
-        json!(if private { "private" } else { "public" }),
+        caching::CACHE_SCOPE.into(),
+        json!(if private {
+            caching::SCOPE_PRIVATE
+        } else {
+            caching::SCOPE_PUBLIC
+        }),
     );
     result.insert(
         crate::mcp::mrtr::RESULT_TYPE.into(),
@@ -267,11 +271,7 @@ async fn list(
     let (mut merged, _) = view::merge(&ep.config, kind, &contributions);
     let (ttl, mut private, down) = aggregate(gw, &parts);
     if let (true, Some(auth_rules)) = (ctx.list_filter, gw.auth.as_ref()) {
-        let (_, _, call) = crate::auth::filter::list_shape(kind.method()).unwrap_or((
-            "",
-            "",
-            methods::RESOURCES_READ,
-        ));
+        let call = kind.call();
         let anonymous = crate::auth::Identity::anonymous();
         let who = ctx.identity.as_deref().unwrap_or(&anonymous);
         merged.retain(|m| {
@@ -298,7 +298,7 @@ async fn list(
     result.insert(kind.member().into(), Value::Array(page));
     if end < total {
         let next = cursor::make(&ep.config.path, kind.method(), end, &digest);
-        result.insert("nextCursor".into(), json!(next));
+        result.insert(caching::NEXT_CURSOR.into(), json!(next));
     }
     hints(&mut result, ttl, private, down);
     gw.metrics

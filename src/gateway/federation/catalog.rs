@@ -9,70 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::mcp::methods;
-
-/// The four lists a pool can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    Tools,
-    Prompts,
-    Resources,
-    Templates,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Tools, Kind::Prompts, Kind::Resources, Kind::Templates];
-
-    /// The list method answered with this kind.
-    pub fn of_method(method: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.method() == method)
-    }
-
-    pub fn method(self) -> &'static str {
-        match self {
-            Kind::Tools => methods::TOOLS_LIST,
-            Kind::Prompts => methods::PROMPTS_LIST,
-            Kind::Resources => methods::RESOURCES_LIST,
-            Kind::Templates => methods::RESOURCES_TEMPLATES_LIST,
-        }
-    }
-
-    /// The result member holding the entries.
-    pub fn member(self) -> &'static str {
-        match self {
-            Kind::Tools => "tools",
-            Kind::Prompts => "prompts",
-            Kind::Resources => "resources",
-            Kind::Templates => "resourceTemplates",
-        }
-    }
-
-    /// The entry field that names an entry.
-    pub fn field(self) -> &'static str {
-        match self {
-            Kind::Tools | Kind::Prompts => "name",
-            Kind::Resources => "uri",
-            Kind::Templates => "uriTemplate",
-        }
-    }
-
-    /// The capability (in `server/discover`) that says a server has this list.
-    pub fn capability(self) -> &'static str {
-        match self {
-            Kind::Tools => "tools",
-            Kind::Prompts => "prompts",
-            Kind::Resources | Kind::Templates => "resources",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        self.member()
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
+pub use crate::mcp::lists::Kind;
 
 /// One list (every page, in order) or a `server/discover` result, as received.
 #[derive(Debug, Clone)]
@@ -145,11 +82,11 @@ impl State {
 
 impl PoolCatalog {
     pub fn list(&self, kind: Kind) -> Option<&List> {
-        self.lists[kind.index()].as_ref()
+        self.lists[kind as usize].as_ref()
     }
 
     pub fn set_list(&mut self, kind: Kind, list: Option<List>) {
-        self.lists[kind.index()] = list;
+        self.lists[kind as usize] = list;
     }
 
     pub fn state(&self, now: Instant, keep_stale: Duration) -> State {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::catalog::{Discover, Kind, List, PoolCatalog};
 use crate::gateway::Gateway;
-use crate::mcp::{header, meta, methods, sse, PROTOCOL_VERSION};
+use crate::mcp::{caching, header, meta, methods, sse, PROTOCOL_VERSION};
 
 /// The largest answer read from one request.
 const MAX_ANSWER: usize = 8 * 1024 * 1024;
@@ -179,11 +179,12 @@ fn next_start() -> u64 {
 /// `ttlMs` and `cacheScope` of one result (a missing or negative `ttlMs` counts as 0).
 fn hints(result: &Map<String, Value>) -> (Duration, bool) {
     let ttl = result
-        .get("ttlMs")
+        .get(caching::TTL_MS)
         .and_then(Value::as_i64)
         .unwrap_or(0)
         .max(0) as u64;
-    let private = result.get("cacheScope").and_then(Value::as_str) != Some("public");
+    let private =
+        result.get(caching::CACHE_SCOPE).and_then(Value::as_str) != Some(caching::SCOPE_PUBLIC);
     (Duration::from_millis(ttl), private)
 }
 
@@ -209,7 +210,7 @@ pub async fn list(gw: &Gateway, p: usize, kind: Kind, caller: &Caller) -> Result
                 ))
             }
         }
-        cursor = match page.get("nextCursor") {
+        cursor = match page.get(caching::NEXT_CURSOR) {
             Some(Value::String(c)) if !c.is_empty() => Some(c.clone()),
             _ => {
                 return Ok(List {
