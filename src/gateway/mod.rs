@@ -142,23 +142,7 @@ impl ProxyHttp for Proxy {
 
         // 2. Route on the claims: by the route table, or on a federated endpoint by what the
         //    catalog says each pool serves (`federation::route`).
-        let selected = match gw
-            .federation
-            .as_ref()
-            .and_then(|f| f.endpoint_of(session.req_header().uri.path()))
-        {
-            None => gw
-                .table
-                .select_ref(ctx.method.as_deref(), ctx.name.as_deref()),
-            Some(e) => {
-                match federation::route(&gw, e, ctx.method.as_deref(), ctx.name.as_deref()) {
-                    federation::Decision::Refuse(rej) => {
-                        return refuse_with_id(session, ctx, rej).await
-                    }
-                    decision => Some(federation::enter(ctx, e, decision)),
-                }
-            }
-        };
+        let selected = select_route(&gw, ctx, session.req_header().uri.path());
         let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
             let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
             return refuse_with_id(session, ctx, rej).await;
@@ -340,6 +324,20 @@ impl ProxyHttp for Proxy {
         let headers = &session.req_header().headers;
         finish_request(ctx, status, session.body_bytes_sent(), headers);
     }
+}
+
+/// The route a request takes on its claims (`None`: no route, no default).
+fn select_route(gw: &Gateway, ctx: &mut RequestCtx, path: &str) -> Option<route::RouteRef> {
+    let (method, name) = (ctx.method.as_deref(), ctx.name.as_deref());
+    let Some((fed, e)) = gw
+        .federation
+        .as_ref()
+        .and_then(|f| Some((f, f.endpoint_of(path)?)))
+    else {
+        return gw.table.select_ref(method, name);
+    };
+    let decision = federation::route(gw, fed, e, method, name);
+    Some(federation::enter(ctx, e, decision))
 }
 
 /// A request's end: its instance released, its flow and span closed, and it counted and

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::catalog::Kind;
 use super::view::View;
-use super::{Endpoint, Federated};
+use super::{Endpoint, Federated, Federation};
 use crate::gateway::route::RouteRef;
 use crate::gateway::{Gateway, RequestCtx};
 use crate::mcp::{codes, methods, Rejection};
@@ -21,8 +21,6 @@ pub enum Decision {
     },
     /// The gateway answers (a merged list, `server/discover`), after the body check.
     Answer,
-    /// Refused without an upstream.
-    Refuse(Rejection),
     /// A name the endpoint does not serve: refused without an upstream once the body passed
     /// the header check.
     Unknown(Rejection),
@@ -30,10 +28,13 @@ pub enum Decision {
 
 /// The route of a request on federated endpoint `e`: an explicit route first; then, for the
 /// methods that name their target, the pool the catalog says serves it.
-pub fn route(gw: &Gateway, e: usize, method: Option<&str>, name: Option<&str>) -> Decision {
-    let Some(fed) = gw.federation.as_ref() else {
-        return Decision::Refuse(unknown("", ""));
-    };
+pub fn route(
+    gw: &Gateway,
+    fed: &Federation,
+    e: usize,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Decision {
     let ep = &fed.endpoints[e];
     let explicit = gw.table.index.first_match(&gw.table.routes, method, name);
     let explicit = explicit.map(RouteRef::Index);
@@ -132,7 +133,6 @@ pub fn enter(ctx: &mut RequestCtx, endpoint: usize, decision: Decision) -> Route
             }));
             return RouteRef::Learned(first);
         }
-        Decision::Refuse(_) => unreachable!("refusals are answered before"),
     };
     ctx.federated = Some(Box::new(Federated {
         endpoint,
