@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::config::{EjectionConfig, HealthCheckKind, HealthConfig};
-use crate::mcp::{header, meta, methods, PROTOCOL_VERSION};
+use crate::mcp::{meta, methods, PROTOCOL_VERSION};
 
 /// The health of one instance.
 #[derive(Debug)]
@@ -151,8 +151,8 @@ impl PoolHealth {
     }
 }
 
-/// The `server/discover` request an MCP health check sends.
-fn discover_request(addr: SocketAddr) -> Vec<u8> {
+/// The `server/discover` request an MCP health check sends to `addr` at `endpoint`.
+fn discover_request(addr: SocketAddr, endpoint: &str) -> Vec<u8> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
         methods::DISCOVER,
@@ -160,15 +160,15 @@ fn discover_request(addr: SocketAddr) -> Vec<u8> {
         PROTOCOL_VERSION,
         meta::CLIENT_CAPABILITIES
     );
-    format!(
-        "POST {} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {}\r\nUser-Agent: mcp-edge-health\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        crate::mcp::DEFAULT_ENDPOINT,
-        header::PROTOCOL_VERSION,
-        header::METHOD,
+    let host = addr.to_string();
+    let agent = [("User-Agent", "mcp-edge-health")];
+    super::upstream_h1::oneshot::mcp_post(
+        endpoint,
+        &host,
         methods::DISCOVER,
-        body.len()
+        &agent,
+        body.as_bytes(),
     )
-    .into_bytes()
 }
 
 /// Send `server/discover` on an open connection to `addr` (plain or TLS) and say whether the
@@ -181,13 +181,7 @@ pub(crate) async fn discover_answers_200<S>(
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let mut req = discover_request(addr);
-    if endpoint != crate::mcp::DEFAULT_ENDPOINT {
-        let text = String::from_utf8(req).ok()?;
-        req = text
-            .replacen(crate::mcp::DEFAULT_ENDPOINT, endpoint, 1)
-            .into_bytes();
-    }
+    let req = discover_request(addr, endpoint);
     s.write_all(&req).await.ok()?;
     let mut buf = [0u8; 64];
     let mut got = 0;

@@ -6,8 +6,9 @@ use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
 use super::catalog::{Discover, Kind, List, PoolCatalog};
+use crate::gateway::upstream_h1::oneshot::mcp_post;
 use crate::gateway::Gateway;
-use crate::mcp::{caching, header, meta, methods, sse, PROTOCOL_VERSION};
+use crate::mcp::{caching, meta, methods, sse, PROTOCOL_VERSION};
 
 /// The largest answer read from one request.
 const MAX_ANSWER: usize = 8 * 1024 * 1024;
@@ -35,7 +36,7 @@ fn request(
 }
 
 /// A POST of `body` (a JSON-RPC `method` request) to an instance at the gateway's endpoint
-/// path, with the MCP headers, `Connection: close`, and `headers` (the caller's, for a pool).
+/// path, with `headers` (the caller's, for a pool).
 pub fn http_request(
     gw: &Gateway,
     host: &str,
@@ -43,20 +44,9 @@ pub fn http_request(
     body: &[u8],
     headers: &[(String, String)],
 ) -> Vec<u8> {
-    let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\nUser-Agent: mcp-edge-federation\r\nConnection: close\r\nContent-Length: {}\r\n",
-        gw.config.endpoint,
-        header::PROTOCOL_VERSION,
-        header::METHOD,
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    out
+    let mut extra: Vec<(&str, &str)> = vec![("User-Agent", "mcp-edge-federation")];
+    extra.extend(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    mcp_post(&gw.config.endpoint, host, method, &extra, body)
 }
 
 /// On whose behalf the gateway asks a pool (nobody, for the catalog refresh): the caller's

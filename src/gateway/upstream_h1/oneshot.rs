@@ -9,6 +9,34 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::wire::{decode, parse_head, Decoded, Framing, Head};
 
+/// A whole MCP POST the gateway sends on its own (a health check, a catalog page): the request
+/// line for `path`, `Host`, the JSON and MCP headers for `method`, `extra` headers, `Connection:
+/// close` and the body with its `Content-Length`.
+pub fn mcp_post(
+    path: &str,
+    host: &str,
+    method: &str,
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
+    use crate::mcp::{header, PROTOCOL_VERSION};
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\n",
+        header::PROTOCOL_VERSION,
+        header::METHOD,
+    );
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!(
+        "Connection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    ));
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
 /// A connection the gateway's own calls use (plain TCP or TLS).
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
