@@ -61,6 +61,15 @@ impl Progress {
             _ => None,
         }
     }
+
+    /// The request id of a checked body, taken for the answer (`None`: not checked, or a
+    /// notification).
+    pub fn take_id(&mut self) -> Option<Box<serde_json::value::RawValue>> {
+        match self {
+            Progress::Checked(env) => env.id.take(),
+            _ => None,
+        }
+    }
 }
 
 /// Requests of this process in progress (from their head to the end of their response), so that

@@ -30,10 +30,7 @@ pub(super) async fn check_params(
         return Ok(None);
     };
     shared.metrics.param_refusals.inc();
-    let id = match &mut ctx.progress {
-        crate::gateway::request::Progress::Checked(env) => env.id.take(),
-        _ => None,
-    };
+    let id = ctx.progress.take_id();
     crate::gateway::refuse(session, ctx, rej, id)
         .await
         .map(Some)

@@ -100,10 +100,7 @@ pub async fn respond(
         },
         None => Ok(discover(&gw, e, &auth).await),
     };
-    let id = match &mut ctx.progress {
-        crate::gateway::request::Progress::Checked(env) => env.id.take(),
-        _ => None,
-    };
+    let id = ctx.progress.take_id();
     match result {
         Ok(result) => {
             let raw = id.as_deref().map_or("null", |i| i.get());

@@ -26,7 +26,7 @@ pub async fn on_checked(
         return Ok(None);
     };
     if let Some(rej) = f.refuse {
-        let id = ctx.progress.envelope().and_then(|e| e.id.clone());
+        let id = ctx.progress.take_id();
         return crate::gateway::refuse(session, ctx, rej, id)
             .await
             .map(Some);
@@ -55,7 +55,7 @@ pub async fn on_checked(
             "not-renamable",
             "A call to a prefixed name cannot be a protocol upgrade",
         );
-        let id = ctx.progress.envelope().and_then(|e| e.id.clone());
+        let id = ctx.progress.take_id();
         return crate::gateway::refuse(session, ctx, rej, id)
             .await
             .map(Some);
@@ -73,7 +73,7 @@ pub async fn on_checked(
                 "unnamed",
                 "The request names no tool or prompt in its body",
             );
-            let id = ctx.progress.envelope().and_then(|e| e.id.clone());
+            let id = ctx.progress.take_id();
             crate::gateway::refuse(session, ctx, rej, id)
                 .await
                 .map(Some)
