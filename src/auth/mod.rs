@@ -15,6 +15,7 @@
 pub mod answer;
 pub mod fetch;
 pub mod filter;
+mod forward;
 mod identity;
 pub mod introspect;
 pub mod jwt;
@@ -29,18 +30,12 @@ use crate::config::Config;
 use crate::gateway::route::RouteRef;
 use crate::mcp::header::bearer_token;
 pub use answer::Refusal;
+pub use forward::HeaderEdit;
 pub use identity::Identity;
 use jwt::{Policy, TokenError};
 use keys::KeyStore;
 use metrics::AuthMetrics;
 use rules::{Decision, Rules};
-
-/// One change to the upstream request's headers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HeaderEdit {
-    Remove(http::HeaderName),
-    Set(http::HeaderName, http::HeaderValue),
-}
 
 /// The auth stage of one gateway generation (rebuilt on reload; the key store carries over
 /// when `auth.jwks` did not change).
@@ -361,33 +356,6 @@ impl Auth {
                 .rules
                 .decide(Some(call_method), Some(name), id)
                 .allowed()
-    }
-
-    /// The identity headers this resource server sets on upstream requests (`auth.forward.headers`).
-    pub fn asserted_headers(&self) -> impl Iterator<Item = &http::HeaderName> {
-        self.forward.iter().map(|(h, _)| h)
-    }
-
-    /// The header changes for the upstream request: `Authorization` removed unless `pool` is
-    /// marked as the token's audience; the identity headers removed, then set from the token.
-    pub fn upstream_edits(&self, id: Option<&Identity>, pool: &str) -> Vec<HeaderEdit> {
-        let mut out = Vec::new();
-        if !self.config.forward.token_to_pools.iter().any(|p| p == pool) {
-            out.push(HeaderEdit::Remove(http::header::AUTHORIZATION));
-        }
-        for (h, claim) in &self.forward {
-            out.push(HeaderEdit::Remove(h.clone()));
-            let Some(id) = id else { continue };
-            let text = match claim.as_str() {
-                "principal" => Some(id.subject.clone()),
-                "scope" => Some(id.scopes.join(" ")),
-                c => id.claim_text(c),
-            };
-            if let Some(v) = text.and_then(|t| http::HeaderValue::from_str(&t).ok()) {
-                out.push(HeaderEdit::Set(h.clone(), v));
-            }
-        }
-        out
     }
 }
 
