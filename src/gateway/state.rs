@@ -173,12 +173,8 @@ impl Gateway {
         )?;
         let asserted = asserted_headers(&config, auth.as_ref());
         let key_headers = config.key_headers();
-        let federation = super::federation::Federation::build(&config, &table);
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
-        for p in federation.iter().flat_map(|f| f.pools()) {
-            // A reload (or the start) refreshes every federated pool at once.
-            catalogs.due_at(&table.pools[p], std::time::Instant::now());
-        }
+        let federation = super::federation::Federation::build(&config, &table, &catalogs);
         Ok(Gateway {
             federation,
             catalogs,

@@ -65,7 +65,9 @@ pub struct Endpoint {
 }
 
 impl Federation {
-    pub fn build(config: &Config, table: &RouteTable) -> Option<Federation> {
+    /// The endpoints of `config`; every pool they federate is due for a refresh at once in
+    /// `catalogs` (the start, or a reload).
+    pub fn build(config: &Config, table: &RouteTable, catalogs: &Store) -> Option<Federation> {
         let f = config.federation.as_ref()?;
         let index = |p: &String| {
             table
@@ -83,10 +85,14 @@ impl Federation {
                 view: ArcSwap::from_pointee(View::unbuilt()),
             })
             .collect();
-        Some(Federation {
+        let fed = Federation {
             endpoints,
             catalog: f.catalog.clone(),
-        })
+        };
+        for p in fed.pools() {
+            catalogs.due_at(&table.pools[p], Instant::now());
+        }
+        Some(fed)
     }
 
     /// The federated endpoint at `path`.
