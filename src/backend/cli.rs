@@ -60,6 +60,13 @@ pub struct BackendArgs {
     /// How long an issued requestState stays valid, e.g. 30s, 10m, 1h.
     #[arg(long, default_value = "10m", value_parser = crate::config::parse_duration)]
     pub state_ttl: Duration,
+    /// Answer every request this much later: a slow instance, to see balancing at work.
+    #[arg(long, default_value = "0s", value_parser = crate::config::parse_duration)]
+    pub delay: Duration,
+    /// Answer tools/call of one tool later again, `TOOL=DURATION` (repeatable): tools of mixed
+    /// latency.
+    #[arg(long = "tool-delay", value_name = "TOOL=DURATION", value_parser = parse_tool_delay)]
+    pub tool_delay: Vec<(String, Duration)>,
     /// An Origin allowed to call the server besides localhost ones (repeatable; `*` = any).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -67,6 +74,13 @@ pub struct BackendArgs {
     /// loopback, other Host names are refused (DNS rebinding protection).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
+}
+
+fn parse_tool_delay(s: &str) -> Result<(String, Duration), String> {
+    let (tool, d) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: write TOOL=DURATION, e.g. echo=20ms"))?;
+    Ok((tool.trim().to_string(), crate::config::parse_duration(d)?))
 }
 
 fn read_key_file(path: &PathBuf, what: &str) -> anyhow::Result<StateKey> {
@@ -126,6 +140,8 @@ impl BackendArgs {
             task_ttl: self.task_ttl,
             store: self.store.clone(),
             principal_header: self.principal_header.clone(),
+            delay: self.delay,
+            tool_delays: self.tool_delay.clone(),
             ..PoolOptions::local(0)
         })
     }

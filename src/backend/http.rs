@@ -71,9 +71,27 @@ pub struct Shared {
     pub principal_header: Option<http::HeaderName>,
     pub shutdown: watch::Receiver<bool>,
     pub body_limit: usize,
+    /// Added to every answer ([`super::PoolOptions::delay`]).
+    pub delay: Duration,
+    /// Added to `tools/call` answers of these tools.
+    pub tool_delays: Vec<(String, Duration)>,
 }
 
 impl Shared {
+    /// How long to hold the answer to a request of `method` on `name` (`--delay`,
+    /// `--tool-delay`).
+    pub fn delay_for(&self, method: &str, name: Option<&str>) -> Duration {
+        let tool = (method == crate::mcp::methods::TOOLS_CALL)
+            .then(|| {
+                self.tool_delays
+                    .iter()
+                    .find(|(t, _)| Some(t.as_str()) == name)
+            })
+            .flatten()
+            .map_or(Duration::ZERO, |(_, d)| *d);
+        self.delay + tool
+    }
+
     /// The principal of a request: SHA-256 of the bearer token, or, with a principal header
     /// configured, of that header's one value (`anonymous` when it is absent or repeated).
     pub fn principal(&self, headers: &HeaderMap) -> String {
@@ -299,6 +317,10 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
         *r.status_mut() = StatusCode::ACCEPTED;
         return r;
     };
+    let delay = shared.delay_for(env.method.as_deref().unwrap_or(""), env.name.as_deref());
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     super::dispatch::dispatch(inst, &parts.headers, &env, params, id).await
 }
 

@@ -72,6 +72,10 @@ pub struct PoolOptions {
     /// Take the caller's identity from this header (e.g. `x-mcp-edge-subject`, set by a
     /// gateway that verified the caller) instead of the bearer token.
     pub principal_header: Option<String>,
+    /// Answer every request this much later (a slow instance, for balancing benchmarks).
+    pub delay: Duration,
+    /// Answer `tools/call` of these tools this much later again (tools of mixed latency).
+    pub tool_delays: Vec<(String, Duration)>,
 }
 
 impl PoolOptions {
@@ -91,6 +95,8 @@ impl PoolOptions {
             task_ttl: tasks::DEFAULT_TTL,
             store: "memory".into(),
             principal_header: None,
+            delay: Duration::ZERO,
+            tool_delays: Vec::new(),
         }
     }
 
@@ -172,6 +178,8 @@ impl Pool {
             tasks: tasks::TaskStore::new(opts.task_ttl),
             shutdown: shutdown_rx.clone(),
             body_limit: opts.body_limit,
+            delay: opts.delay,
+            tool_delays: opts.tool_delays.clone(),
         });
         let instances: Vec<Arc<Instance>> = ids
             .iter()

@@ -41,12 +41,15 @@ impl Config {
         );
         let _ = writeln!(out, "\npools");
         for (name, p) in &self.pools {
-            let policy = match p.balance {
-                Balance::RoundRobin => "round_robin".to_string(),
+            let mut policy = match p.balance {
                 Balance::Hash => {
                     format!("hash on {}", p.hash_key.clone().unwrap_or(HashKey::McpName))
                 }
+                other => other.label().to_string(),
             };
+            if let Some(b) = p.load_bound {
+                policy.push_str(&format!(", bound {b}"));
+            }
             let _ = writeln!(out, "  {name:<12} {policy:<24} {}", p.instances.join(", "));
             let h = &p.health;
             let check = match h.check {
@@ -59,6 +62,14 @@ impl Config {
                 "  {:<12} health: {check}; eject after {} failures",
                 "", p.ejection.consecutive_failures
             );
+            if !p.weights.is_empty() || !p.slow_start.is_zero() {
+                let w: Vec<String> = p.weights.iter().map(|(i, w)| format!("{i}={w}")).collect();
+                let ramp = match p.slow_start.is_zero() {
+                    true => "no slow start".to_string(),
+                    false => format!("slow start over {:?}", p.slow_start),
+                };
+                let _ = writeln!(out, "  {:<12} weights: {}; {ramp}", "", w.join(" "));
+            }
         }
         let _ = writeln!(out, "\nroutes (first match wins)");
         let _ = writeln!(

@@ -1,6 +1,7 @@
 //! `pools:` and `retries:`: the upstream instances of each pool, how requests are balanced over
-//! them (round robin or consistent hash and its key), active health checks, passive ejection,
-//! and which failed requests are tried on another instance.
+//! them (round robin, least loaded, or consistent hash with its key and load bound; weights and
+//! slow start), active health checks, passive ejection, and which failed requests are tried on
+//! another instance.
 
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -18,6 +19,22 @@ pub struct PoolConfig {
     /// With `balance: hash`: `mcp-name` (default), `principal` or `header:<name>`.
     #[serde(default)]
     pub hash_key: Option<HashKey>,
+    /// With `balance: hash`: no instance takes more than `(1 + load_bound)` times the pool's
+    /// average in-flight load; a key whose home is over it goes to the next instance on the
+    /// ring until the home drains (consistent hashing with bounded loads). Off when absent.
+    #[serde(default)]
+    pub load_bound: Option<f64>,
+    /// With `balance: least_loaded`: the time constant of the latency average (how fast a
+    /// slow spell is forgotten, and an instance that got no traffic since is tried again).
+    #[serde(default = "d_latency_decay", with = "humantime_serde_compat")]
+    pub latency_decay: Duration,
+    /// Relative weight of instances (by their `host:port` as listed); unlisted ones weigh 1.
+    #[serde(default)]
+    pub weights: std::collections::BTreeMap<String, u32>,
+    /// A new instance (added on reload) or one back from down or ejected takes a share that
+    /// grows linearly from 10% to its full share over this window. `0s` (the default) is off.
+    #[serde(default, with = "humantime_serde_compat")]
+    pub slow_start: Duration,
     /// Active health checks.
     #[serde(default)]
     pub health: HealthConfig,
@@ -98,6 +115,9 @@ impl Default for EjectionConfig {
     }
 }
 
+fn d_latency_decay() -> Duration {
+    Duration::from_secs(10)
+}
 fn d_health_interval() -> Duration {
     Duration::from_secs(2)
 }
@@ -124,6 +144,19 @@ pub enum Balance {
     RoundRobin,
     /// Consistent hashing (ketama): adding or removing one of N instances moves about 1/N keys.
     Hash,
+    /// The better of two random instances by in-flight requests times a peak-sensitive
+    /// moving average of latency (power of two choices): slow instances get less.
+    LeastLoaded,
+}
+
+impl Balance {
+    pub fn label(self) -> &'static str {
+        match self {
+            Balance::RoundRobin => "round_robin",
+            Balance::Hash => "hash",
+            Balance::LeastLoaded => "least_loaded",
+        }
+    }
 }
 
 /// What a `hash` pool shards on.

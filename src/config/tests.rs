@@ -168,3 +168,30 @@ fn a_missing_key_points_at_the_section_that_should_hold_it() {
     let text = "pools:\n  default:\n    instances: [127.0.0.1:7001]\n    hash_key: principal\n";
     expect_at(&err(text), 4, 15, "pools.default.hash_key", "balance: hash");
 }
+
+#[test]
+fn balancing_keys_are_checked_with_their_fix() {
+    let pool = |extra: &str| {
+        format!(
+            "pools:\n  default:\n    instances: [127.0.0.1:7001, 127.0.0.1:7002]\n{extra}default_route: {{pool: default}}\n"
+        )
+    };
+    let e = err(&pool("    load_bound: 0.25\n"));
+    assert!(e.message.contains("only used with `balance: hash`"), "{e}");
+    assert_eq!(e.line, Some(4), "{e}");
+    let e = err(&pool("    balance: hash\n    load_bound: 0\n"));
+    assert!(e.message.contains("e.g. 0.25"), "{e}");
+    let e = err(&pool("    weights: {\"127.0.0.1:7009\": 2}\n"));
+    assert!(e.message.contains("127.0.0.1:7001, 127.0.0.1:7002"), "{e}");
+    let e = err(&pool("    weights: {\"127.0.0.1:7001\": 0}\n"));
+    assert!(e.message.contains("from 1 to 1000"), "{e}");
+    let e = err(&pool("    balance: hash\n    slow_start: 30s\n"));
+    assert!(e.message.contains("add load_bound"), "{e}");
+    let e = err(&pool("    balance: least_loaded\n    latency_decay: 1ms\n"));
+    assert!(e.message.contains("at least 100ms"), "{e}");
+    let ok = pool(
+        "    balance: least_loaded\n    weights: {\"127.0.0.1:7002\": 3}\n    slow_start: 30s\n",
+    );
+    let c = Config::parse(&ok, "t.yaml").unwrap();
+    assert_eq!(c.pools["default"].balance, Balance::LeastLoaded);
+}

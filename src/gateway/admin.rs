@@ -47,6 +47,7 @@ impl ServeHttp for AdminApp {
             "/metrics" => {
                 gw.sweep_flows();
                 super::federation::refresh::publish(&gw);
+                gw.metrics.balance.publish(&gw.pools);
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
             "/catalog" => text(200, "application/json", super::federation::report::catalog_json(&gw)),

@@ -66,18 +66,25 @@ pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
 pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
-    let (idx, task_route) = pool.pick_request(
+    let picked = pool.pick_request(
         ctx.method.as_deref(),
         ctx.name.as_deref(),
         headers,
         ctx.identity.as_deref(),
         ctx.tried,
     );
-    if let Some(r) = task_route {
+    if let Some(r) = picked.task {
         let labels = [pool.name.as_str(), r.label()];
         gw.metrics.task_routing.with_label_values(&labels).inc();
     }
-    let idx = idx.ok_or_else(|| {
+    if picked.moved {
+        gw.metrics
+            .balance
+            .moved
+            .with_label_values(&[&pool.name])
+            .inc();
+    }
+    let idx = picked.index.ok_or_else(|| {
         let msg = format!("pool {} has no usable instance left", pool.name);
         Error::explain(ErrorType::ConnectNoRoute, msg)
     })?;
@@ -86,6 +93,8 @@ pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPee
     ctx.tried.add(idx);
     ctx.upstream_since = Some(Instant::now());
     gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
+    pool.loads[idx].begin();
+    ctx.loading = true;
     let inst = &pool.instances[idx];
     let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
     Ok(peer(base, &gw.config.timeouts))

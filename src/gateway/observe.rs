@@ -92,6 +92,8 @@ pub struct Metrics {
     /// Concurrency-limit metrics ([`super::concurrency`]).
     pub concurrency: super::concurrency::ConcurrencyMetrics,
     pub federation: super::federation::FederationMetrics,
+    /// The balancer's view of each instance ([`super::balance::metrics`]).
+    pub balance: super::balance::metrics::BalanceMetrics,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -174,6 +176,7 @@ impl Metrics {
             flows: super::flows::FlowMetrics::register(&registry)?,
             concurrency: super::concurrency::ConcurrencyMetrics::register(&registry)?,
             federation: super::federation::FederationMetrics::register(&registry)?,
+            balance: super::balance::metrics::BalanceMetrics::register(&registry)?,
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),
@@ -216,6 +219,7 @@ impl Metrics {
         let _ = self.upstream_duration.remove_label_values(&labels);
         let _ = self.upstream_up.remove_label_values(&labels);
         let _ = self.upstream_ejections.remove_label_values(&labels);
+        self.balance.forget(pool, instance);
         for kind in UPSTREAM_ERROR_KINDS {
             let _ = self
                 .upstream_errors

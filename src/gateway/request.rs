@@ -107,6 +107,8 @@ pub struct RequestCtx {
     pub tried: Tried,
     /// When the current instance was chosen, while a request is in flight to it.
     pub upstream_since: Option<Instant>,
+    /// The request counts in its instance's load ([`super::balance::InstanceLoad`]).
+    pub loading: bool,
     /// The gateway's own answer: a refusal, or the error an upstream failure got.
     pub answer: Option<Refusal>,
     /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
@@ -152,6 +154,7 @@ impl RequestCtx {
             instance: None,
             tried: Tried::default(),
             upstream_since: None,
+            loading: false,
             answer: None,
             extra_headers: Vec::new(),
             scanner: None,
@@ -185,8 +188,17 @@ impl RequestCtx {
 
     /// The request no longer occupies its instance (finished, or moving to another one).
     pub fn release_instance(&mut self) {
+        self.release_load();
         if let (Some(idx), Some(_)) = (self.instance, self.upstream_since.take()) {
             self.gw.upstream_metrics(self.pool, idx).in_flight.dec();
+        }
+    }
+
+    /// The request no longer costs its instance in the balancer's eyes (finished, moving, or
+    /// a stream that idles the instance: [`crate::mcp::methods::holds_open`]).
+    pub fn release_load(&mut self) {
+        if let (Some(idx), true) = (self.instance, std::mem::take(&mut self.loading)) {
+            self.gw.pools[self.pool].loads[idx].end();
         }
     }
 }

@@ -22,9 +22,20 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
     if let Some(idx) = ctx.instance {
         let pool = &gw.pools[ctx.pool];
         if let Some(since) = ctx.upstream_since {
+            let took = since.elapsed();
             gw.upstream_metrics(ctx.pool, idx)
                 .duration
-                .observe(since.elapsed().as_secs_f64());
+                .observe(took.as_secs_f64());
+            // The balancer's view: a stream that stays open costs its instance nothing more.
+            if ctx
+                .method
+                .as_deref()
+                .is_some_and(crate::mcp::methods::holds_open)
+            {
+                ctx.release_load();
+            } else {
+                pool.loads[idx].observe(took, super::balance::load::now_ns(), pool.decay);
+            }
         }
         if let Some(name) = &gw.upstream_header {
             // The gateway names the instance: no spelling of the name from the upstream stays.

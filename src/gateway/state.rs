@@ -87,6 +87,7 @@ impl Gateway {
             if let Some(health) = kept {
                 pool.health = health;
             }
+            pool.adopt_loads(previous.and_then(|p| p.pools.iter().find(|o| &o.name == name)));
             pools.push(pool);
         }
         let upstream_header = config
@@ -218,6 +219,7 @@ impl Gateway {
     /// Record a change of an instance's health: metrics and a log line.
     pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
         let p = &self.pools[pool];
+        p.on_health(i, change);
         let inst = &p.instances[i].name;
         match change {
             health::Change::None => return,

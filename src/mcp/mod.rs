@@ -88,6 +88,12 @@ pub mod methods {
     pub const ROOTS_LIST: &str = "roots/list";
     pub const INITIALIZE: &str = "initialize";
 
+    /// Whether a request of `method` is answered with a stream that stays open while the
+    /// server idles (so its duration says nothing of the server's work).
+    pub fn holds_open(method: &str) -> bool {
+        method == SUBSCRIPTIONS_LISTEN
+    }
+
     /// Client methods a gateway may see: revision 2026-07-28, the Tasks extension, and the
     /// 2025-era ones old clients still send. Metrics give each its own label value.
     pub const KNOWN: &[&str] = &[

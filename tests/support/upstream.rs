@@ -60,10 +60,13 @@ pub struct Log {
 /// N recording upstream instances. Each answers a POST with JSON describing what it got:
 /// `{"instance":i,"len":n,"sha256":"…","id":<raw id>}`. Request headers steer it:
 /// `x-test-sse: N` streams N events 200 ms apart; `x-test-status: 202` answers that status with
-/// no body; `x-test-close: 1` drops the connection without answering.
+/// no body; `x-test-close: 1` drops the connection without answering. [`Upstreams::set_delay`]
+/// makes one instance answer later (a slow instance).
 pub struct Upstreams {
     pub addrs: Vec<SocketAddr>,
     pub log: Arc<Mutex<Log>>,
+    /// Milliseconds each instance waits before answering a request it logs.
+    delays: Arc<Vec<std::sync::atomic::AtomicU64>>,
     _background: Background,
 }
 
@@ -75,19 +78,27 @@ impl Upstreams {
             .collect();
         let addrs = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
         let log2 = log.clone();
+        let delays: Arc<Vec<std::sync::atomic::AtomicU64>> =
+            Arc::new((0..n).map(|_| Default::default()).collect());
+        let delays2 = delays.clone();
         let background = Background::start(move || async move {
             for (i, l) in listeners.into_iter().enumerate() {
                 l.set_nonblocking(true).unwrap();
                 let l = tokio::net::TcpListener::from_std(l).unwrap();
                 let log = log2.clone();
+                let delays = delays2.clone();
                 tokio::spawn(async move {
                     loop {
                         let Ok((stream, peer)) = l.accept().await else {
                             return;
                         };
                         let log = log.clone();
+                        let delays = delays.clone();
                         tokio::spawn(async move {
-                            let svc = service_fn(move |req| handle(i, peer, req, log.clone()));
+                            let svc = service_fn(move |req| {
+                                let ms = delays[i].load(std::sync::atomic::Ordering::Relaxed);
+                                handle(i, peer, req, log.clone(), ms)
+                            });
                             let _ = hyper::server::conn::http1::Builder::new()
                                 .serve_connection(TokioIo::new(stream), svc)
                                 .await;
@@ -99,8 +110,15 @@ impl Upstreams {
         Upstreams {
             addrs,
             log,
+            delays,
             _background: background,
         }
+    }
+
+    /// Instance `i` answers each request it logs `delay` later (from the next request on).
+    pub fn set_delay(&self, i: usize, delay: Duration) {
+        let ms = delay.as_millis() as u64;
+        self.delays[i].store(ms, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -123,6 +141,7 @@ async fn handle(
     peer: SocketAddr,
     req: hyper::Request<hyper::body::Incoming>,
     log: Arc<Mutex<Log>>,
+    delay_ms: u64,
 ) -> Result<hyper::Response<BoxBody>, std::io::Error> {
     let (parts, body) = req.into_parts();
     let body = body
@@ -150,6 +169,9 @@ async fn handle(
         headers: parts.headers.clone(),
         body: body.clone(),
     });
+    if delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
     if hv("x-test-close").is_some() {
         return Err(std::io::Error::other("closing on purpose"));
     }

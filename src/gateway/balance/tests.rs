@@ -23,17 +23,24 @@ fn param_keys_hash_the_decoded_value() {
 }
 use std::collections::HashMap;
 
-fn pool(n: usize, balance: Balance, key: Option<HashKey>) -> Pool {
-    let cfg = PoolConfig {
+fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
+    PoolConfig {
         instances: (0..n).map(|i| format!("127.0.0.1:{}", 7001 + i)).collect(),
         balance,
         hash_key: key,
+        load_bound: None,
+        weights: Default::default(),
+        slow_start: Duration::ZERO,
+        latency_decay: load::DECAY,
         health: Default::default(),
         ejection: Default::default(),
         tls: None,
         http: Default::default(),
-    };
-    Pool::build("p", &cfg, None).unwrap()
+    }
+}
+
+fn pool(n: usize, balance: Balance, key: Option<HashKey>) -> Pool {
+    Pool::build("p", &cfg(n, balance, key), None).unwrap()
 }
 
 #[test]
@@ -78,7 +85,7 @@ fn hash_is_stable_spreads_and_moves_about_one_nth() {
 #[test]
 fn excluding_tried_instances_finds_another_and_then_none() {
     let h = http::HeaderMap::new();
-    for balance in [Balance::RoundRobin, Balance::Hash] {
+    for balance in [Balance::RoundRobin, Balance::Hash, Balance::LeastLoaded] {
         let p = pool(3, balance, None);
         let mut tried = Tried::default();
         for _ in 0..3 {
@@ -95,7 +102,7 @@ fn excluding_tried_instances_finds_another_and_then_none() {
 fn task_requests_go_to_the_owner_named_by_their_id() {
     use crate::mcp::tasks::mint_task_id;
     let h = http::HeaderMap::new();
-    for balance in [Balance::RoundRobin, Balance::Hash] {
+    for balance in [Balance::RoundRobin, Balance::Hash, Balance::LeastLoaded] {
         let p = pool(3, balance, None);
         for (i, inst) in p.instances.iter().enumerate() {
             for hint in &inst.task_hints {
@@ -103,24 +110,30 @@ fn task_requests_go_to_the_owner_named_by_their_id() {
                 for m in ["tasks/get", "tasks/update", "tasks/cancel"] {
                     for _ in 0..5 {
                         let got = p.pick_request(Some(m), Some(&id), &h, None, Tried::default());
-                        assert_eq!(got, (Some(i), Some(TaskRoute::Owner)), "{m} {id}");
+                        assert_eq!(got.index, Some(i), "{m} {id}");
+                        assert_eq!(got.task, Some(TaskRoute::Owner), "{m} {id}");
                     }
                 }
                 // Once the owner was tried (it could not be reached), no other instance.
                 let mut tried = Tried::default();
                 tried.add(i);
                 let got = p.pick_request(Some("tasks/get"), Some(&id), &h, None, tried);
-                assert_eq!(got, (None, Some(TaskRoute::OwnerUnreachable)));
+                assert_eq!(got.index, None);
+                assert_eq!(got.task, Some(TaskRoute::OwnerUnreachable));
                 // The same name on another method is balanced as usual.
                 assert_eq!(
                     p.pick_request(Some("tools/call"), Some(&id), &h, None, tried)
-                        .1,
+                        .task,
                     None
                 );
             }
         }
         let foreign = mint_task_id(&owner_hint("10.9.9.9:1"));
-        let (idx, route) = p.pick_request(
+        let Picked {
+            index: idx,
+            task: route,
+            ..
+        } = p.pick_request(
             Some("tasks/get"),
             Some(&foreign),
             &h,
@@ -129,7 +142,11 @@ fn task_requests_go_to_the_owner_named_by_their_id() {
         );
         assert!(idx.is_some());
         assert_eq!(route, Some(TaskRoute::UnknownOwner));
-        let (idx, route) = p.pick_request(
+        let Picked {
+            index: idx,
+            task: route,
+            ..
+        } = p.pick_request(
             Some("tasks/get"),
             Some("plain-id"),
             &h,
@@ -166,4 +183,172 @@ fn principal_and_header_keys() {
     let none = http::HeaderMap::new();
     let picks: std::collections::HashSet<_> = (0..50).map(|_| p.pick(None, &none)).collect();
     assert!(picks.len() > 1);
+}
+
+/// Simulate `picks` requests with `window` of them in flight at once (each pick starts one and
+/// ends the oldest beyond the window), keyed by `key(n)`; returns the picks per instance and the
+/// most any instance ever had in flight.
+fn simulate(
+    p: &Pool,
+    picks: usize,
+    window: usize,
+    key: impl Fn(usize) -> String,
+    mut on_pick: impl FnMut(usize, usize, &Pool),
+) -> Vec<usize> {
+    let h = http::HeaderMap::new();
+    let mut open = std::collections::VecDeque::new();
+    let mut got = vec![0; p.instances.len()];
+    for n in 0..picks {
+        let k = key(n);
+        let i = p.pick(Some(&k), &h).unwrap();
+        p.loads[i].begin();
+        on_pick(n, i, p);
+        got[i] += 1;
+        open.push_back(i);
+        if open.len() > window {
+            p.loads[open.pop_front().unwrap()].end();
+        }
+    }
+    for i in open {
+        p.loads[i].end();
+    }
+    got
+}
+
+#[test]
+fn least_loaded_avoids_a_slow_instance_and_a_busy_one() {
+    let p = pool(3, Balance::LeastLoaded, None);
+    let now = load::now_ns();
+    for (i, ms) in [(0, 1), (1, 1), (2, 10)] {
+        p.loads[i].observe(Duration::from_millis(ms), now, p.decay);
+    }
+    let got = simulate(&p, 3000, 6, |_| String::new(), |_, _, _| {});
+    assert!(got[2] < 150, "the 10x slower instance took {got:?}");
+    assert!(got[0] > 1200 && got[1] > 1200, "{got:?}");
+    // Equal latencies: in-flight decides, so a stuck instance (requests never finishing) is
+    // left alone once it holds more than the others.
+    let p = pool(3, Balance::LeastLoaded, None);
+    (0..20).for_each(|_| p.loads[1].begin());
+    let got = simulate(&p, 1000, 4, |_| String::new(), |_, _, _| {});
+    assert_eq!(got[1], 0, "{got:?}");
+}
+
+#[test]
+fn weights_scale_each_share() {
+    let mut c = cfg(3, Balance::RoundRobin, None);
+    c.weights.insert("127.0.0.1:7001".into(), 3);
+    let p = Pool::build("p", &c, None).unwrap();
+    let got = simulate(&p, 500, 1, |_| String::new(), |_, _, _| {});
+    assert_eq!(got, [300, 100, 100]);
+    c.balance = Balance::LeastLoaded;
+    let p = Pool::build("p", &c, None).unwrap();
+    let got = simulate(&p, 5000, 10, |_| String::new(), |_, _, _| {});
+    assert!(got[0] > 2 * got[1] && got[0] > 2 * got[2], "{got:?}");
+    c.balance = Balance::Hash;
+    let p = Pool::build("p", &c, None).unwrap();
+    let got = simulate(&p, 5000, 1, |n| format!("k{n}"), |_, _, _| {});
+    assert!(got[0] > 2 * got[1] && got[0] > 2 * got[2], "{got:?}");
+}
+
+/// A Zipf(1.1) draw over `n` keys from a uniform `u` in [0, 1).
+fn zipf(n: usize, u: f64) -> usize {
+    let w: Vec<f64> = (1..=n).map(|k| 1.0 / (k as f64).powf(1.1)).collect();
+    let total: f64 = w.iter().sum();
+    let mut acc = 0.0;
+    for (k, x) in w.iter().enumerate() {
+        acc += x / total;
+        if u < acc {
+            return k;
+        }
+    }
+    n - 1
+}
+
+#[test]
+fn bounded_hashing_caps_every_instance_and_keeps_most_keys_home() {
+    use rand::{Rng, SeedableRng};
+    let mut c = cfg(3, Balance::Hash, None);
+    let unbounded = Pool::build("p", &c, None).unwrap();
+    c.load_bound = Some(0.25);
+    let bounded = Pool::build("p", &c, None).unwrap();
+    let keys: Vec<String> = {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        (0..6000)
+            .map(|_| format!("tool_{}", zipf(200, rng.gen())))
+            .collect()
+    };
+    let window = 24;
+    let h = http::HeaderMap::new();
+    let home = |k: &str| unbounded.pick(Some(k), &h);
+    let run = |p: &Pool| {
+        let (mut worst, mut stayed) = (0, 0);
+        simulate(
+            p,
+            keys.len(),
+            window,
+            |n| keys[n].clone(),
+            |n, i, p| {
+                worst = worst.max(p.loads[i].in_flight());
+                stayed += usize::from(home(&keys[n]) == Some(i));
+            },
+        );
+        (worst, stayed as f64 / keys.len() as f64)
+    };
+    let (free, _) = run(&unbounded);
+    let (capped, stayed) = run(&bounded);
+    // 25 in flight counting the new one: ceil(1.25 × 25 / 3) = 11.
+    assert!(capped <= 11, "bounded pool let one instance hold {capped}");
+    assert!(
+        free > 14,
+        "the skew should overload one instance unbounded ({free})"
+    );
+    assert!(stayed > 0.6, "only {stayed} of the keys stayed home");
+    // With nothing in flight every key is home.
+    assert!(keys.iter().all(|k| bounded.pick(Some(k), &h) == home(k)));
+}
+
+#[test]
+fn a_key_moves_off_a_full_home_and_comes_back_when_it_drains() {
+    let mut c = cfg(3, Balance::Hash, None);
+    c.load_bound = Some(0.25);
+    let p = Pool::build("p", &c, None).unwrap();
+    let h = http::HeaderMap::new();
+    let home = p.pick(Some("hot"), &h).unwrap();
+    // The home holds 5 of 6 in flight: over ceil(1.25 × 7 / 3) = 3.
+    (0..5).for_each(|_| p.loads[home].begin());
+    p.loads[(home + 1) % 3].begin();
+    let picked = p.pick_request(Some("tools/call"), Some("hot"), &h, None, Tried::default());
+    assert!(picked.moved);
+    assert_ne!(picked.index, Some(home));
+    (0..5).for_each(|_| p.loads[home].end());
+    let picked = p.pick_request(Some("tools/call"), Some("hot"), &h, None, Tried::default());
+    assert_eq!((picked.index, picked.moved), (Some(home), false));
+}
+
+#[test]
+fn slow_start_ramps_an_instance_added_on_reload() {
+    let two = Pool::build("p", &cfg(2, Balance::RoundRobin, None), None).unwrap();
+    let mut c = cfg(3, Balance::RoundRobin, None);
+    c.slow_start = Duration::from_secs(60);
+    let mut three = Pool::build("p", &c, None).unwrap();
+    three.adopt_loads(Some(&two));
+    assert!(
+        Arc::ptr_eq(&three.loads[0], &two.loads[0]),
+        "kept instances keep their load"
+    );
+    let got = simulate(&three, 3000, 1, |_| String::new(), |_, _, _| {});
+    assert!(got[2] > 0 && got[2] < 300, "the new instance took {got:?}");
+    // At the end of the window it takes its full share (a window already over).
+    c.slow_start = Duration::from_nanos(1);
+    let mut three = Pool::build("p", &c, None).unwrap();
+    three.adopt_loads(Some(&two));
+    let got = simulate(&three, 3000, 1, |_| String::new(), |_, _, _| {});
+    assert_eq!(got, [1000, 1000, 1000]);
+    // A recovered instance ramps too (least-loaded: its score is divided by the ramp).
+    c.balance = Balance::LeastLoaded;
+    c.slow_start = Duration::from_secs(60);
+    let p = Pool::build("p", &c, None).unwrap();
+    p.on_health(1, crate::gateway::health::Change::CameUp);
+    let got = simulate(&p, 3000, 6, |_| String::new(), |_, _, _| {});
+    assert!(got[1] < got[0] / 2 && got[1] < got[2] / 2, "{got:?}");
 }

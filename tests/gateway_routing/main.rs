@@ -1,8 +1,12 @@
 //! Routing and balancing over real sockets: routes pick pools by method and (decoded) name,
 //! consistent hashing keeps a key on one instance, round robin spreads, connect failures move on
-//! to another instance, and the instance header can be renamed or turned off.
+//! to another instance, and the instance header can be renamed or turned off; load-aware
+//! balancing ([`balance`]): least-loaded, bounded hashing, slow start.
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod balance;
 
 use mcp_edge::gateway::RunningGateway;
 use std::collections::{HashMap, HashSet};

@@ -1,0 +1,106 @@
+//! The three selectors of a pool, as methods of [`Pool`]: least-loaded (power of two
+//! choices), round robin (with slow start's skips) and consistent hashing (with the load
+//! bound's walk along the ring). Which instances are eligible (untried, usable or panic mode) is
+//! decided by the caller, [`Pool::pick_request`].
+
+use pingora::lb::selection::{Consistent, RoundRobin};
+use pingora::lb::{Backend, LoadBalancer};
+use std::cell::Cell;
+
+use super::{choice, Pool};
+
+impl Pool {
+    pub(super) fn index_of(&self, b: &Backend) -> Option<usize> {
+        let addr = b.addr.as_inet()?;
+        self.instances.iter().position(|i| i.addr == *addr)
+    }
+
+    /// Weight times slow-start ramp.
+    pub fn effective_weight(&self, i: usize, now: u64) -> f64 {
+        self.weights[i] * self.loads[i].ramp(now, self.slow_start)
+    }
+
+    pub(super) fn least_loaded(
+        &self,
+        eligible: &impl Fn(usize) -> bool,
+        now: u64,
+    ) -> Option<usize> {
+        let n = self.instances.len();
+        let mut rng = rand::thread_rng();
+        let score = |i: usize| {
+            let l = &self.loads[i];
+            choice::score(
+                l.latency_ns(now, self.decay),
+                l.in_flight(),
+                self.effective_weight(i, now),
+            )
+        };
+        match choice::draw_two(n, eligible, &mut rng) {
+            (Some(a), Some(b)) if score(b) < score(a) => Some(b),
+            (a, _) => a,
+        }
+    }
+
+    /// Round robin; an instance ramping up is skipped with the chance it is not due.
+    pub(super) fn round_robin(
+        &self,
+        lb: &LoadBalancer<RoundRobin>,
+        eligible: &impl Fn(usize) -> bool,
+        now: u64,
+    ) -> Option<usize> {
+        let ramped = |b: &Backend, _: bool| {
+            self.index_of(b).is_some_and(|i| {
+                let r = self.loads[i].ramp(now, self.slow_start);
+                eligible(i) && (r >= 1.0 || rand::random::<f64>() < r)
+            })
+        };
+        let any = |b: &Backend, _: bool| self.index_of(b).is_some_and(eligible);
+        let b = lb
+            .select_with(b"", 256, ramped)
+            .or_else(|| lb.select_with(b"", 256, any))?;
+        self.index_of(&b)
+    }
+
+    /// The key's home on the ring, or with a load bound the first instance from it with room.
+    pub(super) fn hashed(
+        &self,
+        lb: &LoadBalancer<Consistent>,
+        k: u64,
+        eligible: &impl Fn(usize) -> bool,
+        now: u64,
+    ) -> (Option<usize>, bool) {
+        let key = k.to_le_bytes();
+        let Some(bound) = self.bound else {
+            let accept = |b: &Backend, _: bool| self.index_of(b).is_some_and(eligible);
+            return (
+                lb.select_with(&key, 256, accept)
+                    .and_then(|b| self.index_of(&b)),
+                false,
+            );
+        };
+        let (mut total, mut total_weight) = (0u64, 0.0);
+        for i in (0..self.instances.len()).filter(|&i| eligible(i)) {
+            total += u64::from(self.loads[i].in_flight());
+            total_weight += self.effective_weight(i, now);
+        }
+        let home = Cell::new(None);
+        let room = |b: &Backend, _: bool| {
+            let Some(i) = self.index_of(b).filter(|&i| eligible(i)) else {
+                return false;
+            };
+            if home.get().is_none() {
+                home.set(Some(i));
+            }
+            let cap = choice::capacity(total, self.effective_weight(i, now), total_weight, bound);
+            u64::from(self.loads[i].in_flight()) < cap
+        };
+        match lb
+            .select_with(&key, 256, room)
+            .and_then(|b| self.index_of(&b))
+        {
+            Some(i) => (Some(i), home.get() != Some(i)),
+            // Every instance is at its bound (only with slow start): the home takes it.
+            None => (home.get(), false),
+        }
+    }
+}
