@@ -50,7 +50,7 @@ impl Config {
             if let Some(b) = p.load_bound {
                 policy.push_str(&format!(", bound {b}"));
             }
-            let _ = writeln!(out, "  {name:<12} {policy:<24} {}", p.instances.join(", "));
+            let _ = writeln!(out, "  {name:<12} {policy:<32} {}", p.instances.join(", "));
             let h = &p.health;
             let check = match h.check {
                 HealthCheckKind::Mcp => format!("server/discover every {:?}", h.interval),
@@ -64,11 +64,15 @@ impl Config {
             );
             if !p.weights.is_empty() || !p.slow_start.is_zero() {
                 let w: Vec<String> = p.weights.iter().map(|(i, w)| format!("{i}={w}")).collect();
+                let w = match w.is_empty() {
+                    true => "equal weights".to_string(),
+                    false => format!("weights {}", w.join(" ")),
+                };
                 let ramp = match p.slow_start.is_zero() {
                     true => "no slow start".to_string(),
                     false => format!("slow start over {:?}", p.slow_start),
                 };
-                let _ = writeln!(out, "  {:<12} weights: {}; {ramp}", "", w.join(" "));
+                let _ = writeln!(out, "  {:<12} {w}; {ramp}", "");
             }
         }
         let _ = writeln!(out, "\nroutes (first match wins)");
