@@ -52,16 +52,18 @@ fn draw(
     (0..n).map(|k| (start + k) % n).find(|&i| ok(i))
 }
 
-/// The most requests an instance may have in flight before it takes this one, with `total`
-/// in flight over the pool's eligible instances, its effective `weight` out of `total_weight`
-/// and the pool's `bound` (ε): `ceil((1 + ε) × (total + 1) × weight / total_weight)`, at
-/// least 1 so an idle instance always has room.
+/// The most requests an instance may hold once it takes this one, with `total` in flight over
+/// the pool's eligible instances, its effective `weight` out of `total_weight` and the pool's
+/// `bound` (ε): `floor((1 + ε) × (total + 1) × weight / total_weight)`, at least 1 so an idle
+/// instance always has room. Rounded down (the paper rounds up): then no instance ever holds
+/// more than `1 + ε` times its share, which is what `load_bound` promises. When rounding
+/// leaves no instance with room, the caller sends the request home.
 pub fn capacity(total: u64, weight: f64, total_weight: f64, bound: f64) -> u64 {
     if total_weight <= 0.0 {
         return 1;
     }
     let share = (1.0 + bound) * (total as f64 + 1.0) * weight / total_weight;
-    (share.ceil() as u64).max(1)
+    (share.floor() as u64).max(1)
 }
 
 #[cfg(test)]
@@ -131,10 +133,11 @@ mod tests {
 
     #[test]
     fn capacity_is_the_bounded_weighted_share() {
-        // 3 equal instances, 8 in flight, ε = 0.25: ceil(1.25 × 9 / 3) = 4.
-        assert_eq!(capacity(8, 1.0, 3.0, 0.25), 4);
-        // A double weight gets a double share.
-        assert_eq!(capacity(8, 2.0, 4.0, 0.25), 6);
+        // 3 equal instances, 8 in flight, ε = 0.25: floor(1.25 × 9 / 3) = 3.
+        assert_eq!(capacity(8, 1.0, 3.0, 0.25), 3);
+        // A double weight gets a double share: floor(1.25 × 9 × 2 / 4) = 5.
+        assert_eq!(capacity(8, 2.0, 4.0, 0.25), 5);
+        assert_eq!(capacity(11, 1.0, 3.0, 0.25), 5);
         // An idle pool always has room.
         assert_eq!(capacity(0, 1.0, 100.0, 0.25), 1);
         assert_eq!(capacity(5, 1.0, 0.0, 0.25), 1);
