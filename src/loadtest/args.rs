@@ -1,5 +1,6 @@
 //! The options of `mcp-edge loadtest` ([`LoadTestArgs`]): the command line (clap), its
-//! defaults, parsing helpers (`--max-error-rate none`, `1%`), and validation.
+//! defaults, parsing helpers (`--max-error-rate none`, `1%`), and validation (a shard's part of
+//! the run, `--shard`, must hold a worker and a flow, and its report must go somewhere).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -302,6 +303,9 @@ impl LoadTestArgs {
     /// A shard's part of the workers and of --flows must hold at least one.
     fn validate_shard(&self) -> anyhow::Result<()> {
         let Some(s) = self.shard else { return Ok(()) };
+        if self.json.is_none() {
+            bail!("--shard {}: give --json FILE (or --json - for stdout): the merge reads the shards' reports", s.label());
+        }
         let n = s.count;
         let workers = match (&self.stages, self.rate) {
             (_, Some(_)) => None,
