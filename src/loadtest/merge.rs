@@ -240,6 +240,12 @@ fn merged_windows(ran: &[Input]) -> anyhow::Result<(Vec<String>, Vec<Option<u64>
 
 /// Add the shards' reports up into one report (see the module documentation).
 pub fn merge(args: &MergeArgs) -> anyhow::Result<Report> {
+    if args
+        .expect_cross_instance
+        .is_some_and(|f| !(0.0..=1.0).contains(&f))
+    {
+        bail!("--expect-cross-instance must be between 0 and 1");
+    }
     let mut inputs = Vec::new();
     for p in &args.reports {
         let value = read_report(p)?;
