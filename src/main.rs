@@ -49,8 +49,9 @@ enum Command {
     Schema,
     /// Run the reference stateless MRTR backend as a pool of instances.
     Backend(mcp_edge::backend::BackendArgs),
-    /// Drive MRTR flows through a gateway and check that retry legs land on any instance.
-    Loadtest(Box<mcp_edge::loadtest::LoadTestArgs>),
+    /// Drive MRTR flows through a gateway and check that retry legs land on any instance;
+    /// `loadtest merge` adds up the reports of a sharded run (--shard I/N).
+    Loadtest(Box<mcp_edge::loadtest::LoadtestCommand>),
     /// Start a backend pool, the gateway and a short MRTR load test in one process, and report.
     Demo(mcp_edge::demo::DemoArgs),
 }
@@ -153,20 +154,41 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
-        Command::Loadtest(args) => match mcp_edge::loadtest::run(*args) {
-            Ok(true) => Ok(()),
-            // The failed checks were printed with their reasons.
-            Ok(false) => return ExitCode::from(1),
-            // Refused before any load was sent (a scenario tool the target lacks).
-            Err(e) if e.is::<mcp_edge::loadtest::PreflightError>() => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(2);
+        Command::Loadtest(cmd) => match cmd.sub {
+            Some(mcp_edge::loadtest::LoadtestSub::Merge(m)) => {
+                match mcp_edge::loadtest::merge::run(&m) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => return ExitCode::from(1),
+                    // The reports cannot be merged (not of one run, unreadable).
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        return ExitCode::from(2);
+                    }
+                }
             }
-            Err(e) => Err(e),
+            None => return loadtest(cmd.args),
         },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcp-edge loadtest`: exit 1 when a check fails, 2 when the preflight refuses the scenario.
+fn loadtest(args: mcp_edge::loadtest::LoadTestArgs) -> ExitCode {
+    match mcp_edge::loadtest::run(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        // The failed checks were printed with their reasons.
+        Ok(false) => ExitCode::from(1),
+        // Refused before any load was sent (a scenario tool the target lacks).
+        Err(e) if e.is::<mcp_edge::loadtest::PreflightError>() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

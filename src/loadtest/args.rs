@@ -1,5 +1,6 @@
 //! The options of `mcp-edge loadtest` ([`LoadTestArgs`]): the command line (clap), its
-//! defaults, parsing helpers (`--max-error-rate none`, `1%`), and validation.
+//! defaults, parsing helpers (`--max-error-rate none`, `1%`), and validation (a shard's part of
+//! the run, `--shard`, must hold a worker and a flow, and its report must go somewhere).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,7 +8,8 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Parser;
 
-use super::{client::HttpClientKind, feed, stages, tls};
+use super::shard::{self, Shard};
+use super::{client::HttpClientKind, feed, stages, tls, wire};
 use crate::mcp::header::DEFAULT_UPSTREAM_HEADER;
 
 /// Default target URL.
@@ -48,7 +50,8 @@ pub fn parse_rate_limit(s: &str) -> Result<MaybeRate, String> {
 }
 
 /// Options of `mcp-edge loadtest`.
-#[derive(clap::Args, Debug, Clone, serde::Serialize)]
+#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LoadTestArgs {
     /// MCP endpoint to load (http:// or https://).
     #[arg(long, default_value = DEFAULT_TARGET)]
@@ -61,7 +64,10 @@ pub struct LoadTestArgs {
     pub rate: Option<f64>,
     /// How long to run (10s, 1m, 500ms, 1m30s). Default 10s unless --flows is given.
     #[arg(long, value_parser = crate::config::parse_duration)]
-    #[serde(serialize_with = "ser_opt_duration")]
+    #[serde(
+        serialize_with = "wire::ser_opt_secs",
+        deserialize_with = "wire::de_opt_secs"
+    )]
     pub duration: Option<Duration>,
     /// Stop after this many flows (bad requests included).
     #[arg(long)]
@@ -145,7 +151,20 @@ pub struct LoadTestArgs {
     /// Skip the preflight (server/discover, tools/list) before the run.
     #[arg(long)]
     pub no_preflight: bool,
-    /// Write the JSON report here.
+    /// Run shard I of N of the run (I from 0; I may be $NAME, read from the environment, e.g.
+    /// '$JOB_COMPLETION_INDEX/4'): its share of the rate, workers, --flows, $seq values and feed
+    /// rows. Merge the shards' --json reports with `mcp-edge loadtest merge`.
+    #[arg(long, value_name = "I/N", value_parser = shard::parse_shard)]
+    pub shard: Option<Shard>,
+    /// Begin the load at this UTC wall-clock time (2026-05-01T12:00:00Z, or $NAME), so that
+    /// every shard follows the same clock; at most 10 min ahead, at most 5 s ago.
+    #[arg(long, value_name = "TIME", value_parser = shard::parse_start_at)]
+    #[serde(
+        serialize_with = "wire::ser_opt_time",
+        deserialize_with = "wire::de_opt_time"
+    )]
+    pub start_at: Option<std::time::SystemTime>,
+    /// Write the JSON report here (`-`: to stdout, on one line).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the self-contained HTML report here.
@@ -156,7 +175,7 @@ pub struct LoadTestArgs {
     pub quiet: bool,
     /// Timeout of each request.
     #[arg(long, default_value = "10s", value_parser = crate::config::parse_duration)]
-    #[serde(serialize_with = "ser_duration")]
+    #[serde(serialize_with = "wire::ser_secs", deserialize_with = "wire::de_secs")]
     pub timeout: Duration,
     /// Open loop: at most this many flows in flight (later ones wait, timed from their intended start).
     #[arg(long, default_value_t = 10_000, hide = true)]
@@ -171,17 +190,6 @@ fn ser_header_names<S: serde::Serializer>(h: &[String], s: S) -> Result<S::Ok, S
         let name = h.split_once(':').map_or(h.as_str(), |(n, _)| n).trim();
         format!("{name}: (value not reported)")
     }))
-}
-
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
 }
 
 #[derive(Parser)]
@@ -280,6 +288,35 @@ impl LoadTestArgs {
         }
         if self.timeout.is_zero() {
             bail!("--timeout must be positive");
+        }
+        if let Some(at) = self.start_at {
+            shard::wait_until(at, std::time::SystemTime::now())?;
+        }
+        self.validate_shard()
+    }
+
+    /// The shard this process runs (the whole run without `--shard`).
+    pub fn shard_or_whole(&self) -> Shard {
+        self.shard.unwrap_or(Shard::WHOLE)
+    }
+
+    /// A shard's part of the workers and of --flows must hold at least one.
+    fn validate_shard(&self) -> anyhow::Result<()> {
+        let Some(s) = self.shard else { return Ok(()) };
+        if self.json.is_none() {
+            bail!("--shard {}: give --json FILE (or --json - for stdout): the merge reads the shards' reports", s.label());
+        }
+        let n = s.count;
+        let workers = match (&self.stages, self.rate) {
+            (_, Some(_)) => None,
+            (Some(st), None) => Some((st.peak(0.0).ceil() as u64, "the stages' peak of")),
+            (None, None) => Some((self.concurrency as u64, "--concurrency")),
+        };
+        if let Some((w, what)) = workers.filter(|(w, _)| *w < n) {
+            bail!("{what} {w} workers cannot be split into {n} shards: give each shard at least one worker");
+        }
+        if let Some(f) = self.flows.filter(|f| *f < n) {
+            bail!("--flows {f} cannot be split into {n} shards: give each shard at least one flow");
         }
         Ok(())
     }

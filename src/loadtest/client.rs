@@ -18,7 +18,17 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use super::tls::{TlsOptions, TlsPool};
 
 /// Which client implementation to use.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(
+    clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum HttpClientKind {
     /// A pool of hyper http1 connections owned by the load tester.

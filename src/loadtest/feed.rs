@@ -13,7 +13,17 @@ use rand::Rng;
 use serde_json::{Map, Value};
 
 /// How rows of a feed are handed to flows.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(
+    clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FeedOrder {
     /// Flow N gets row N modulo the row count.
@@ -29,6 +39,8 @@ pub struct Feed {
     pub columns: Vec<String>,
     pub rows: Vec<Map<String, Value>>,
     pub order: FeedOrder,
+    /// A shard's feed: the run-wide `$seq` values of its flows are this far apart.
+    pub stride: u64,
 }
 
 impl Feed {
@@ -92,13 +104,36 @@ impl Feed {
             columns,
             rows,
             order: FeedOrder::RoundRobin,
+            stride: 1,
         })
     }
 
-    /// The row for flow `seq`.
+    /// Shard `s`'s feed: the rows ≡ s.index mod s.count, so that no two shards use one row.
+    /// Its flows (`$seq` ≡ s.index) take them in turn: with a row count that is a multiple of
+    /// the shard count, flow `seq` gets the very row it would get in one process.
+    pub fn shard(self, s: super::shard::Shard) -> anyhow::Result<Feed> {
+        if (self.rows.len() as u64) < s.count {
+            bail!(
+                "the feed has {} rows, fewer than the {} shards: each shard needs rows of its own",
+                self.rows.len(),
+                s.count
+            );
+        }
+        let rows = self.rows.into_iter().enumerate();
+        Ok(Feed {
+            rows: rows
+                .filter(|(i, _)| s.owns(*i as u64))
+                .map(|(_, r)| r)
+                .collect(),
+            stride: s.count,
+            ..self
+        })
+    }
+
+    /// The row for flow `seq` (run-wide).
     pub fn row(&self, seq: u64, rng: &mut impl Rng) -> &Map<String, Value> {
         let i = match self.order {
-            FeedOrder::RoundRobin => (seq % self.rows.len() as u64) as usize,
+            FeedOrder::RoundRobin => (seq / self.stride.max(1) % self.rows.len() as u64) as usize,
             FeedOrder::Random => rng.gen_range(0..self.rows.len()),
         };
         &self.rows[i]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 pub use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
 use super::tally::Tally;
@@ -70,11 +71,13 @@ pub struct LegError {
     pub message: Option<String>,
 }
 
-/// Everything measured, per shard while running and merged at the end.
-#[derive(Debug, Clone)]
+/// Everything measured, per shard while running and merged at the end; serialized losslessly
+/// (histograms in HdrHistogram's encoding, [`super::wire`]) into the JSON report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measures {
     pub legs: [LegStats; 4],
     /// Whole completed `tools/call` flows, from the (intended) start of leg 1.
+    #[serde(with = "super::wire::hist")]
     pub flows_hist: Histogram<u64>,
     pub ops: Vec<OpStats>,
     pub flows_started: u64,
@@ -87,12 +90,14 @@ pub struct Measures {
     pub rounds: BTreeMap<u32, u64>,
     pub errors_by_status: BTreeMap<u16, u64>,
     pub errors_by_code: BTreeMap<i64, u64>,
+    #[serde(deserialize_with = "super::wire::static_keys")]
     pub errors_by_kind: BTreeMap<&'static str, u64>,
     pub bad_sent: u64,
     pub bad_rejected: u64,
     pub landing: Landing,
     pub timeline: Vec<Bucket>,
-    /// Live window for the progress line (reset by the ticker).
+    /// Live window for the progress line (reset by the ticker; not in reports).
+    #[serde(skip, default = "new_hist")]
     pub window: Histogram<u64>,
     /// Error messages, content checks, declined flows, stages.
     pub tally: Tally,

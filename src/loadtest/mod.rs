@@ -16,7 +16,10 @@
 //!   `progress`, [`client`] and [`tls`] (HTTP/1.1, https, HTTP/2);
 //! - results: [`measure`] (histograms and counters, with [`stats`]; [`task_measure`] for
 //!   tasks), [`tally`] (error messages, checks, stages),
-//!   [`report`] (summary, JSON and HTML reports, exit criteria).
+//!   [`report`] (summary, JSON and HTML reports, exit criteria);
+//! - past one machine: [`shard`] (`--shard I/N`, `--start-at`: a shard's part of the run),
+//!   [`wire`] (the lossless measures in the JSON report), [`merge`] (`loadtest merge`: the
+//!   shards' reports added up exactly).
 //!
 //! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
 //! same machine, 64 connections, 5 s, `--scenario echo`): about 46 000 requests/s with the
@@ -35,6 +38,7 @@ pub mod flows;
 mod gen;
 mod leg;
 pub mod measure;
+pub mod merge;
 mod plan;
 pub mod preflight;
 mod progress;
@@ -42,6 +46,7 @@ pub mod reply;
 pub mod report;
 mod run;
 pub mod scenario;
+pub mod shard;
 pub mod stages;
 pub mod stats;
 pub mod tally;
@@ -49,6 +54,7 @@ mod task_flow;
 pub mod task_measure;
 pub mod template;
 pub mod tls;
+pub mod wire;
 
 use anyhow::Context as _;
 
@@ -57,6 +63,7 @@ pub use client::HttpClientKind;
 pub use flows::{FlowSpec, Scenario, BUILTIN_SCENARIOS};
 pub use preflight::PreflightError;
 pub use report::Report;
+pub use shard::Shard;
 
 /// Async core, for the demo and the tests: run the load and return the report. Prints nothing.
 pub async fn execute(opts: &LoadTestArgs) -> anyhow::Result<Report> {
@@ -72,11 +79,58 @@ pub async fn execute_with_progress(
     run::execute(opts, show_progress).await
 }
 
+/// `mcp-edge loadtest`: a run, or `loadtest merge`.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct LoadtestCommand {
+    #[command(subcommand)]
+    pub sub: Option<LoadtestSub>,
+    #[command(flatten)]
+    pub args: LoadTestArgs,
+}
+
+/// What `mcp-edge loadtest` can do besides a run.
+#[derive(clap::Subcommand, Debug)]
+pub enum LoadtestSub {
+    /// Add up the JSON reports of a sharded run's shards (--shard I/N) into one exact report;
+    /// the checks are evaluated on the merged totals. Exit 1 when a check fails or shards are
+    /// missing (unless --allow-partial), 2 when the reports are not of one run.
+    Merge(merge::MergeArgs),
+}
+
+/// `--json -`: the report goes to stdout, on one line (a pod's log collects it).
+fn is_stdout(p: &std::path::Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+fn write_json(p: &std::path::Path, v: &serde_json::Value) -> anyhow::Result<()> {
+    if is_stdout(p) {
+        println!("{}", serde_json::to_string(v)?);
+        return Ok(());
+    }
+    let text = serde_json::to_string_pretty(v)?;
+    std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+/// A shard that could not run still writes a report, saying why, so that the merge names it
+/// as failed rather than missing.
+fn write_failed_shard(opts: &LoadTestArgs, e: &anyhow::Error) {
+    let (Some(shard), Some(p)) = (opts.shard, &opts.json) else {
+        return;
+    };
+    let v = serde_json::json!({
+        "schema": report::json::SCHEMA, "shard": shard, "error": format!("{e:#}"),
+        "config": serde_json::to_value(opts).unwrap_or_default(),
+    });
+    if let Err(w) = write_json(p, &v) {
+        eprintln!("error: {w:#}");
+    }
+}
+
 /// Write the reports `--json` and `--html` ask for.
 pub fn write_reports(report: &Report, opts: &LoadTestArgs) -> anyhow::Result<()> {
     if let Some(p) = &opts.json {
-        let text = serde_json::to_string_pretty(&report.to_json())?;
-        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+        write_json(p, &report.to_json())?;
     }
     if let Some(p) = &opts.html {
         std::fs::write(p, report.to_html()).with_context(|| format!("writing {}", p.display()))?;
@@ -95,19 +149,38 @@ pub fn run(args: LoadTestArgs) -> anyhow::Result<bool> {
         )
         .enable_all()
         .build()?;
-    let report = rt.block_on(execute_with_progress(&args, !args.quiet))?;
+    let report = match rt.block_on(execute_with_progress(&args, !args.quiet)) {
+        Ok(r) => r,
+        Err(e) => {
+            write_failed_shard(&args, &e);
+            return Err(e);
+        }
+    };
+    // With `--json -` stdout holds the report alone.
+    let to_stdout = args.json.as_deref().is_some_and(is_stdout);
     if !args.quiet {
-        println!("{}", report.summary_text());
+        let summary = report.summary_text();
+        match to_stdout {
+            true => eprintln!("{summary}"),
+            false => println!("{summary}"),
+        }
     }
     write_reports(&report, &args)?;
     if !args.quiet {
         for (flag, path) in [("json", &args.json), ("html", &args.html)] {
-            if let Some(p) = path {
+            if let Some(p) = path.as_deref().filter(|p| !is_stdout(p)) {
                 println!("{flag} report: {}", p.display());
             }
         }
     }
     let failures = report.check(&args);
+    if let Some(s) = args.shard {
+        // One shard's figures are not the run's: the merge evaluates the checks.
+        for f in &failures {
+            eprintln!("shard {}: on this shard alone: {f}", s.label());
+        }
+        return Ok(true);
+    }
     for f in &failures {
         eprintln!("loadtest check failed: {f}");
     }

@@ -169,9 +169,11 @@ pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyh
         .iter()
         .map(|c| CheckSpec::parse_cli(c))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let feed = match &opts.feed {
-        Some(p) => Some(Feed::load(p, opts.feed_order)?),
-        None => None,
+    // A shard reads the whole feed and keeps its own rows.
+    let feed = match (&opts.feed, opts.shard) {
+        (Some(p), Some(s)) => Some(Feed::load(p, opts.feed_order)?.shard(s)?),
+        (Some(p), None) => Some(Feed::load(p, opts.feed_order)?),
+        (None, _) => None,
     };
     let mut flows = Vec::with_capacity(scenario.flows.len());
     for spec in &scenario.flows {

@@ -1,8 +1,9 @@
 //! Drives the load: the closed loop (`--concurrency N` workers, each running flows back to back),
 //! the open loop (`--rate R` flows per second started on a fixed schedule, first legs timed from
 //! their *intended* send time so a stalled target cannot hide behind coordinated omission), the
-//! ramp stages. One flow is [`super::flow`], the leg on the wire [`super::leg`], the decisions
-//! before the run [`super::plan`], the display [`super::progress`].
+//! ramp stages; a shard's part of them (`--shard`, [`super::shard`]) from a common start
+//! (`--start-at`). One flow is [`super::flow`], the leg on the wire [`super::leg`], the
+//! decisions before the run [`super::plan`], the display [`super::progress`].
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use super::measure::{new_hist, Measures};
 use super::plan::{self, FlowPlan};
 use super::progress::Progress;
 use super::report::Report;
+use super::shard::{self, Shard};
 use super::stages::Stages;
 use super::LoadTestArgs;
 
@@ -61,8 +63,12 @@ pub(super) struct Ctx {
     pub(super) max_rounds: u32,
     pub(super) bad_share: f64,
     pub(super) next_id: AtomicU64,
+    /// Flows claimed by this process (its local numbers).
     pub(super) claimed: AtomicU64,
+    /// This process's part of `--flows`.
     pub(super) flow_limit: Option<u64>,
+    /// Which part of the run this process runs: flow numbers are run-wide.
+    pub(super) shard: Shard,
     pub(super) deadline: Option<Instant>,
     pub(super) start: Instant,
     pub(super) shards: Vec<Mutex<Measures>>,
@@ -83,15 +89,16 @@ pub(super) struct Draw {
 }
 
 impl Ctx {
-    /// Claim the next flow in the closed loop, or `None` when the run is over.
+    /// Claim the next flow in the closed loop (its run-wide number), or `None` when the run
+    /// is over.
     fn claim(&self) -> Option<u64> {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return None;
         }
-        let seq = self.claimed.fetch_add(1, Relaxed);
+        let local = self.claimed.fetch_add(1, Relaxed);
         match self.flow_limit {
-            Some(n) if seq >= n => None,
-            _ => Some(seq),
+            Some(n) if local >= n => None,
+            _ => Some(self.shard.global(local)),
         }
     }
 
@@ -164,6 +171,13 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
     let upstream_header = HeaderName::from_bytes(opts.upstream_header.as_bytes())
         .with_context(|| format!("invalid --upstream-header {:?}", opts.upstream_header))?;
     let labels: Vec<String> = flows.iter().map(|f| f.tpl.label.clone()).collect();
+    if let Some(at) = opts.start_at {
+        // After the preflight, so that every shard's first flow leaves at the same moment.
+        let wait = shard::wait_until(at, SystemTime::now())
+            .context("the preflight ended after --start-at")?;
+        tokio::time::sleep(wait).await;
+    }
+    let the_shard = opts.shard_or_whole();
     let start = Instant::now();
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -189,7 +203,8 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
         bad_share: opts.bad_share,
         next_id: AtomicU64::new(1),
         claimed: AtomicU64::new(0),
-        flow_limit: opts.flows,
+        flow_limit: opts.flows.map(|f| the_shard.part(f)),
+        shard: the_shard,
         deadline: opts.effective_duration().map(|d| start + d),
         start,
         shards: (0..SHARDS)
@@ -200,10 +215,13 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
 
     // The ticker: p99 of each second for the timeline, and the live display.
     let p99s: Arc<Mutex<Vec<Option<u64>>>> = Arc::default();
+    // Each second's histogram, encoded (a few hundred bytes), so shards' timelines merge exactly.
+    let windows: Arc<Mutex<Vec<String>>> = Arc::default();
     let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
     let ticker = {
         let ctx = ctx.clone();
         let p99s = p99s.clone();
+        let windows = windows.clone();
         let mut progress = Progress::new(show_progress, opts);
         tokio::spawn(async move {
             let first = tokio::time::Instant::from_std(ctx.start) + Duration::from_secs(1);
@@ -225,6 +243,8 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
                 // On stop this is the last, partial second (kept when legs were answered in it).
                 if !stop || p99.is_some() {
                     p99s.lock().expect("p99 lock").push(p99);
+                    let w = super::wire::encode(&window).unwrap_or_default();
+                    windows.lock().expect("windows lock").push(w);
                 }
                 if stop {
                     break;
@@ -237,87 +257,8 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
 
     let mut set = JoinSet::new();
     match opts.rate {
-        None => {
-            let workers = match &opts.stages {
-                Some(s) => s.peak(0.0).ceil() as usize,
-                None => opts.concurrency.max(1),
-            };
-            for w in 0..workers {
-                let ctx = ctx.clone();
-                set.spawn(async move {
-                    let mut rng = StdRng::from_entropy();
-                    loop {
-                        // A ramped run: worker w works while the level is above w.
-                        if let Some(s) = &ctx.stages {
-                            let level = s.level_at(0.0, ctx.start.elapsed());
-                            if (w as f64) >= level {
-                                if ctx.deadline.is_some_and(|d| Instant::now() >= d) {
-                                    break;
-                                }
-                                tokio::time::sleep(STAGE_POLL).await;
-                                continue;
-                            }
-                        }
-                        let Some(seq) = ctx.claim() else { break };
-                        let d = ctx.draw(seq, &mut rng);
-                        run_one(&ctx, w, d, Instant::now()).await;
-                    }
-                });
-            }
-        }
-        Some(rate) => {
-            let sem = Arc::new(tokio::sync::Semaphore::new(opts.max_in_flight.max(1)));
-            let mut rng = StdRng::from_entropy();
-            let period = Duration::from_secs_f64(1.0 / rate);
-            // With stages the schedule follows the ramped rate.
-            let mut due = Duration::ZERO;
-            let mut credit = 0.0f64;
-            for seq in 0u64.. {
-                if ctx.flow_limit.is_some_and(|n| seq >= n) {
-                    break;
-                }
-                let intended = match &ctx.stages {
-                    None => ctx.start + period.mul_f64(seq as f64),
-                    Some(s) => {
-                        // Integrate the ramped rate: a flow is due each time one more flow's
-                        // worth of rate has accumulated (exact spacing when the rate is high).
-                        let step = STAGE_POLL.as_secs_f64();
-                        loop {
-                            let r = s.level_at(rate, due);
-                            if r * step >= 1.0 {
-                                due += Duration::from_secs_f64(1.0 / r);
-                                break;
-                            }
-                            credit += r * step;
-                            due += STAGE_POLL;
-                            if credit >= 1.0 {
-                                credit -= 1.0;
-                                break;
-                            }
-                            if due >= s.total() {
-                                break;
-                            }
-                        }
-                        ctx.start + due
-                    }
-                };
-                if ctx.deadline.is_some_and(|d| intended >= d) {
-                    break;
-                }
-                tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
-                // When the target stalls and every slot is taken, this waits; the flows it
-                // delays are still timed from their intended start.
-                let permit = sem.clone().acquire_owned().await.expect("semaphore open");
-                ctx.claimed.fetch_add(1, Relaxed);
-                let d = ctx.draw(seq, &mut rng);
-                let ctx = ctx.clone();
-                set.spawn(async move {
-                    run_one(&ctx, seq as usize, d, intended).await;
-                    drop(permit);
-                });
-                reap(&mut set);
-            }
-        }
+        None => closed_loop(&ctx, opts, &mut set),
+        Some(rate) => open_loop(&ctx, opts, rate, &mut set).await,
     }
     // Let the flows in progress finish, within a bound.
     let mut grace =
@@ -351,6 +292,8 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
     }
     let mut p99_timeline = p99s.lock().expect("p99 lock").clone();
     p99_timeline.truncate(total.timeline.len().max(1));
+    let mut windows = windows.lock().expect("windows lock").clone();
+    windows.truncate(p99_timeline.len());
     let mut report = Report::new(
         opts.clone(),
         scenario,
@@ -361,5 +304,77 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
     );
     report.discovery = plan.discovery;
     report.excluded = plan.excluded;
+    report.windows = windows;
     Ok(report)
+}
+
+/// The closed loop: this shard's workers (run-wide worker `w` is shard `w mod N`'s), each
+/// running flows back to back; with stages, worker `w` works while the level is above `w`.
+fn closed_loop(ctx: &Arc<Ctx>, opts: &LoadTestArgs, set: &mut JoinSet<()>) {
+    let workers = match &opts.stages {
+        Some(s) => s.peak(0.0).ceil() as u64,
+        None => opts.concurrency.max(1) as u64,
+    };
+    for w in 0..ctx.shard.part(workers) {
+        let ctx = ctx.clone();
+        let run_wide = ctx.shard.global(w) as f64;
+        set.spawn(async move {
+            let mut rng = StdRng::from_entropy();
+            loop {
+                if let Some(s) = &ctx.stages {
+                    if run_wide >= s.level_at(0.0, ctx.start.elapsed()) {
+                        if ctx.deadline.is_some_and(|d| Instant::now() >= d) {
+                            break;
+                        }
+                        tokio::time::sleep(STAGE_POLL).await;
+                        continue;
+                    }
+                }
+                let Some(seq) = ctx.claim() else { break };
+                let d = ctx.draw(seq, &mut rng);
+                run_one(&ctx, w as usize, d, Instant::now()).await;
+            }
+        });
+    }
+}
+
+/// The open loop: flows started on a fixed schedule. Flow `seq` (run-wide) is due at
+/// `seq / rate`, so a shard, which starts only its own flows, keeps its slots of the whole
+/// schedule and the shards' schedules interleave into the whole rate.
+async fn open_loop(ctx: &Arc<Ctx>, opts: &LoadTestArgs, rate: f64, set: &mut JoinSet<()>) {
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.max_in_flight.max(1)));
+    let mut rng = StdRng::from_entropy();
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let share = 1.0 / ctx.shard.count as f64;
+    // With stages the schedule follows the ramped rate; shard i begins i/N of a flow late.
+    let mut due = Duration::ZERO;
+    let mut credit = -(ctx.shard.index as f64) * share;
+    for local in 0u64.. {
+        if ctx.flow_limit.is_some_and(|n| local >= n) {
+            break;
+        }
+        let seq = ctx.shard.global(local);
+        let intended = match &ctx.stages {
+            None => ctx.start + period.mul_f64(seq as f64),
+            Some(s) => {
+                s.next_due(rate, share, STAGE_POLL, &mut due, &mut credit);
+                ctx.start + due
+            }
+        };
+        if ctx.deadline.is_some_and(|d| intended >= d) {
+            break;
+        }
+        tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
+        // When the target stalls and every slot is taken, this waits; the flows it
+        // delays are still timed from their intended start.
+        let permit = sem.clone().acquire_owned().await.expect("semaphore open");
+        ctx.claimed.fetch_add(1, Relaxed);
+        let d = ctx.draw(seq, &mut rng);
+        let ctx = ctx.clone();
+        set.spawn(async move {
+            run_one(&ctx, local as usize, d, intended).await;
+            drop(permit);
+        });
+        reap(set);
+    }
 }

@@ -5,22 +5,22 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One stage: reach `target` at the end of `duration`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
-    #[serde(rename = "duration_s", serialize_with = "secs")]
+    #[serde(
+        rename = "duration_s",
+        serialize_with = "super::wire::ser_secs",
+        deserialize_with = "super::wire::de_secs"
+    )]
     pub duration: Duration,
     pub target: f64,
 }
 
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
 /// The stages of a run, in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Stages(pub Vec<Stage>);
 
@@ -87,6 +87,36 @@ impl Stages {
     /// The highest level reached.
     pub fn peak(&self, start: f64) -> f64 {
         self.0.iter().map(|s| s.target).fold(start, f64::max)
+    }
+
+    /// When the next flow of an open loop ramped from `rate` is due, after `due` for the one
+    /// before: once one more flow's worth of `share` of the ramped rate (a shard's part) has
+    /// accumulated in `credit`, looked at every `step` (exact spacing when the rate is high).
+    pub fn next_due(
+        &self,
+        rate: f64,
+        share: f64,
+        step: Duration,
+        due: &mut Duration,
+        credit: &mut f64,
+    ) {
+        let dt = step.as_secs_f64();
+        loop {
+            let r = self.level_at(rate, *due) * share;
+            if r * dt >= 1.0 {
+                *due += Duration::from_secs_f64(1.0 / r);
+                return;
+            }
+            *credit += r * dt;
+            *due += step;
+            if *credit >= 1.0 {
+                *credit -= 1.0;
+                return;
+            }
+            if *due >= self.total() {
+                return;
+            }
+        }
     }
 
     /// (start, end) of stage `i` since the start of the run.

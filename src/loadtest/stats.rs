@@ -5,12 +5,14 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use super::measure::new_hist;
 
 /// Latency and counts of one leg kind.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LegStats {
+    #[serde(with = "super::wire::hist")]
     pub hist: Histogram<u64>,
     pub requests: u64,
     pub errors: u64,
@@ -35,12 +37,13 @@ impl LegStats {
 }
 
 /// Per operation (`tools/call create_repo`, `tools/list`, ...).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpStats {
     pub label: String,
     /// Every leg of this operation.
     pub legs: LegStats,
     /// Whole completed flows.
+    #[serde(with = "super::wire::hist")]
     pub flows: Histogram<u64>,
     pub completed: u64,
     pub failed: u64,
@@ -68,7 +71,7 @@ impl OpStats {
 }
 
 /// Legs served by one instance.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceCounts {
     pub first: u64,
     pub retry: u64,
@@ -76,7 +79,7 @@ pub struct InstanceCounts {
 }
 
 /// Where retry legs landed compared with leg 1 of their flow.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Landing {
     /// Retry legs whose instance and whose flow's leg-1 instance are both known.
     pub retry_known: u64,
@@ -94,7 +97,7 @@ impl Landing {
 }
 
 /// One second of the run (by completion time).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Bucket {
     pub requests: u64,
     pub errors: u64,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use super::measure::{new_hist, LegError};
 
@@ -19,7 +20,7 @@ pub const MAX_MESSAGE: usize = 200;
 pub const OTHER_MESSAGES: &str = "(other messages: too many distinct ones to list)";
 
 /// What groups errors: the kind, the HTTP status, the JSON-RPC code and the message.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ErrorKey {
     pub kind: &'static str,
     pub status: Option<u16>,
@@ -27,8 +28,29 @@ pub struct ErrorKey {
     pub message: String,
 }
 
+/// An [`ErrorKey`] as read from a report (its kind interned on the way in).
+#[derive(Deserialize)]
+struct ErrorKeyWire {
+    kind: String,
+    status: Option<u16>,
+    code: Option<i64>,
+    message: String,
+}
+
+impl<'de> Deserialize<'de> for ErrorKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = ErrorKeyWire::deserialize(d)?;
+        Ok(ErrorKey {
+            kind: super::wire::intern(&w.kind),
+            status: w.status,
+            code: w.code,
+            message: w.message,
+        })
+    }
+}
+
 /// Counts of one content check.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckCount {
     pub passed: u64,
     pub failed: u64,
@@ -37,11 +59,12 @@ pub struct CheckCount {
 }
 
 /// Figures of one ramp stage (legs and flows by the time they ended).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageStats {
     pub requests: u64,
     pub errors: u64,
     pub flows_completed: u64,
+    #[serde(with = "super::wire::hist")]
     pub hist: Histogram<u64>,
 }
 
@@ -57,8 +80,9 @@ impl Default for StageStats {
 }
 
 /// See the module documentation.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Tally {
+    #[serde(with = "super::wire::pairs")]
     pub errors: BTreeMap<ErrorKey, u64>,
     /// Per check label, in the order the checks were declared (label → counts).
     pub checks: BTreeMap<String, CheckCount>,

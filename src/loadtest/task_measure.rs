@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
 
 use super::measure::{new_hist, LegError, Measures};
 use super::stats::LegStats;
@@ -54,7 +55,7 @@ pub enum TaskEnd {
 }
 
 /// Where the task requests of one kind landed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskLanding {
     /// Answered by the instance that answered the creating call.
     pub owner: u64,
@@ -79,7 +80,7 @@ impl TaskLanding {
 }
 
 /// Everything measured of task flows.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskMeasures {
     /// `tools/call` answers that created a task.
     pub created: u64,
@@ -91,8 +92,10 @@ pub struct TaskMeasures {
     /// Completed tasks whose result is a tool error (`isError`).
     pub tool_errors: u64,
     /// From the creating call's send to the `tasks/get` that said `completed`.
+    #[serde(with = "super::wire::hist")]
     pub time_to_complete: Histogram<u64>,
     /// `tasks/get` requests per ended task.
+    #[serde(with = "super::wire::hist")]
     pub polls: Histogram<u64>,
     /// Per [`TaskReq`].
     pub reqs: [LegStats; 3],

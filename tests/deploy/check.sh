@@ -100,7 +100,7 @@ check "grafana dashboard JSON" "$PY" "$HERE/deploy_checks.py" dashboard
 
 k8s_validate() {
   local f out rc=0
-  for f in deploy/k8s/*.yaml; do
+  for f in deploy/k8s/*.yaml deploy/k8s/loadtest/*.yaml; do
     case $(basename "$f") in
       kustomization.yaml|gateway-servicemonitor.yaml) continue ;;  # not core kinds: see k8s-xref
     esac
@@ -113,6 +113,7 @@ k8s_validate() {
 }
 check "kubernetes-validate $K8S_VERSION --strict" k8s_validate
 check "k8s cross-references" "$PY" "$HERE/deploy_checks.py" k8s-xref
+check "k8s sharded load test Job" "$PY" "$HERE/deploy_checks.py" k8s-loadtest
 if command -v kubectl >/dev/null 2>&1; then
   kustomize_build() {
     kubectl kustomize deploy/k8s >"$TMP/rendered.yaml"
@@ -129,6 +130,12 @@ EOF
     kubernetes-validate --strict --quiet -k "$K8S_VERSION" "$TMP/rendered.yaml.core"
   }
   check "kustomize build + validate" kustomize_build
+  kustomize_loadtest() {
+    kubectl kustomize deploy/k8s/loadtest >"$TMP/loadtest.yaml"
+    grep -q '^  namespace: mcp-edge$' "$TMP/loadtest.yaml" || { echo "the Job is not in namespace mcp-edge"; return 1; }
+    kubernetes-validate --strict -k "$K8S_VERSION" "$TMP/loadtest.yaml"
+  }
+  check "kustomize build loadtest + validate" kustomize_loadtest
 else
   skip "kustomize build + validate" "(kubectl not installed)"
 fi

@@ -590,6 +590,62 @@ def cmd_compose(args):
     fail(errors, "deploy/compose.yaml")
 
 
+def cmd_k8s_loadtest(args):
+    """The sharded load test (deploy/k8s/loadtest): an Indexed Job whose shard count, shard
+    index, common start and report collection agree with each other and with the gateway."""
+    lt = DEPLOY / "k8s/loadtest"
+    errors = []
+    kust = yaml.safe_load((lt / "kustomization.yaml").read_text())
+    present = {f.name for f in lt.glob("*.yaml")} - {"kustomization.yaml"}
+    if set(kust.get("resources", [])) != present:
+        errors.append(f"kustomization.yaml lists {sorted(kust.get('resources', []))}, the directory has {sorted(present)}")
+    if kust.get("namespace") != "mcp-edge":
+        errors.append("the loadtest kustomization must use namespace mcp-edge (the gateway's)")
+    base = yaml.safe_load((DEPLOY / "k8s/kustomization.yaml").read_text())
+    if any("loadtest" in str(r) for r in base.get("resources", [])):
+        errors.append("deploy/k8s/kustomization.yaml must not start the load test")
+    jobs = [d for f in sorted(present) for d in docs(lt / f) if d["kind"] == "Job"]
+    if len(jobs) != 1:
+        fail([f"expected one Job, found {len(jobs)}"], "deploy/k8s/loadtest")
+    job = jobs[0]
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    n = spec.get("completions")
+    if spec.get("completionMode") != "Indexed":
+        errors.append("the Job must use completionMode: Indexed (the completion index is the shard)")
+    if spec.get("parallelism") != n:
+        errors.append(f"parallelism {spec.get('parallelism')} != completions {n}: every shard must run at once")
+    if spec.get("backoffLimitPerIndex") != 0:
+        errors.append("backoffLimitPerIndex must be 0: a shard re-run later misses the common start")
+    if pod.get("restartPolicy") != "Never":
+        errors.append("restartPolicy must be Never")
+    c = pod["containers"][0]
+    argv = c.get("args", [])
+    flags = dict(a.split("=", 1) for a in argv if a.startswith("--") and "=" in a)
+    if argv[:1] != ["loadtest"]:
+        errors.append(f"the container must run `loadtest`, not {argv[:1]}")
+    if flags.get("--shard") != f"$JOB_COMPLETION_INDEX/{n}":
+        errors.append(f"--shard must be $JOB_COMPLETION_INDEX/{n} (completions), got {flags.get('--shard')!r}")
+    if flags.get("--json") != "-":
+        errors.append("--json=- is how a shard's report reaches its log")
+    start = flags.get("--start-at", "")
+    env = {e["name"]: e for e in c.get("env", [])}
+    if not start.startswith("$") or start[1:] not in env:
+        errors.append(f"--start-at {start!r} must name an environment variable of the container")
+    svc = [d for d in docs(DEPLOY / "k8s/gateway-service.yaml") if d["kind"] == "Service"][0]
+    port = {p["name"]: p["port"] for p in svc["spec"]["ports"]}["mcp"]
+    want = f"http://{svc['metadata']['name']}:{port}/mcp"
+    if flags.get("--target") != want:
+        errors.append(f"--target must be the gateway Service, {want}, got {flags.get('--target')!r}")
+    sc = {**pod.get("securityContext", {}), **c.get("securityContext", {})}
+    if not sc.get("runAsNonRoot") or not sc.get("runAsUser"):
+        errors.append("runAsNonRoot with a numeric runAsUser is required")
+    for res in ("requests", "limits"):
+        if not c.get("resources", {}).get(res):
+            errors.append(f"no resources.{res}")
+    fail(errors, "deploy/k8s/loadtest")
+    print(f"  Job {job['metadata']['name']}: {n} shards, Indexed, target {want}, start from ${start[1:]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -599,6 +655,7 @@ def main():
     sub.add_parser("alerts")
     sub.add_parser("dashboard")
     sub.add_parser("k8s-xref")
+    sub.add_parser("k8s-loadtest")
     sub.add_parser("compose")
     p = sub.add_parser("build-context")
     p.add_argument("--out", required=True)
@@ -612,6 +669,7 @@ def main():
     a = ap.parse_args()
     {
         "names": cmd_names, "alerts": cmd_alerts, "dashboard": cmd_dashboard, "k8s-xref": cmd_k8s_xref,
+        "k8s-loadtest": cmd_k8s_loadtest,
         "compose": cmd_compose, "gateway-configs": cmd_gateway_configs, "prom-config": cmd_prom_config,
         "dockerfile": cmd_dockerfile, "build-context": cmd_build_context,
     }[a.cmd](a)

@@ -25,7 +25,13 @@
 //! `stages`: [{stage, start_s, end_s, target, requests,
 //! errors, flows_completed, latency_ms}] (empty without --stages),
 //! `preflight` (null with --no-preflight): {server_name, server_version, protocol_versions,
-//! tool_count, pages, tools, x_mcp_header_tools, discover_error, list_error, auto_excluded}.
+//! tool_count, pages, tools, x_mcp_header_tools, discover_error, list_error, auto_excluded},
+//! `shard` (null unless --shard): {index, count},
+//! `merge` (null unless made by `loadtest merge`): {count, ran, missing, failed: [{index,
+//! error}], duplicates, partial, allow_partial},
+//! `lossless`: what `loadtest merge` adds up exactly: {encoding, measures (every counter, and
+//! every histogram in HdrHistogram's V2 deflate encoding, base64), timeline_windows (each
+//! second's histogram)}.
 
 use serde_json::{json, Map, Value};
 
@@ -126,6 +132,13 @@ pub fn render(r: &Report) -> Value {
                 "requests": t.requests, "errors": t.errors, "flows_completed": t.flows_completed,
                 "latency_ms": lat(&t.hist)})
         })).collect::<Vec<_>>(),
+        "shard": r.args.shard,
+        "merge": r.merge,
+        "lossless": {
+            "encoding": crate::loadtest::wire::ENCODING,
+            "measures": serde_json::to_value(m).unwrap_or(Value::Null),
+            "timeline_windows": r.windows,
+        },
         "preflight": r.discovery.as_ref().map(|d| {
             let mut v = d.to_json();
             v["auto_excluded"] = json!(r.excluded.iter().map(|(n, w)| json!({"tool": n, "reason": w})).collect::<Vec<_>>());

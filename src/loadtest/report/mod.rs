@@ -1,6 +1,7 @@
 //! The result of a run ([`Report`]): figures derived from the merged measures, the checks that
 //! turn a run into a test, and three renderings: [`text`] (summary table), [`json`] (schema
-//! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts).
+//! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts);
+//! [`shards`] is what a report merged from a sharded run's shards says of them.
 
 pub mod html;
 mod html_charts;
@@ -9,6 +10,7 @@ mod html_svg;
 #[cfg(test)]
 mod html_tests;
 pub mod json;
+pub mod shards;
 pub mod tasks;
 pub mod text;
 
@@ -53,6 +55,10 @@ pub struct Report {
     pub discovery: Option<crate::loadtest::preflight::Discovery>,
     /// `--scenario auto`: the tools left out, with the reason.
     pub excluded: Vec<(String, &'static str)>,
+    /// Each second's latency histogram, encoded ([`crate::loadtest::wire::encode`]).
+    pub windows: Vec<String>,
+    /// A report merged from shards' reports: which shards it holds.
+    pub merge: Option<shards::MergeInfo>,
 }
 
 /// A latency distribution summarized, in milliseconds.
@@ -130,6 +136,8 @@ impl Report {
             p99_timeline_us,
             discovery: None,
             excluded: Vec::new(),
+            windows: Vec::new(),
+            merge: None,
         }
     }
 
@@ -320,6 +328,9 @@ impl Report {
         {
             out.push(("requests_sent", false, "no request was sent".into()));
         }
+        if let Some(m) = &self.merge {
+            out.push(("all_shards", m.complete_or_allowed(), m.describe()));
+        }
         out
     }
 
@@ -355,7 +366,17 @@ impl Report {
             .to_string()
     }
 
+    /// How the load was driven, and which shards it covers.
     pub fn mode_display(&self) -> String {
+        let part = match (&self.merge, self.args.shard) {
+            (Some(m), _) => format!(" · {}", m.headline()),
+            (None, Some(s)) => format!(" · shard {} of the run", s.label()),
+            (None, None) => String::new(),
+        };
+        format!("{}{part}", self.load_display())
+    }
+
+    fn load_display(&self) -> String {
         if let Some(st) = &self.args.stages {
             let parts: Vec<String> =
                 st.0.iter()
