@@ -325,7 +325,11 @@ impl Pool {
         // chance on a doubtful instance than a certain refusal).
         let panic = !(0..self.instances.len()).any(|i| !tried.has(i) && self.health.usable(i));
         let eligible = |i: usize| !tried.has(i) && (panic || self.health.usable(i));
-        let now = load::now_ns();
+        // The clock is read only by the modes that use it.
+        let clocked = matches!(self.selector, Selector::LeastLoaded)
+            || self.bound.is_some()
+            || !self.slow_start.is_zero();
+        let now = if clocked { load::now_ns() } else { 0 };
         let (index, moved) = match &self.selector {
             Selector::LeastLoaded => (self.least_loaded(&eligible, now), false),
             Selector::RoundRobin(lb) => (self.round_robin(lb, &eligible, now), false),

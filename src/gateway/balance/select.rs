@@ -41,23 +41,31 @@ impl Pool {
         }
     }
 
-    /// Round robin; an instance ramping up is skipped with the chance it is not due.
+    /// Round robin; an instance ramping up is skipped with the chance it is not due. At most
+    /// one candidate is skipped per request, so the walk stays short even when every instance
+    /// ramps (after a reload that brought them all back at once).
     pub(super) fn round_robin(
         &self,
         lb: &LoadBalancer<RoundRobin>,
         eligible: &impl Fn(usize) -> bool,
         now: u64,
     ) -> Option<usize> {
-        let ramped = |b: &Backend, _: bool| {
-            self.index_of(b).is_some_and(|i| {
+        let skipped = Cell::new(false);
+        let accept = |b: &Backend, _: bool| {
+            self.index_of(b).filter(|&i| eligible(i)).is_some_and(|i| {
                 let r = self.loads[i].ramp(now, self.slow_start);
-                eligible(i) && (r >= 1.0 || rand::random::<f64>() < r)
+                if r >= 1.0 || skipped.get() || rand::random::<f64>() < r {
+                    return true;
+                }
+                skipped.set(true);
+                false
             })
         };
+        // The one skipped may have been the only eligible instance: then it is taken after all.
         let any = |b: &Backend, _: bool| self.index_of(b).is_some_and(eligible);
         let b = lb
-            .select_with(b"", 256, ramped)
-            .or_else(|| lb.select_with(b"", 256, any))?;
+            .select_with(b"", 256, accept)
+            .or_else(|| skipped.get().then(|| lb.select_with(b"", 256, any))?)?;
         self.index_of(&b)
     }
 

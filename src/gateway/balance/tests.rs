@@ -352,3 +352,15 @@ fn slow_start_ramps_an_instance_added_on_reload() {
     let got = simulate(&p, 3000, 6, |_| String::new(), |_, _, _| {});
     assert!(got[1] < got[0] / 2 && got[1] < got[2] / 2, "{got:?}");
 }
+
+#[test]
+fn a_ramping_instance_that_is_the_only_one_left_is_still_picked() {
+    let mut c = cfg(2, Balance::RoundRobin, None);
+    c.slow_start = Duration::from_secs(60);
+    let p = Pool::build("p", &c, None).unwrap();
+    p.on_health(1, crate::gateway::health::Change::CameUp);
+    let h = http::HeaderMap::new();
+    let mut tried = Tried::default();
+    tried.add(0);
+    assert!((0..200).all(|_| p.pick_excluding(None, &h, tried) == Some(1)));
+}
