@@ -169,27 +169,30 @@ fn hashing_on_the_principal_or_a_header() {
 
 #[test]
 fn a_refused_connection_is_tried_on_another_instance() {
-    let up = Upstreams::start(1);
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let cfg = config(
-        &[("p", &[dead, up.addrs[0]], "balance: round_robin")],
-        "default_route: {pool: p}\n",
-    );
-    let gw = RunningGateway::start(cfg).unwrap();
-    for i in 0..6 {
-        let r = post(gw.mcp_addr, &refs(&call_headers("t")), &call(i, "t"));
-        assert_eq!(
-            r.status,
-            200,
-            "request {i}: {}",
-            String::from_utf8_lossy(&r.body)
-        );
-        assert_eq!(served_by(&r), up.addrs[0].to_string());
+    let modes = [
+        "balance: round_robin",
+        "balance: least_loaded",
+        "balance: hash",
+        "{balance: hash, load_bound: 0.25}",
+    ];
+    for balance in modes {
+        let up = Upstreams::start(1);
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let pool = balance.trim_start_matches('{').trim_end_matches('}');
+        let pool = pool.replace(", ", "\n    ");
+        let cfg = config(&[("p", &[dead, up.addrs[0]], &pool)], "default_route: {pool: p}\n");
+        let gw = RunningGateway::start(cfg).unwrap();
+        for i in 0..6 {
+            let name = format!("t{i}");
+            let r = post(gw.mcp_addr, &refs(&call_headers(&name)), &call(i, &name));
+            assert_eq!(r.status, 200, "{balance} request {i}: {}", r.text());
+            assert_eq!(served_by(&r), up.addrs[0].to_string(), "{balance}");
+        }
+        assert_eq!(up.count(), 6, "{balance}");
     }
-    assert_eq!(up.count(), 6);
 }
 
 #[test]
