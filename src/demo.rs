@@ -34,6 +34,10 @@ pub struct DemoArgs {
     /// gateway must refuse with 400 / -32020.
     #[arg(long, default_value_t = 0.02)]
     pub bad_share: f64,
+    /// After the run, keep the gateway and the backends serving until Ctrl-C, to look around
+    /// in the console (http://<admin>/ui).
+    #[arg(long)]
+    pub keep_serving: bool,
     /// Where the HTML and JSON reports go.
     #[arg(long, default_value = "reports")]
     pub report_dir: PathBuf,
@@ -87,7 +91,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
     println!(
         "gateway   MCP on http://{mcp}{endpoint}{}",
         admin
-            .map(|a| format!(", admin on http://{a}"))
+            .map(|a| format!(", admin on http://{a} (console: http://{a}/ui)"))
             .unwrap_or_default()
     );
 
@@ -148,6 +152,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
     let tasks_passed =
         args.task_flows == 0 || tasks_phase(&args, &format!("http://{mcp}{endpoint}"), admin)?;
     let passed = passed && tasks_passed;
+    if args.keep_serving {
+        if let Some(a) = admin {
+            println!(
+                "\nconsole   http://{a}/ui  (the gateway keeps serving; Ctrl-C ends the demo)"
+            );
+        }
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(tokio::signal::ctrl_c())?;
+    }
     gateway.shutdown();
     backends.shutdown();
     println!("\nreports   {} and {}", html.display(), json.display());

@@ -45,6 +45,14 @@ enum Command {
         #[arg(long, short, default_value = "gateway.yaml")]
         config: PathBuf,
     },
+    /// Say what the gateway would do with a request, stage by stage, without sending it: the
+    /// request file is `{"headers": {...}, "body": "<the request body>"}` (`-`: stdin).
+    Explain {
+        #[arg(long, short, default_value = "gateway.yaml")]
+        config: PathBuf,
+        #[arg(long, short)]
+        request: PathBuf,
+    },
     /// Print the JSON Schema of gateway.yaml (committed as schema/gateway.schema.json).
     Schema,
     /// Run the reference stateless MRTR backend as a pool of instances.
@@ -109,6 +117,7 @@ fn main() -> ExitCode {
             );
             mcp_edge::gateway::serve(cfg, config, upgrade)
         }
+        Command::Explain { config, request } => return explain(&config, &request),
         Command::Check { config } => {
             let cfg = match load(&config) {
                 Ok(c) => c,
@@ -192,6 +201,49 @@ fn loadtest(args: mcp_edge::loadtest::LoadTestArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcp-edge explain`: the walk of one request through a gateway built from `config`, offline
+/// (no listener, no health check: every instance counts as up).
+fn explain(config: &Path, request: &Path) -> ExitCode {
+    let cfg = match load(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let text = if request == Path::new("-") {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+    } else {
+        std::fs::read_to_string(request)
+    };
+    let question = match text.map_err(|e| e.to_string()).and_then(|t| {
+        serde_json::from_str::<mcp_edge::gateway::explain::Question>(&t).map_err(|e| e.to_string())
+    }) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("error: {}: {e}; write {{\"headers\": {{\"Mcp-Method\": \"tools/call\", ...}}, \"body\": \"<the request body>\"}}", request.display());
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let answer = runtime.map_err(anyhow::Error::from).and_then(|rt| {
+        rt.block_on(async {
+            let gw = std::sync::Arc::new(mcp_edge::gateway::Gateway::new(cfg, None)?);
+            Ok(mcp_edge::gateway::explain::explain(&gw, &question).await)
+        })
+    });
+    match answer {
+        Ok(v) => {
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e:#}", config.display());
+            ExitCode::from(2)
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The admin listener: `/healthz` (the process answers), `/readyz` (every pool has a usable
-//! instance), `/metrics` (Prometheus text format), `/catalog` (what each federated pool serves), `POST /-/reload` (re-read the config file), `POST /-/cache/purge[?method=M&name=N]`
-//! (drop edge-cache entries).
+//! instance), `/metrics` (Prometheus text format), `/catalog` (what each federated pool serves),
+//! the console (`/ui` and the `/-/console.json` it polls, [`super::console`]), `POST /-/explain`
+//! (what the gateway would do with a request, [`super::explain`]), `POST /-/reload` (re-read the
+//! config file), `POST /-/cache/purge[?method=M&name=N]` (drop edge-cache entries).
 
 use async_trait::async_trait;
 use http::Response;
@@ -14,6 +16,9 @@ pub struct AdminApp {
     pub(crate) live: Arc<Live>,
 }
 
+/// The largest `POST /-/explain` document read (the request body it carries included).
+const EXPLAIN_MAX: usize = 2 << 20;
+
 fn text(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
     Response::builder()
         .status(status)
@@ -21,6 +26,61 @@ fn text(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
         .header(http::header::CONTENT_LENGTH, body.len())
         .body(body.into_bytes())
         .expect("static response parts are valid")
+}
+
+/// A console file, with the headers that keep it to itself (see [`super::console::assets`]).
+fn asset(content_type: &str, body: &str) -> Response<Vec<u8>> {
+    Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .header(
+            http::header::CONTENT_SECURITY_POLICY,
+            super::console::assets::CSP,
+        )
+        .header(http::header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .header(http::header::X_FRAME_OPTIONS, "DENY")
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .body(body.as_bytes().to_vec())
+        .expect("static response parts are valid")
+}
+
+/// `POST /-/explain`: the body is a [`super::explain::Question`]; the answer is the walk.
+async fn explain(app: &AdminApp, session: &mut ServerSession) -> Response<Vec<u8>> {
+    let mut doc = Vec::new();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) if doc.len() + chunk.len() <= EXPLAIN_MAX => {
+                doc.extend_from_slice(&chunk)
+            }
+            Ok(Some(_)) => {
+                return text(
+                    413,
+                    "text/plain",
+                    format!("an explain document is at most {EXPLAIN_MAX} bytes\n"),
+                )
+            }
+            Ok(None) => break,
+            Err(e) => {
+                return text(
+                    400,
+                    "text/plain",
+                    format!("the explain document could not be read: {e}\n"),
+                )
+            }
+        }
+    }
+    match serde_json::from_slice::<super::explain::Question>(&doc) {
+        Ok(q) => {
+            let answer = super::explain::explain(&app.live.load(), &q).await;
+            text(200, "application/json", answer.to_string())
+        }
+        Err(e) => text(
+            400,
+            "text/plain",
+            format!("not an explain document ({e}); send {{\"headers\": {{\"Mcp-Method\": \"tools/call\", ...}}, \"body\": \"<the request body>\"}}\n"),
+        ),
+    }
 }
 
 #[async_trait]
@@ -51,6 +111,20 @@ impl ServeHttp for AdminApp {
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
             "/catalog" => text(200, "application/json", super::federation::report::catalog_json(&gw)),
+            "/" => Response::builder()
+                .status(302)
+                .header(http::header::LOCATION, "/ui")
+                .header(http::header::CONTENT_LENGTH, 0)
+                .body(Vec::new())
+                .expect("static response parts are valid"),
+            // Browsers ask for it on every page: nothing to show, and no 404 in their console.
+            "/favicon.ico" => text(204, "image/x-icon", String::new()),
+            "/-/console.json" => text(200, "application/json", super::console::snapshot(&self.live)),
+            "/-/explain" if post => explain(self, session).await,
+            p if super::console::assets::file(p).is_some() => {
+                let (content_type, body) = super::console::assets::file(p).expect("just found");
+                asset(content_type, body)
+            }
             "/-/cache/purge" if post => {
                 let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
                 text(status, "text/plain", msg)
@@ -65,7 +139,7 @@ impl ServeHttp for AdminApp {
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /healthz, /readyz, /metrics, /catalog, POST /-/reload or POST /-/cache/purge\n"),
+                format!("no admin endpoint at {other}; try /ui (the console), /healthz, /readyz, /metrics, /catalog, POST /-/explain, POST /-/reload or POST /-/cache/purge\n"),
             ),
         }
     }

@@ -80,6 +80,18 @@ impl PoolHealth {
             && self.now_ms() >= h.ejected_until_ms.load(Ordering::Relaxed)
     }
 
+    /// Whether instance `i`'s active checks pass (ejection aside).
+    pub fn checks_pass(&self, i: usize) -> bool {
+        self.instances[i].active_up.load(Ordering::Relaxed)
+    }
+
+    /// How long instance `i` stays ejected, if it is.
+    pub fn ejected_for(&self, i: usize) -> Option<Duration> {
+        let until = self.instances[i].ejected_until_ms.load(Ordering::Relaxed);
+        let now = self.now_ms();
+        (until > now).then(|| Duration::from_millis(until - now))
+    }
+
     pub fn any_usable(&self) -> bool {
         (0..self.instances.len()).any(|i| self.usable(i))
     }

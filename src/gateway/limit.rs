@@ -232,6 +232,20 @@ impl Limit {
         }
     }
 
+    /// What this limit would decide for `i` now, without spending a token: `None` when it does
+    /// not apply, or when its buckets live in Redis (`scope: global`; not peeked, so that
+    /// explaining never costs a round trip or a token).
+    pub fn peek(&self, i: &LimitInput<'_>) -> Option<Verdict> {
+        if !self.applies(i) || self.global.is_some() {
+            return None;
+        }
+        Some(match self.local.peek(self.key_of(i)) {
+            Ok(()) => Verdict::Allowed,
+            Err(_) if self.dry_run => Verdict::DryRunLimited,
+            Err(wait) => Verdict::Limited(wait),
+        })
+    }
+
     /// Live keys in this replica's store (for tests and metrics).
     pub fn live_keys(&self) -> usize {
         self.local.live_keys()

@@ -40,10 +40,12 @@ pub mod balance;
 pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
+pub mod console;
 pub mod detached;
 pub mod direct;
 pub mod dns;
 pub mod expiring;
+pub mod explain;
 pub mod failure;
 pub mod federation;
 pub mod flow_metrics;
@@ -59,6 +61,7 @@ pub mod limit;
 pub mod listeners;
 pub mod observe;
 pub mod parked;
+pub mod recent;
 pub mod request;
 pub mod response;
 pub mod route;
@@ -327,7 +330,11 @@ impl ProxyHttp for Proxy {
 }
 
 /// The route a request takes on its claims (`None`: no route, no default).
-fn select_route(gw: &Gateway, ctx: &mut RequestCtx, path: &str) -> Option<route::RouteRef> {
+pub(crate) fn select_route(
+    gw: &Gateway,
+    ctx: &mut RequestCtx,
+    path: &str,
+) -> Option<route::RouteRef> {
     let (method, name) = (ctx.method.as_deref(), ctx.name.as_deref());
     let Some((fed, e)) = gw
         .federation
@@ -363,6 +370,17 @@ pub(crate) fn finish_request(
     }
     let outcome = observe::Outcome::of(ctx, status, body_bytes_sent);
     ctx.gw.metrics.record(&outcome);
+    ctx.gw.metrics.recent.note(
+        &outcome,
+        || ctx.answer.as_ref().map(|(r, _)| r.message.to_string()),
+        || match ctx.progress.envelope() {
+            Some(e) => (e.method.clone(), e.name.clone()),
+            // Refused by the check: the body is still in hand (read again only on this path).
+            None => crate::mcp::envelope::parse(&ctx.in_hand)
+                .map_or((None, None), |e| (e.method, e.name)),
+        },
+        || ctx.identity.as_ref().map(|i| i.subject.clone()),
+    );
     observe::access_log(&outcome);
     follow::finished(ctx, status, outcome);
     ctx.slots = None;

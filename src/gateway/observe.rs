@@ -94,6 +94,8 @@ pub struct Metrics {
     pub federation: super::federation::FederationMetrics,
     /// The balancer's view of each instance ([`super::balance::metrics`]).
     pub balance: super::balance::metrics::BalanceMetrics,
+    /// The last refused or failed requests, for the console ([`super::recent`]).
+    pub recent: super::recent::Recent,
     checked: Lazy<IntCounter>,
     skipped: Lazy<IntCounter>,
     /// Request and response body size histograms, by [`method_index`].
@@ -177,6 +179,7 @@ impl Metrics {
             concurrency: super::concurrency::ConcurrencyMetrics::register(&registry)?,
             federation: super::federation::FederationMetrics::register(&registry)?,
             balance: super::balance::metrics::BalanceMetrics::register(&registry)?,
+            recent: Default::default(),
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),
             checked: Lazy::default(),

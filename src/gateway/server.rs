@@ -41,6 +41,8 @@ pub struct Live {
     reloading: std::sync::Mutex<()>,
     /// The listeners, whose certificates a reload re-reads ([`listeners`]).
     pub(super) listeners: Option<Arc<Listeners>>,
+    /// The last reload from the file: when, and its error if it was refused (the console).
+    last_reload: std::sync::Mutex<Option<(std::time::SystemTime, Result<(), String>)>>,
 }
 
 impl Live {
@@ -50,6 +52,7 @@ impl Live {
             source,
             reloading: std::sync::Mutex::new(()),
             listeners: None,
+            last_reload: std::sync::Mutex::new(None),
         }
     }
 
@@ -126,7 +129,17 @@ impl Live {
             Ok(()) => tracing::info!("reloaded {}", path.display()),
             Err(e) => tracing::error!("reload refused, the previous config keeps serving: {e}"),
         }
+        let mut last = self.last_reload.lock().unwrap_or_else(|p| p.into_inner());
+        *last = Some((std::time::SystemTime::now(), result.clone()));
         result
+    }
+
+    /// The last reload from the file (`None`: none since start): when, and its error.
+    pub fn last_reload(&self) -> Option<(std::time::SystemTime, Result<(), String>)> {
+        self.last_reload
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

@@ -198,6 +198,8 @@ pub(super) async fn read_before_upstream(
         }
         Err((rej, id)) => {
             ctx.progress = Progress::Drained;
+            // Kept for the refusal ring: what the body said (a refcount, not a copy).
+            ctx.in_hand = body;
             refuse(session, ctx, rej, id).await.map(Some)
         }
     }

@@ -192,6 +192,11 @@ impl Gateway {
         g
     }
 
+    /// The config file it serves (a test may rewrite it and ask for a reload).
+    pub fn file(&self) -> &std::path::Path {
+        &self.file
+    }
+
     pub fn metrics(&self) -> String {
         let r = crate::support::http::raw(self.admin, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
         String::from_utf8(r.body).unwrap()

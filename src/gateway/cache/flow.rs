@@ -162,6 +162,28 @@ fn stored(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>
     public.or_else(private)
 }
 
+/// For `explain`: whether a checked request of `method` on `route` would be answered from the
+/// edge cache now (`None`: the route caches nothing, or the method is not cacheable). Reads
+/// only: no entry stored, no refetch led, no metric counted.
+pub(crate) fn would_hit(
+    gw: &super::super::Gateway,
+    route: crate::gateway::route::RouteRef,
+    pool: usize,
+    method: &str,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Option<bool> {
+    let method = static_method(method)?;
+    let store = gw.cache.get(route)?;
+    let version = headers
+        .get(header::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let req = key::of_request(&gw.pools[pool].name, method, version, body)?;
+    let caller = key::caller_context(headers);
+    Some(fresh(&store, &req.key, caller.as_ref()).is_some())
+}
+
 fn fresh(s: &RouteCache, k: &Key, caller: Option<&Caller>) -> Option<Arc<Entry>> {
     stored(s, k, caller).filter(|e| e.is_fresh(Instant::now()))
 }

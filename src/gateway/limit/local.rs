@@ -24,6 +24,12 @@ use std::time::{Duration, Instant};
 
 pub const SHARDS: usize = 16;
 
+thread_local! {
+    /// Set while [`LocalLimiter::peek`] runs: the store computes governor's decision but keeps
+    /// no change (no bucket spent, no key added), so `explain` can ask without a side effect.
+    static PEEKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The hash key of this process: random, drawn once.
 fn process_hash_key() -> &'static RandomState {
     static KEY: OnceLock<RandomState> = OnceLock::new();
@@ -77,6 +83,10 @@ impl StateStore for BoundedStore {
         F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
     {
         let mut shard = self.shard(*key);
+        if PEEKING.with(|p| p.get()) {
+            let current = shard.peek(key).copied();
+            return f(current).map(|(out, _)| out);
+        }
         if let Some(tat) = shard.get_mut(key) {
             let (out, new) = f(Some(*tat))?;
             *tat = new;
@@ -149,6 +159,17 @@ impl LocalLimiter {
         self.limiter
             .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
+    }
+
+    /// What [`LocalLimiter::check`] would answer for `key` now, spending nothing.
+    pub fn peek(&self, key: u64) -> Result<(), Duration> {
+        PEEKING.with(|p| p.set(true));
+        let answer = self
+            .limiter
+            .check_key(&key)
+            .map_err(|not_until| not_until.wait_time_from(self.clock.now()));
+        PEEKING.with(|p| p.set(false));
+        answer
     }
 
     /// Evict idle keys about once a second (one caller does it; the others skip).

@@ -163,3 +163,24 @@ fn the_local_fallback_divides_rate_and_burst_by_the_replicas() {
     assert_eq!(s.replenish_interval(), Duration::from_millis(300));
     assert_eq!(scaled(q, 1), q);
 }
+
+#[test]
+fn peeking_spends_nothing_and_says_what_the_check_would() {
+    let l = limit("  - {name: l, key: [name], rate: 1/m, burst: 2}\n");
+    let h = http::HeaderMap::new();
+    let a = input(Some("a"), &h);
+    for _ in 0..10 {
+        assert_eq!(l.peek(&a), Some(Verdict::Allowed));
+    }
+    assert_eq!(l.live_keys(), 0, "a peek adds no key");
+    assert_eq!(check(&l, &a), Verdict::Allowed);
+    assert_eq!(check(&l, &a), Verdict::Allowed);
+    for _ in 0..3 {
+        assert!(matches!(l.peek(&a), Some(Verdict::Limited(_))));
+    }
+    assert!(matches!(check(&l, &a), Verdict::Limited(_)));
+    // Another key is untouched; a limit that does not match says so.
+    assert_eq!(l.peek(&input(Some("b"), &h)), Some(Verdict::Allowed));
+    let only = limit("  - {name: l, match: {name: x}, rate: 1/m}\n");
+    assert_eq!(only.peek(&a), None);
+}
