@@ -48,6 +48,9 @@ fn the_snapshot_counts_what_metrics_count_and_keeps_the_spoof_with_both_names() 
         &call(9, "deploy"),
     );
     assert_eq!(r.status, 400);
+    // A request is counted after its answer is written: wait for the sixth.
+    let six = || sample(&scrape(&gw), "mcp_edge_requests_total", &[]) == 6.0;
+    assert!(eventually(std::time::Duration::from_secs(5), six));
     let s: Value = serde_json::from_slice(&get(&gw, "/-/console.json").body).unwrap();
     let counted = sample(&scrape(&gw), "mcp_edge_requests_total", &[]);
     assert_eq!(s["totals"]["requests"].as_f64(), Some(counted));
@@ -98,8 +101,12 @@ fn no_configured_secret_appears_in_any_admin_answer() {
     let explained = crate::explain::explain(
         &gw,
         &serde_json::json!({"headers": {"Mcp-Method": "tools/call", "Mcp-Name": "echo",
+            "MCP-Protocol-Version": "2026-07-28", "Content-Type": "application/json",
             "Authorization": "Bearer opaque-token-value"}, "body": call(1, "echo")}),
     );
+    // Explain verifies the token as a request would: an inactive opaque token is auth's refusal.
+    assert_eq!(explained["decided_by"], "auth", "{explained:#}");
+    assert_eq!(explained["answer"]["status"], 401);
     let mut answers = vec![explained.to_string()];
     for path in [
         "/",
