@@ -138,6 +138,10 @@ pub struct Config {
     /// Endpoints that merge several different pools behind one path (see `config::federation`).
     #[serde(default)]
     pub federation: Option<FederationConfig>,
+    /// A file holding the admin listener's bearer token: with it, `POST /-/reload` and
+    /// `POST /-/cache/purge` need `Authorization: Bearer <token>` (read on start and reload).
+    #[serde(default)]
+    pub admin_token_file: Option<std::path::PathBuf>,
 }
 
 fn d_dns_refresh() -> Duration {

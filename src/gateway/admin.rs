@@ -83,6 +83,33 @@ async fn explain(app: &AdminApp, session: &mut ServerSession) -> Response<Vec<u8
     }
 }
 
+/// With an admin token configured, whether the request carries it (`Authorization: Bearer`);
+/// without one, every request may.
+fn may_change_state(gw: &super::Gateway, headers: &http::HeaderMap) -> bool {
+    use sha2::Digest;
+    let Some(want) = &gw.admin_token else {
+        return true;
+    };
+    let given = crate::mcp::header::bearer_token(headers).unwrap_or("");
+    let got: [u8; 32] = sha2::Sha256::digest(given.as_bytes()).into();
+    // Digests compared in full: no early exit that times the token.
+    got.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+fn unauthorized() -> Response<Vec<u8>> {
+    let body = "this action needs the admin token: send Authorization: Bearer <the token in admin_token_file>\n";
+    Response::builder()
+        .status(401)
+        .header(http::header::CONTENT_TYPE, "text/plain")
+        .header(http::header::CONTENT_LENGTH, body.len())
+        .header(
+            http::header::WWW_AUTHENTICATE,
+            "Bearer realm=\"mcp-edge admin\"",
+        )
+        .body(body.as_bytes().to_vec())
+        .expect("static response parts are valid")
+}
+
 #[async_trait]
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
@@ -125,6 +152,7 @@ impl ServeHttp for AdminApp {
                 let (content_type, body) = super::console::assets::file(p).expect("just found");
                 asset(content_type, body)
             }
+            "/-/cache/purge" | "/-/reload" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
                 let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
                 text(status, "text/plain", msg)

@@ -59,6 +59,23 @@ pub struct Gateway {
     pub federation: Option<super::federation::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
     pub catalogs: Arc<super::federation::catalog::Store>,
+    /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
+    pub(crate) admin_token: Option<[u8; 32]>,
+}
+
+/// SHA-256 of the token in `path` (surrounding whitespace trimmed); an error names the file.
+fn admin_token(path: &std::path::Path) -> anyhow::Result<[u8; 32]> {
+    use sha2::Digest;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("admin_token_file: cannot read {}: {e}", path.display()))?;
+    let token = text.trim();
+    anyhow::ensure!(
+        token.len() >= 16,
+        "admin_token_file: {} holds {} characters; put a random token of at least 16 in it (e.g. openssl rand -hex 32)",
+        path.display(),
+        token.len()
+    );
+    Ok(sha2::Sha256::digest(token.as_bytes()).into())
 }
 
 impl Gateway {
@@ -176,7 +193,13 @@ impl Gateway {
         let key_headers = config.key_headers();
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation = super::federation::Federation::build(&config, &table, &catalogs);
+        let admin_token = config
+            .admin_token_file
+            .as_deref()
+            .map(admin_token)
+            .transpose()?;
         Ok(Gateway {
+            admin_token,
             federation,
             catalogs,
             asserted,

@@ -126,3 +126,37 @@ fn no_configured_secret_appears_in_any_admin_answer() {
         }
     }
 }
+
+#[test]
+fn state_changes_need_the_admin_token_once_one_is_configured() {
+    let token = "adm-4b1d9e0c7f2a58e3";
+    let file = std::env::temp_dir().join(format!("mcp-edge-admin-token-{}", std::process::id()));
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let up = Upstreams::start(1);
+    let gw = simple_gateway(&up, &format!("admin_token_file: {}\n", file.display()));
+    let post = |path: &str, auth: &str| {
+        let req = format!("POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0\r\n\r\n");
+        raw(gw.admin_addr.unwrap(), req.as_bytes())
+    };
+    for path in ["/-/cache/purge", "/-/reload"] {
+        let r = post(path, "");
+        assert_eq!(r.status, 401, "{path}");
+        assert!(r.header("www-authenticate").is_some());
+        assert_eq!(
+            post(path, "Authorization: Bearer adm-wrong-token-000\r\n").status,
+            401
+        );
+    }
+    let ok = post(
+        "/-/cache/purge",
+        &format!("Authorization: Bearer {token}\r\n"),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    // Reading stays open, and the token is in no answer.
+    for path in ["/-/console.json", "/metrics", "/ui"] {
+        let r = get(&gw, path);
+        assert_eq!(r.status, 200);
+        assert!(!r.text().contains(token));
+    }
+    let _ = std::fs::remove_file(&file);
+}

@@ -154,17 +154,26 @@ fn a_fresh_cache_entry_is_explained_as_a_hit_and_a_bad_token_as_auths_refusal() 
     let up = resource_upstream();
     let gw = crate::support::cache::gateway(&[up.addr], "");
     let q = || {
-        let headers: serde_json::Map<String, Value> = good_headers("resources/read", Some("res://a"))
-            .into_iter()
-            .map(|(k, v)| (k, json!(v)))
-            .collect();
+        let headers: serde_json::Map<String, Value> =
+            good_headers("resources/read", Some("res://a"))
+                .into_iter()
+                .map(|(k, v)| (k, json!(v)))
+                .collect();
         let body = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read",
             "params": {"uri": "res://a", "_meta": meta(json!({}))}});
         json!({"headers": headers, "body": body.to_string()})
     };
     let v = explain(&gw, &q());
-    assert_eq!((v["verdict"].as_str(), v["decided_by"].as_str()), (Some("forwarded"), Some("balance")), "{v:#}");
+    assert_eq!(
+        (v["verdict"].as_str(), v["decided_by"].as_str()),
+        (Some("forwarded"), Some("balance")),
+        "{v:#}"
+    );
     assert_eq!(read(&gw, 1, "res://a", &[]).status, 200);
     let v = explain(&gw, &q());
-    assert_eq!((v["verdict"].as_str(), v["decided_by"].as_str()), (Some("answered"), Some("cache")), "{v:#}");
+    assert_eq!(
+        (v["verdict"].as_str(), v["decided_by"].as_str()),
+        (Some("answered"), Some("cache")),
+        "{v:#}"
+    );
 }
