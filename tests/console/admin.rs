@@ -74,6 +74,11 @@ fn the_snapshot_counts_what_metrics_count_and_keeps_the_spoof_with_both_names() 
         .all(|i| i["usable"] == true));
     assert_eq!(s["tools"][0]["name"], "echo");
     assert_eq!(s["tools"][0]["calls"], 6.0);
+    let resolved = s["config"]["resolved"].as_str().unwrap();
+    assert!(
+        resolved.contains("routes (first match wins)") && resolved.contains("listen.mcp"),
+        "{resolved}"
+    );
 }
 
 #[test]

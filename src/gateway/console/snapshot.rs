@@ -191,7 +191,13 @@ fn config(gw: &Gateway, live: &Live) -> Value {
             "error": r.err(),
         })
     });
-    json!({"resolved": gw.config.describe(), "last_reload": reload})
+    let now = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    // The listeners with their certificates and expiry (the files as they are now).
+    let (listeners, warnings) = crate::gateway::listeners::describe(&gw.config, now, 14)
+        .unwrap_or_else(|e| (format!("listeners: {e}\n"), Vec::new()));
+    json!({"resolved": format!("{}\n{listeners}", gw.config.describe()), "certificate_warnings": warnings, "last_reload": reload})
 }
 
 /// The whole snapshot.

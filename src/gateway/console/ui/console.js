@@ -108,7 +108,8 @@ function config(s) {
   const r = s.config.last_reload;
   document.getElementById("reload").textContent = r == null ? "no reload since start"
     : `${new Date(r.at_unix_ms).toISOString()}: ${r.ok ? "applied" : "refused: " + r.error}`;
-  document.getElementById("config-text").textContent = s.config.resolved;
+  const warn = (s.config.certificate_warnings || []).map((w) => `warning: ${w}\n`).join("");
+  document.getElementById("config-text").textContent = warn + s.config.resolved;
   document.getElementById("catalog-text").textContent = s.catalog == null ? "no federation: configure federation: to see catalogs" : JSON.stringify(s.catalog, null, 2);
 }
 
