@@ -9,6 +9,8 @@
 //! at random. The answer names the caller by its verified subject, never by its token, and
 //! repeats no header value.
 //!
+//! The document may name the client's address (`client_ip`) for limits keyed on it.
+//!
 //! Asked by `POST /-/explain` on the admin listener, the console's form, and
 //! `mcp-edge explain --config gateway.yaml --request req.json` (offline: a gateway built from
 //! the config, health unknown so every instance counts as up).
@@ -35,6 +37,9 @@ pub struct Question {
     /// The request path (default: the gateway's `endpoint`).
     #[serde(default)]
     pub path: Option<String>,
+    /// The client's address, for limits keyed on `client_ip` (default: none, its own bucket).
+    #[serde(default)]
+    pub client_ip: Option<std::net::IpAddr>,
 }
 
 /// The stages walked so far and, once one decides, the verdict.
@@ -139,7 +144,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
     } else {
         walk.pass("auth", json!({"configured": false}));
     }
-    if let Some((rej, detail)) = limits(gw, &ctx, headers, &route.name, &mut walk) {
+    if let Some((rej, detail)) = limits(gw, &ctx, headers, &route.name, q.client_ip, &mut walk) {
         return walk.refuse("limits", &rej, detail);
     }
     let env = match envelope::parse(q.body.as_bytes()) {
@@ -223,6 +228,7 @@ fn limits(
     ctx: &RequestCtx,
     headers: &http::HeaderMap,
     route: &str,
+    client_ip: Option<std::net::IpAddr>,
     walk: &mut Walk,
 ) -> Option<(Rejection, Value)> {
     let input = LimitInput {
@@ -230,7 +236,7 @@ fn limits(
         method: ctx.method.as_deref(),
         name: ctx.name.as_deref(),
         headers,
-        client_ip: None,
+        client_ip,
         identity: ctx.identity.as_deref(),
     };
     let mut seen = Vec::new();
