@@ -183,7 +183,10 @@ fn a_refused_connection_is_tried_on_another_instance() {
             .unwrap();
         let pool = balance.trim_start_matches('{').trim_end_matches('}');
         let pool = pool.replace(", ", "\n    ");
-        let cfg = config(&[("p", &[dead, up.addrs[0]], &pool)], "default_route: {pool: p}\n");
+        let cfg = config(
+            &[("p", &[dead, up.addrs[0]], &pool)],
+            "default_route: {pool: p}\n",
+        );
         let gw = RunningGateway::start(cfg).unwrap();
         for i in 0..6 {
             let name = format!("t{i}");
