@@ -29,19 +29,20 @@ impl Signer {
     /// Read and check the key: it must parse, fit `algorithm`, and sign.
     pub fn load(cfg: &PrivateKeyJwt) -> Result<Signer, String> {
         let path = cfg.key_file.display();
-        let alg =
-            match cfg.algorithm.as_str() {
-                "RS256" => Algorithm::RS256,
-                "RS384" => Algorithm::RS384,
-                "RS512" => Algorithm::RS512,
-                "PS256" => Algorithm::PS256,
-                "ES256" => Algorithm::ES256,
-                "ES384" => Algorithm::ES384,
-                "EdDSA" => Algorithm::EdDSA,
-                a => return Err(format!(
+        let alg = match cfg.algorithm.as_str() {
+            "RS256" => Algorithm::RS256,
+            "RS384" => Algorithm::RS384,
+            "RS512" => Algorithm::RS512,
+            "PS256" => Algorithm::PS256,
+            "ES256" => Algorithm::ES256,
+            "ES384" => Algorithm::ES384,
+            "EdDSA" => Algorithm::EdDSA,
+            a => {
+                return Err(format!(
                     "algorithm {a:?} is not one of RS256, RS384, RS512, PS256, ES256, ES384, EdDSA"
-                )),
-            };
+                ))
+            }
+        };
         let der = PrivateKeyDer::from_pem_file(&cfg.key_file)
             .map_err(|e| format!("{path}: not a readable PEM private key ({e})"))?;
         let rsa = matches!(

@@ -136,7 +136,8 @@ mod tests {
             async move {
                 tokio::time::sleep(delay).await;
                 let i = n.fetch_add(1, Ordering::SeqCst);
-                Ok(Token::new(&format!("t{i}"), life, Duration::ZERO, Instant::now()).unwrap())
+                let margin = life / 2;
+                Ok(Token::new(&format!("t{i}"), life, margin, Instant::now()).unwrap())
             }
             .boxed()
         }
@@ -157,7 +158,7 @@ mod tests {
         assert!(got
             .iter()
             .all(|(r, o)| r.as_ref().unwrap() == "Bearer t0" && *o == Outcome::Miss));
-        // Past the refresh point (half its life, refresh_before being 0 here… lifetime/2).
+        // Past the refresh point (half its life).
         tokio::time::sleep(Duration::from_millis(220)).await;
         let t = Instant::now();
         let (r, o) = cell.get(fetcher(n.clone(), life, delay), |_| {}).await;
