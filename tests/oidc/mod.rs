@@ -58,7 +58,8 @@ impl AuthServer {
             return None;
         }
         let port = support::free_port();
-        let key_dir = std::env::temp_dir().join(format!("mcp-edge-as-{}-{port}", std::process::id()));
+        let key_dir =
+            std::env::temp_dir().join(format!("mcp-edge-as-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&key_dir).unwrap();
         let env = vec![
             ("PORT", port.to_string()),
@@ -122,7 +123,8 @@ impl AuthServer {
 
     fn post_form(&self, basic: (&str, &str), form: &str) -> support::Reply {
         use base64::Engine as _;
-        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", basic.0, basic.1));
+        let b64 =
+            base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", basic.0, basic.1));
         let auth = format!("Basic {b64}");
         let addr = format!("127.0.0.1:{}", self.port).parse().unwrap();
         let headers = [
@@ -181,7 +183,9 @@ impl AuthServer {
 fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
