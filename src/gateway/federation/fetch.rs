@@ -87,15 +87,13 @@ impl Caller {
             None => gw.credentials.for_gateway(p).await,
         };
         let pool = &gw.table.pools[p];
-        match got.map_err(|f| format!("pool {pool}: no credential: {}", f.describe()))? {
-            Some((h, v)) => {
-                out.retain(|(k, _)| !h.as_str().eq_ignore_ascii_case(k));
-                let v = v
-                    .to_str()
-                    .map_err(|_| format!("pool {pool}: the credential is not text"))?;
-                out.push((h.to_string(), v.to_string()));
-            }
-            None => {}
+        let got = got.map_err(|f| format!("pool {pool}: no credential: {}", f.describe()))?;
+        if let Some((h, v)) = got {
+            out.retain(|(k, _)| !h.as_str().eq_ignore_ascii_case(k));
+            let v = v
+                .to_str()
+                .map_err(|_| format!("pool {pool}: the credential is not text"))?;
+            out.push((h.to_string(), v.to_string()));
         }
         Ok(out)
     }
