@@ -23,7 +23,7 @@ fn secret_file(tag: &str, text: &str) -> std::path::PathBuf {
 
 fn two_pools(keys: &Upstreams, bearer: &Upstreams, file: &std::path::Path) -> String {
     format!(
-        "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{}, admin: 127.0.0.1:{}}}\npools:\n  keys:\n    instances: [{}]\n    health: {{interval: 200ms}}\n    credentials:\n      static: {{ secret: {{file: {}}}, header: x-api-key }}\n  bearer:\n    instances: [{}]\n    credentials:\n      static: {{ secret: {{env: {ENV_VAR}}} }}\nroutes:\n  - {{ match: {{name: \"key_*\"}}, pool: keys }}\ndefault_route: {{pool: bearer}}\n",
+        "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{}, admin: 127.0.0.1:{}}}\npools:\n  keys:\n    instances: [{}]\n    health: {{interval: 200ms}}\n    credentials:\n      static: {{ secret: {{file: {}}}, header: x-api-key }}\n  bearer:\n    instances: [{}]\n    credentials:\n      static: {{ secret: {{env: {ENV_VAR}}} }}\nroutes:\n  - {{ match: {{name: \"key_*\"}}, pool: keys }}\ndefault_route: {{pool: bearer}}\nfederation: {{ endpoints: [{{path: /mcp/all, pools: [keys]}}] }}\n",
         free_port(),
         free_port(),
         keys.addrs[0],
@@ -92,6 +92,16 @@ fn a_static_secret_arrives_in_its_header_and_the_callers_token_never_does() {
         })
     });
     assert!(checked, "the health check carries the secret");
+    // So does the federation catalog fetch (the gateway's own request, no caller).
+    let fetched = eventually(Duration::from_secs(5), || {
+        keys.received().iter().any(|r| {
+            r.headers
+                .get("user-agent")
+                .is_some_and(|u| u == "mcp-edge-federation")
+                && r.headers.get("x-api-key").is_some_and(|v| v == FILE_SECRET)
+        })
+    });
+    assert!(fetched, "the catalog fetch carries the secret");
 
     // Nowhere to be read: metrics, admin endpoints, `check`.
     let admin = gw.admin_addr.unwrap();
