@@ -21,7 +21,6 @@ const API: &str = "https://api.internal/mcp";
 fn keys() -> [(String, Value); 2] {
     use p256::pkcs8::EncodePrivateKey as _;
     use rsa::pkcs1::EncodeRsaPrivateKey as _;
-    use rsa::pkcs8::EncodePrivateKey as _;
     use rsa::Generate as _;
     let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
     let lf = rsa::pkcs8::LineEnding::LF;
