@@ -12,6 +12,7 @@
 pub mod auth;
 pub mod backend;
 pub mod config;
+pub mod credentials;
 pub mod demo;
 pub mod gateway;
 pub mod loadtest;

@@ -1,4 +1,5 @@
-//! One bounded HTTP(S) exchange: the GET of a JWKS, or the POST of an RFC 7662 introspection.
+//! One bounded HTTP(S) exchange: the GET of a JWKS, the POST of an RFC 7662 introspection, or
+//! a token request ([`crate::credentials`], which also reads refusals: [`send_status`]).
 //! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
 //! [`MAX_BODY`] bytes, all within a timeout.
 
@@ -72,9 +73,40 @@ pub async fn send(
     tls: &Arc<rustls::ClientConfig>,
     out: Outgoing,
 ) -> Result<(Bytes, Option<String>), String> {
+    match send_status(url, timeout, tls, out).await {
+        Ok(a) if a.status == http::StatusCode::OK => Ok((a.body, a.cache_control)),
+        Ok(a) => Err(format!("{url}: answered HTTP {}", a.status)),
+        Err(SendError::Timeout) => Err(format!("{url}: no answer within {timeout:?}")),
+        Err(SendError::Failed(e)) => Err(format!("{url}: {e}")),
+    }
+}
+
+/// An answer of any status.
+pub struct Answer {
+    pub status: http::StatusCode,
+    pub body: Bytes,
+    pub cache_control: Option<String>,
+}
+
+/// Why no answer came.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendError {
+    /// Nothing within the timeout.
+    Timeout,
+    /// Could not connect, TLS failed, or the exchange broke (the text says which).
+    Failed(String),
+}
+
+/// Send `out` to `url`; whatever it answers (the body bounded by [`MAX_BODY`]).
+pub async fn send_status(
+    url: &str,
+    timeout: Duration,
+    tls: &Arc<rustls::ClientConfig>,
+    out: Outgoing,
+) -> Result<Answer, SendError> {
     match tokio::time::timeout(timeout, send_inner(url, tls, out)).await {
-        Ok(r) => r.map_err(|e| format!("{url}: {e}")),
-        Err(_) => Err(format!("{url}: no answer within {timeout:?}")),
+        Ok(r) => r.map_err(SendError::Failed),
+        Err(_) => Err(SendError::Timeout),
     }
 }
 
@@ -82,7 +114,7 @@ async fn send_inner(
     url: &str,
     tls: &Arc<rustls::ClientConfig>,
     out: Outgoing,
-) -> Result<(Bytes, Option<String>), String> {
+) -> Result<Answer, String> {
     let uri: http::Uri = url.parse().map_err(|e| format!("not a URL ({e})"))?;
     let https = match uri.scheme_str() {
         Some("http") => false,
@@ -110,11 +142,7 @@ async fn send_inner(
     }
 }
 
-async fn exchange<S>(
-    stream: S,
-    uri: &http::Uri,
-    out: Outgoing,
-) -> Result<(Bytes, Option<String>), String>
+async fn exchange<S>(stream: S, uri: &http::Uri, out: Outgoing) -> Result<Answer, String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -148,9 +176,7 @@ where
     };
     let req = req.body(body).map_err(|e| e.to_string())?;
     let resp = send.send_request(req).await.map_err(|e| e.to_string())?;
-    if resp.status() != http::StatusCode::OK {
-        return Err(format!("answered HTTP {}", resp.status()));
-    }
+    let status = resp.status();
     let cc = resp
         .headers()
         .get(http::header::CACHE_CONTROL)
@@ -161,5 +187,9 @@ where
         .await
         .map_err(|e| format!("body unreadable or over {MAX_BODY} bytes: {e}"))?
         .to_bytes();
-    Ok((body, cc))
+    Ok(Answer {
+        status,
+        body,
+        cache_control: cc,
+    })
 }

@@ -120,7 +120,7 @@ impl Cache {
 }
 
 /// `application/x-www-form-urlencoded` of one value.
-fn form_encode(v: &str) -> String {
+pub fn form_encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         match b {

@@ -62,6 +62,9 @@ impl Config {
                 "  {:<12} health: {check}; eject after {} failures",
                 "", p.ejection.consecutive_failures
             );
+            if let Some(c) = &p.credentials {
+                let _ = writeln!(out, "  {:<12} credentials: {}", "", c.describe());
+            }
             if !p.weights.is_empty() || !p.slow_start.is_zero() {
                 let w: Vec<String> = p.weights.iter().map(|(i, w)| format!("{i}={w}")).collect();
                 let w = match w.is_empty() {

@@ -4,7 +4,8 @@
 //! is refused as a whole with an error naming the file, the line, the key and what would be valid.
 //!
 //! One file per topic, each owning its section's types and defaults: `listen` (listeners,
-//! origins), `pools` (instances, balancing, health, ejection, retries), `routes` (route table,
+//! origins), `pools` (instances, balancing, health, ejection, retries; `credentials` towards
+//! the instances), `routes` (route table,
 //! default route, validation share), `rate_limits`, `limits` (sizes, metrics label bound),
 //! `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and tracing),
 //! `redis`, `federation`. Across topics: `values` (duration parser), `validate` (cross-key checks with
@@ -21,6 +22,7 @@ pub use redis::{OnStoreError, RedisConfig, Scope};
 pub mod auth;
 mod auth_keys;
 pub mod cache;
+pub mod credentials;
 pub mod tls;
 pub use cache::CacheConfig;
 pub mod concurrency;

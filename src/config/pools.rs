@@ -1,7 +1,7 @@
 //! `pools:` and `retries:`: the upstream instances of each pool, how requests are balanced over
 //! them (round robin, least loaded, or consistent hash with its key and load bound; weights and
-//! slow start), active health checks, passive ejection, and which failed requests are tried on
-//! another instance.
+//! slow start), active health checks, passive ejection, which failed requests are tried on
+//! another instance, and (in `credentials`) how the gateway authenticates to the instances.
 
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -47,6 +47,10 @@ pub struct PoolConfig {
     /// HTTP version to the instances: h1 (default), h2, auto (ALPN, with tls).
     #[serde(default)]
     pub http: tls::UpstreamHttp,
+    /// How the gateway authenticates to the instances (static secret, client credentials, or
+    /// token exchange for the caller); the caller's own token never goes to such a pool.
+    #[serde(default)]
+    pub credentials: Option<super::credentials::CredentialsConfig>,
 }
 
 /// How instances are probed.

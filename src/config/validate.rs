@@ -71,6 +71,8 @@ impl Config {
                 )));
             }
             check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
+            self.check_credentials(name, pool)
+                .map_err(|(key, msg)| err(&key, msg))?;
         }
         if self.timeouts.request_head.is_zero() {
             return Err(err(
@@ -254,6 +256,31 @@ impl Config {
                 .map(|_| "default_route.auth".to_string())
         };
         limit.or_else(pool).or_else(route).or_else(default)
+    }
+}
+
+impl Config {
+    /// `pools.<name>.credentials`: its own checks, and no pool both has credentials and gets
+    /// the caller's token (`auth.forward.token_to_pools`).
+    fn check_credentials(
+        &self,
+        name: &str,
+        pool: &super::PoolConfig,
+    ) -> Result<(), (String, String)> {
+        let Some(c) = &pool.credentials else {
+            return Ok(());
+        };
+        super::credentials::check(name, c, self.auth.is_some())?;
+        let forwarded = self
+            .auth
+            .as_ref()
+            .and_then(|a| a.forward.token_to_pools.iter().position(|p| p == name));
+        if let Some(j) = forwarded {
+            return Err((format!("auth.forward.token_to_pools[{j}]"), format!(
+                "auth.forward.token_to_pools: pool {name:?} has credentials: of its own, and a pool with credentials never receives the caller's token; remove {name:?} from token_to_pools (or its credentials:)"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -127,6 +127,7 @@ pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> R
         upstream.remove_header(&name);
     }
     auth_stage::upstream_headers(ctx, upstream)?;
+    super::credentials_stage::apply(ctx, upstream)?;
     if let Some(f) = &ctx.federated {
         federated_head(upstream, ctx, f)?;
     }

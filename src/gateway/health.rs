@@ -163,8 +163,12 @@ impl PoolHealth {
     }
 }
 
+/// The pool's credential on a health check (`pools.<name>.credentials`: the static secret or the
+/// gateway's own client-credentials token, never a caller's).
+pub type CheckAuth<'a> = Option<&'a crate::credentials::Credential>;
+
 /// The `server/discover` request an MCP health check sends to `addr` at `endpoint`.
-fn discover_request(addr: SocketAddr, endpoint: &str) -> Vec<u8> {
+fn discover_request(addr: SocketAddr, endpoint: &str, auth: CheckAuth) -> Vec<u8> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
         methods::DISCOVER,
@@ -173,12 +177,17 @@ fn discover_request(addr: SocketAddr, endpoint: &str) -> Vec<u8> {
         meta::CLIENT_CAPABILITIES
     );
     let host = addr.to_string();
-    let agent = [("User-Agent", "mcp-edge-health")];
+    let mut extra = vec![("User-Agent", "mcp-edge-health")];
+    if let Some((h, v)) = auth {
+        if let Ok(v) = v.to_str() {
+            extra.push((h.as_str(), v));
+        }
+    }
     super::upstream_h1::oneshot::mcp_post(
         endpoint,
         &host,
         methods::DISCOVER,
-        &agent,
+        &extra,
         body.as_bytes(),
     )
 }
@@ -189,11 +198,12 @@ pub(crate) async fn discover_answers_200<S>(
     s: &mut S,
     addr: SocketAddr,
     endpoint: &str,
+    auth: CheckAuth<'_>,
 ) -> Option<bool>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let req = discover_request(addr, endpoint);
+    let req = discover_request(addr, endpoint, auth);
     s.write_all(&req).await.ok()?;
     let mut buf = [0u8; 64];
     let mut got = 0;
@@ -214,13 +224,14 @@ pub async fn probe(
     kind: HealthCheckKind,
     endpoint: &str,
     timeout: Duration,
+    auth: CheckAuth<'_>,
 ) -> bool {
     let attempt = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
         if kind == HealthCheckKind::Tcp {
             return Some(true);
         }
-        discover_answers_200(&mut s, addr, endpoint).await
+        discover_answers_200(&mut s, addr, endpoint, auth).await
     };
     matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
 }
@@ -301,7 +312,8 @@ mod tests {
                 dead,
                 HealthCheckKind::Tcp,
                 "/mcp",
-                Duration::from_millis(500)
+                Duration::from_millis(500),
+                None
             )
             .await
         );
@@ -322,7 +334,25 @@ mod tests {
                     .unwrap();
             }
         });
-        assert!(probe(addr, HealthCheckKind::Mcp, "/mcp", Duration::from_secs(2)).await);
-        assert!(!probe(addr, HealthCheckKind::Mcp, "/mcp", Duration::from_secs(2)).await);
+        assert!(
+            probe(
+                addr,
+                HealthCheckKind::Mcp,
+                "/mcp",
+                Duration::from_secs(2),
+                None
+            )
+            .await
+        );
+        assert!(
+            !probe(
+                addr,
+                HealthCheckKind::Mcp,
+                "/mcp",
+                Duration::from_secs(2),
+                None
+            )
+            .await
+        );
     }
 }

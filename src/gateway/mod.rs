@@ -6,7 +6,7 @@
 //! | (below pingora)           | the whole HTTP/1 request head under a deadline ([`head_deadline`]), before pingora has parsed it |
 //! | `request_filter`          | **admit** the head ([`admission`]); **route** ([`route`]; on a federated endpoint by the pools' catalogs, [`federation`]); **authenticate** (`auth_stage`, [`crate::auth`]); **limit** ([`limit`], [`concurrency`]) on the claimed `Mcp-Method`/`Mcp-Name`; then the body is **inspected and validated** (every body on the direct leg, up to 64 KiB on pingora's pipe) ([`inspect`], [`validate`]) and may be answered by **federation** (a merged list, `server/discover`, one listen stream; a prefixed name put back) or from the **cache** ([`cache`]) before any upstream is chosen; a body in hand for a plain HTTP/1.1 pool is then **forwarded** there and its response written, on the **direct** leg ([`direct`]: the stages below as plain functions, without pingora's proxy pipe) |
 //! | `upstream_peer`           | **balance**: pick an instance of the route's pool ([`balance`], [`health`]; TLS peers [`upstream_tls`]); a plain HTTP/1.1 peer goes on the gateway's own upstream leg ([`upstream_h1`]: head and body in one write, its own pool) |
-//! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, trace context ([`trace`]); body unchanged |
+//! | `upstream_request_filter` | **forward**: hop-by-hop header policy ([`forward`]), auth header edits, the pool's credential (`credentials_stage`, [`crate::credentials`], obtained at the end of `request_filter`), trace context ([`trace`]); body unchanged |
 //! | `request_body_filter`     | pingora's pipe past 64 KiB: **inspect** and **validate** chunk by chunk (held, then released whole); a trailer section refused |
 //! | `response_filter`/`_body` | name the instance, passive health, per-caller list filter, cache store, flow scanning ([`response`]) |
 //! | `fail_to_connect`/`_proxy` | **answer** a refusal or an upstream failure ([`failure`], [`answer`]); connect retries; stale-if-error |
@@ -41,6 +41,7 @@ pub mod cache;
 pub mod client_hello;
 pub mod concurrency;
 pub mod console;
+mod credentials_stage;
 pub mod detached;
 pub mod direct;
 pub mod dns;
@@ -196,6 +197,12 @@ impl ProxyHttp for Proxy {
             if let Some(answered) = read_before_upstream(session, ctx, plan, how).await? {
                 return Ok(answered);
             }
+        }
+
+        // 5b. The pool's own credential (a secret, or a token from its token endpoint), now that
+        //     the pool is final; the caller's token never goes to such a pool.
+        if let Some(answered) = credentials_stage::obtain(session, ctx, &gw).await? {
+            return Ok(answered);
         }
 
         // 6. A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.

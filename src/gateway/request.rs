@@ -121,6 +121,9 @@ pub struct RequestCtx {
     pub trace: Option<super::trace::TraceLeg>,
     /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
     pub identity: Option<Arc<crate::auth::Identity>>,
+    /// The header the pool's credentials put on the upstream request (`pools.<name>.credentials`),
+    /// obtained once per request before an instance is chosen.
+    pub upstream_credential: Option<crate::credentials::Credential>,
     /// Whether this request's list result is filtered for the caller (auth rules).
     pub list_filter: bool,
     /// The list response being held for filtering.
@@ -159,6 +162,7 @@ impl RequestCtx {
             extra_headers: Vec::new(),
             scanner: None,
             identity: None,
+            upstream_credential: None,
             list_filter: false,
             list_hold: None,
             list_unreadable: false,

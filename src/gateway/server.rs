@@ -177,19 +177,40 @@ impl BackgroundService for HealthChecks {
     }
 }
 
-/// Probe every instance of every checked pool once, concurrently.
+/// Probe every instance of every checked pool once, concurrently. A pool with credentials is
+/// probed with its own (static or client-credentials); when that cannot be obtained, the pool
+/// is not probed this round (its token endpoint failing says nothing of its instances).
 async fn check_all(gw: &Gateway) {
     let endpoint = gw.config.endpoint.as_str();
-    let probes = gw.pools.iter().enumerate().flat_map(|(p, pool)| {
+    let checked = |p: &usize| gw.pools[*p].health.check.check != HealthCheckKind::Off;
+    let auths = (0..gw.pools.len()).filter(checked).map(|p| async move {
+        let mcp = gw.pools[p].health.check.check == HealthCheckKind::Mcp;
+        match mcp {
+            true => (p, gw.credentials.for_gateway(p).await),
+            false => (p, Ok(None)),
+        }
+    });
+    let auths: Vec<_> = futures::future::join_all(auths).await;
+    let probes = auths
+        .iter()
+        .filter_map(|(p, a)| Some((*p, a.as_ref().ok()?)));
+    let probes = probes.flat_map(|(p, auth)| {
+        let pool = &gw.pools[p];
         let check = &pool.health.check;
         pool.instances
             .iter()
             .enumerate()
-            .filter(move |_| check.check != HealthCheckKind::Off)
             .map(move |(i, inst)| async move {
                 let peers = &gw.peers[p];
                 let ok = peers
-                    .probe(inst.addr, &inst.name, check.check, endpoint, check.timeout)
+                    .probe(
+                        inst.addr,
+                        &inst.name,
+                        check.check,
+                        endpoint,
+                        check.timeout,
+                        auth.as_ref(),
+                    )
                     .await;
                 (p, i, ok)
             })

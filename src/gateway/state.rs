@@ -2,8 +2,9 @@
 //! rebuilt on every reload.
 //!
 //! What outlives a config is carried over here, and only here: the metrics registry, the buckets
-//! of every rate limit whose settings did not change, and the health of every pool whose
-//! instances and checks did not change. A request keeps the `Arc<Gateway>` it started on, so a
+//! of every rate limit whose settings did not change, the health of every pool whose
+//! instances and checks did not change, and the token caches of every pool whose credentials
+//! did not change (their secrets are read again). A request keeps the `Arc<Gateway>` it started on, so a
 //! reload never changes the rules under a request in flight.
 
 use std::sync::atomic::AtomicUsize;
@@ -51,6 +52,9 @@ pub struct Gateway {
     pub held: Arc<AtomicUsize>,
     /// The OAuth resource server (`auth:`), when configured.
     pub auth: Option<crate::auth::Auth>,
+    /// How the gateway authenticates to each pool (`pools.<name>.credentials`), indexed like
+    /// `pools`; token caches kept across reloads for pools whose settings did not change.
+    pub credentials: crate::credentials::Credentials,
     /// How each pool's instances are reached (TLS, HTTP version), indexed like `pools`.
     pub(crate) peers: Vec<super::upstream_tls::PoolPeers>,
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
@@ -189,6 +193,18 @@ impl Gateway {
             metrics.auth.clone(),
             previous.and_then(|p| p.auth.as_ref()),
         )?;
+        let credential_metrics = match previous {
+            Some(p) => p.credentials.metrics.clone(),
+            None => Arc::new(crate::credentials::CredentialMetrics::register(
+                &metrics.registry,
+            )?),
+        };
+        let credentials = crate::credentials::Credentials::build(
+            &config,
+            &table.pools,
+            credential_metrics,
+            previous.map(|p| &p.credentials),
+        )?;
         let asserted = asserted_headers(&config, auth.as_ref());
         let key_headers = config.key_headers();
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
@@ -204,6 +220,7 @@ impl Gateway {
             catalogs,
             asserted,
             auth,
+            credentials,
             held,
             config,
             table,

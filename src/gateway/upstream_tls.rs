@@ -148,9 +148,10 @@ impl PoolPeers {
         kind: HealthCheckKind,
         endpoint: &str,
         timeout: Duration,
+        auth: super::health::CheckAuth<'_>,
     ) -> bool {
         if self.tls.is_none() {
-            return super::health::probe(addr, kind, endpoint, timeout).await;
+            return super::health::probe(addr, kind, endpoint, timeout, auth).await;
         }
         let attempt = async {
             // The same connection (TCP, then TLS with the pool's trust) as the gateway's own calls.
@@ -158,7 +159,7 @@ impl PoolPeers {
             if kind == HealthCheckKind::Tcp {
                 return Some(true);
             }
-            super::health::discover_answers_200(&mut s, addr, endpoint).await
+            super::health::discover_answers_200(&mut s, addr, endpoint, auth).await
         };
         matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
     }

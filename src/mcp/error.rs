@@ -65,6 +65,9 @@ pub mod codes {
         /// Gateway (auth): a list result could not be filtered for the caller (too large, or not
         /// JSON); sent in place of the list.
         GATEWAY_LIST_UNFILTERABLE = -31011, "-31011";
+        /// Gateway (credentials): the pool's credential could not be obtained from its token
+        /// endpoint (HTTP 503 + Retry-After when it is down or slow, 502 when it refused).
+        GATEWAY_CREDENTIAL_UNAVAILABLE = -31012, "-31012";
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Log {
     pub received: Vec<Received>,
     /// SSE streams whose client went away before the end: (instance, events sent).
     pub cancelled_streams: Vec<(usize, usize)>,
+    /// The head of each active health check received (kept out of `received`).
+    pub health_checks: Vec<http::HeaderMap>,
 }
 
 /// N recording upstream instances. Each answers a POST with JSON describing what it got:
@@ -158,6 +160,10 @@ async fn handle(
     };
     if hv("user-agent").as_deref() == Some("mcp-edge-health") {
         // The gateway's active health check: answer it, but keep it out of the traffic log.
+        log.lock()
+            .unwrap()
+            .health_checks
+            .push(parts.headers.clone());
         return Ok(hyper::Response::builder()
             .status(200)
             .body(empty())

@@ -36,6 +36,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         ejection: Default::default(),
         tls: None,
         http: Default::default(),
+        credentials: None,
     }
 }
 

@@ -52,7 +52,8 @@ pub fn http_request(
 /// On whose behalf the gateway asks a pool (nobody, for the catalog refresh): the caller's
 /// credentials as the pool would receive them on a forwarded call — the auth stage's edits for
 /// that pool applied, so a token goes only to the pools marked as its audience and the
-/// identity headers are the gateway's.
+/// identity headers are the gateway's — and the pool's own credential (`credentials:`) in
+/// place of the caller's token: exchanged for the caller's, or the gateway's own for nobody.
 #[derive(Clone, Default)]
 pub struct Caller {
     pub authorization: Option<http::HeaderValue>,
@@ -60,8 +61,44 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// The headers for a request to pool `p`.
-    pub fn headers_for(&self, gw: &Gateway, p: usize) -> Vec<(String, String)> {
+    /// The headers for a request to pool `p`; `Err` when the pool's credential could not be
+    /// obtained.
+    pub async fn headers_for(
+        &self,
+        gw: &Gateway,
+        p: usize,
+    ) -> Result<Vec<(String, String)>, String> {
+        let mut out = self.auth_headers(gw, p);
+        if gw.credentials.pool(p).is_none() {
+            return Ok(out);
+        }
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        let caller = match (&self.identity, &self.authorization) {
+            (Some(_), Some(v)) => v.to_str().ok().and_then(|v| {
+                let (scheme, token) = v.split_once(' ')?;
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| token.trim().to_string())
+            }),
+            _ => None,
+        };
+        let got = match &caller {
+            Some(token) => gw.credentials.for_request(p, Some(token)).await,
+            None => gw.credentials.for_gateway(p).await,
+        };
+        let pool = &gw.table.pools[p];
+        let got = got.map_err(|f| format!("pool {pool}: no credential: {}", f.describe()))?;
+        if let Some((h, v)) = got {
+            out.retain(|(k, _)| !h.as_str().eq_ignore_ascii_case(k));
+            let v = v
+                .to_str()
+                .map_err(|_| format!("pool {pool}: the credential is not text"))?;
+            out.push((h.to_string(), v.to_string()));
+        }
+        Ok(out)
+    }
+
+    fn auth_headers(&self, gw: &Gateway, p: usize) -> Vec<(String, String)> {
         use crate::auth::HeaderEdit;
         let text = |v: &http::HeaderValue| v.to_str().ok().map(String::from);
         let auth = self.authorization.as_ref().and_then(text);
@@ -124,9 +161,10 @@ pub async fn call(
     let pool = &gw.pools[p];
     let timeout = gw.federation_catalog().timeout;
     let mut last = format!("pool {} has no usable instance", pool.name);
+    let headers = caller.headers_for(gw, p).await?;
     for i in instances(gw, p).into_iter().take(2) {
         let inst = &pool.instances[i];
-        let req = request(gw, &inst.name, method, cursor, &caller.headers_for(gw, p));
+        let req = request(gw, &inst.name, method, cursor, &headers);
         let exchange = gw.peers[p].exchange(inst.addr, &inst.name, &req, MAX_ANSWER);
         let (head, body) = match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(r)) => r,

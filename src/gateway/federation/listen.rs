@@ -103,12 +103,20 @@ async fn pool_stream(
         return;
     };
     let inst = &gw.pools[p].instances[i];
+    let headers = match auth.headers_for(&gw, p).await {
+        Ok(h) => h,
+        Err(e) => {
+            return tracing::warn!(
+                "federation: subscriptions/listen: {e}; its notifications are not merged"
+            )
+        }
+    };
     let req = fetch::http_request(
         &gw,
         &inst.name,
         methods::SUBSCRIPTIONS_LISTEN,
         &body,
-        &auth.headers_for(&gw, p),
+        &headers,
     );
     let started = async {
         let conn = gw.peers[p].connect(inst.addr, &inst.name).await?;
