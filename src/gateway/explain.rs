@@ -299,6 +299,8 @@ fn balance(gw: &Gateway, ctx: &RequestCtx, headers: &http::HeaderMap, mut walk: 
         "moved_off_home": picked.moved,
         "instance": picked.index.map(|i| pool.instances[i].name.clone()),
         "usable": picked.index.map(|i| pool.health.usable(i)),
+        // The pool's credential is not fetched by explain (no token endpoint is asked).
+        "pool_credentials": cfg.credentials.is_some(),
     });
     match picked.index {
         Some(_) => {
