@@ -4,14 +4,11 @@
 //! `auth.forward.headers`), completes it on whichever instance gets it; another caller replaying the state
 //! is refused. Against node-oidc-provider on loopback (`tests/oidc/`).
 
-mod oidc;
-mod support;
-
+use crate::support::http::{call, first_text};
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
-use support::http::{call, first_text};
 
 const EDGE: &str = "https://edge.test/mcp";
 const TOOLS: &str = "https://tools.internal/mcp";
@@ -29,7 +26,7 @@ fn a_retry_leg_with_a_fresh_exchanged_token_completes_bound_to_the_subject() {
         c("alice", "alice-secret-1", &["client_credentials"]),
         c("bob", "bob-secret-2", &["client_credentials"]),
     ]);
-    let Some(a) = oidc::AuthServer::start(EDGE, &resources, &clients) else {
+    let Some(a) = crate::oidc::AuthServer::start(EDGE, &resources, &clients) else {
         return;
     };
     let backends = Pool::start(PoolOptions {
@@ -42,8 +39,8 @@ fn a_retry_leg_with_a_fresh_exchanged_token_completes_bound_to_the_subject() {
     let list: Vec<String> = backends.addrs().iter().map(|a| a.to_string()).collect();
     let y = format!(
         "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{}, admin: 127.0.0.1:{}}}\nauth:\n  resource: {EDGE}\n  issuer: {}\n  jwks: {{url: {}}}\n  forward: {{headers: {{x-mcp-edge-subject: principal}}}}\npools:\n  tools:\n    instances: [{}]\n    health: {{check: off}}\n    credentials:\n      token_exchange: {{ token_url: {}, client_id: gw, client_secret: {{file: {}}}, resource: {TOOLS}, scopes: [tools:read] }}\ndefault_route: {{pool: tools}}\n",
-        support::free_port(),
-        support::free_port(),
+        crate::support::free_port(),
+        crate::support::free_port(),
         a.issuer(),
         a.jwks_url(),
         list.join(", "),

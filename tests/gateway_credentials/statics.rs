@@ -4,12 +4,10 @@
 //! refused with the file, line, key and fix — and printed nowhere. The OAuth modes, against a
 //! real authorization server, are in `gateway_credentials_oauth.rs`.
 
-mod support;
-
+use crate::support::*;
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
 use std::time::Duration;
-use support::*;
 
 const FILE_SECRET: &str = "file-secret-7f3a9c2e51";
 const ENV_SECRET: &str = "env-secret-0b8d4e6a12";
@@ -35,7 +33,7 @@ fn two_pools(keys: &Upstreams, bearer: &Upstreams, file: &std::path::Path) -> St
 fn call_with(gw: &RunningGateway, name: &str, extra: &[(&'static str, String)]) -> Reply {
     let mut h = call_headers(name);
     h.extend(extra.iter().cloned());
-    support::http::request(
+    crate::support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -106,7 +104,7 @@ fn a_static_secret_arrives_in_its_header_and_the_callers_token_never_does() {
     // Nowhere to be read: metrics, admin endpoints, `check`.
     let admin = gw.admin_addr.unwrap();
     for path in ["/metrics", "/healthz", "/readyz"] {
-        let r = support::http::request(admin, "GET", path, &[], b"");
+        let r = crate::support::http::request(admin, "GET", path, &[], b"");
         let text = r.text();
         assert!(
             !text.contains(FILE_SECRET) && !text.contains(ENV_SECRET),

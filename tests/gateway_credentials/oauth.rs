@@ -7,16 +7,13 @@
 //! down: 503 blamed on the dependency, recovery when it returns; a refusal: 502. And no secret
 //! or token in a spawned `mcp-edge serve`'s logs, `/metrics`, the admin endpoints or `check`.
 
-mod oidc;
-mod support;
-
+use crate::oidc::AuthServer;
+use crate::support::auth::call_as;
+use crate::support::*;
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
-use oidc::AuthServer;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::auth::call_as;
-use support::*;
 
 const EDGE: &str = "https://edge.test/mcp";
 const TOOLS: &str = "https://tools.internal/mcp";
@@ -349,12 +346,12 @@ fn no_secret_or_token_appears_in_logs_check_metrics_or_admin_endpoints() {
     let call = |token: &str, name: &str, id: u64| {
         let mut h = call_headers(name);
         h.push(("Authorization", format!("Bearer {token}")));
-        support::http::request(
+        crate::support::http::request(
             mcp,
             "POST",
             "/mcp",
             &refs(&h),
-            support::call(id, name).as_bytes(),
+            crate::support::call(id, name).as_bytes(),
         )
     };
     assert_eq!(call(&alice, "echo", 1).status, 200);
@@ -371,7 +368,7 @@ fn no_secret_or_token_appears_in_logs_check_metrics_or_admin_endpoints() {
     for path in ["/metrics", "/healthz", "/readyz"] {
         seen.push((
             path,
-            support::http::request(admin, "GET", path, &[], b"").text(),
+            crate::support::http::request(admin, "GET", path, &[], b"").text(),
         ));
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))

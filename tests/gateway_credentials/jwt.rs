@@ -4,15 +4,12 @@
 //! registered JWKS and issues the pool's token. A key that does not fit its algorithm is refused
 //! at check time.
 
-mod oidc;
-mod support;
-
+use crate::support::*;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
-use support::*;
 
 const EDGE: &str = "https://edge.test/mcp";
 const API: &str = "https://api.internal/mcp";
@@ -59,7 +56,7 @@ fn private_key_jwt_authenticates_the_gateway_with_rsa_and_ec_keys() {
     let resources =
         json!({ EDGE: {"scope": "mcp", "ttl": 300}, API: {"scope": "api:read", "ttl": 60} });
     let clients = json!([client("gw-rsa", &rsa_jwk), client("gw-ec", &ec_jwk)]);
-    let Some(a) = oidc::AuthServer::start(EDGE, &resources, &clients) else {
+    let Some(a) = crate::oidc::AuthServer::start(EDGE, &resources, &clients) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("mcp-edge-jwt-{}", std::process::id()));
@@ -89,7 +86,7 @@ fn private_key_jwt_authenticates_the_gateway_with_rsa_and_ec_keys() {
         .enumerate()
     {
         let h = call_headers(name);
-        let r = support::http::request(
+        let r = crate::support::http::request(
             gw.mcp_addr,
             "POST",
             "/mcp",
