@@ -1,5 +1,5 @@
 """A small MCP server written with the official Python SDK (mcp 2.3.0, 2026-07-28, stateless),
-used by tests/loadtest_peers.rs as a fleet that is not mcp-edge's reference backend.
+used by tests/loadtest/sdk_fleets.rs as a fleet that is not mcp-edge's reference backend.
 
 Usage: python py_server.py PORT SHARED_KEY
 Tools: greet (plain, bounded integer), order (MRTR: a Resolve(...) dependency elicits a

@@ -1,5 +1,5 @@
 // A small MCP server written with the official TypeScript SDK v2 (stateless, 2026-07-28), used
-// by tests/loadtest_peers.rs as a fleet that is not mcp-edge's reference backend.
+// by tests/loadtest/sdk_fleets.rs as a fleet that is not mcp-edge's reference backend.
 // Usage: node ts_server.mjs PORT INSTANCE_NAME SHARED_KEY
 // Tools: add (plain, outputSchema), forecast (x-mcp-header Region), book (MRTR: one
 // elicitation, requestState sealed with the shared HMAC key so any instance finishes a retry),

@@ -5,11 +5,9 @@
 //! completed + cancelled + failed), and every task request must land on the owner. Bounded in
 //! flows and time, on 127.0.0.1.
 
-mod support;
-
-use support::config;
-use support::metrics::{sample, scrape};
-use support::spawn::fleet;
+use crate::support::config;
+use crate::support::metrics::{sample, scrape};
+use crate::support::spawn::fleet;
 
 use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::task_measure::TaskReq;

@@ -3,13 +3,11 @@
 //! do not share a state key (a stateful pool in disguise) is caught; `mcp-edge demo` runs end
 //! to end (its tasks phase's counts equal the gateway's) and writes its reports.
 
-mod support;
-
+use crate::support::*;
 use mcp_edge::backend::{Pool, PoolOptions, StateKeys};
 use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::{self, LoadTestArgs};
 use std::net::SocketAddr;
-use support::*;
 
 fn gateway_for(addrs: &[SocketAddr]) -> RunningGateway {
     let cfg = config(

@@ -4,15 +4,13 @@
 //! vary the calls; content checks count and fail a run; ramp stages get a row each. Against the
 //! in-test target (tests/support/loadtest.rs), on 127.0.0.1, bounded in flows and time.
 
-mod support;
-
 use std::process::Command;
 use std::sync::atomic::Ordering::SeqCst;
 
+use crate::support::loadtest::{Target, TargetOptions};
 use mcp_edge::loadtest::measure::LegKind;
 use mcp_edge::loadtest::{execute, LoadTestArgs, PreflightError};
 use serde_json::Value;
-use support::loadtest::{Target, TargetOptions};
 
 fn args(url: &str, extra: &[&str]) -> LoadTestArgs {
     let mut argv = vec!["--target", url, "--timeout", "5s", "--quiet"];

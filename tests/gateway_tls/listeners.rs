@@ -1,19 +1,19 @@
 //! Downstream TLS over real handshakes (certificates made at run time with rcgen): HTTP/1.1 and
 //! h2 by ALPN with curl, certificates chosen by SNI, mTLS, the minimum version, the
 //! plain-listener policy, `mcp-edge check`, the expiry metric and the admin listener over mTLS.
-//! Reload and bad files: tests/gateway_tls_reload.rs.
+//! Reload and bad files: tests/gateway_tls/reload.rs.
 
-mod support;
-
+use crate::support::tls::gateway::{call_request, gateway_yaml, loopback, parse};
+use crate::support::tls::{
+    client_config, curl, der_of, h1, presented_cert, tls_listener, Ca, TempDir,
+};
+use crate::support::{call, free_port, Upstreams};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
-use support::tls::gateway::{call_request, gateway_yaml, loopback, parse};
-use support::tls::{client_config, curl, der_of, h1, presented_cert, tls_listener, Ca, TempDir};
-use support::{call, free_port, Upstreams};
 
 #[test]
 fn curl_speaks_http1_and_h2_over_tls_with_the_test_ca() {
-    if !support::programs::have(support::programs::CURL) {
+    if !crate::support::programs::have(crate::support::programs::CURL) {
         return;
     }
     let up = Upstreams::start(1);
@@ -201,14 +201,14 @@ fn min_version_13_refuses_a_tls12_only_client() {
         ("TLS 1.2", tls12(&ca.pem)),
         ("TLS 1.2 fragmented", fragmented(tls12(&ca.pem))),
     ] {
-        let refused = support::tls::connect(addr, "localhost", config).is_err();
+        let refused = crate::support::tls::connect(addr, "localhost", config).is_err();
         assert!(refused, "{what} must be refused");
     }
     for config in [
         client_config(&ca.pem, None, &[]),
         fragmented(client_config(&ca.pem, None, &[])),
     ] {
-        let s = support::tls::connect(addr, "localhost", config).unwrap();
+        let s = crate::support::tls::connect(addr, "localhost", config).unwrap();
         assert_eq!(
             s.conn.protocol_version(),
             Some(rustls::ProtocolVersion::TLSv1_3)
@@ -239,7 +239,7 @@ fn a_plain_listener_next_to_tls_must_be_on_loopback() {
         1,
     );
     let gw = RunningGateway::start(parse(&y)).unwrap();
-    let r = support::raw(plain, &call_request(4));
+    let r = crate::support::raw(plain, &call_request(4));
     assert_eq!(r.status, 200, "{}", r.text());
     gw.shutdown();
 }
@@ -300,7 +300,8 @@ fn the_expiry_metric_names_each_listener() {
         "",
     )))
     .unwrap();
-    let m = support::http::request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
+    let m =
+        crate::support::http::request(gw.admin_addr.unwrap(), "GET", "/metrics", &[], b"").text();
     let line = m
         .lines()
         .find(|l| l.starts_with("mcp_edge_tls_certificate_expiry_timestamp_seconds{"))
@@ -321,7 +322,7 @@ fn the_expiry_metric_names_each_listener() {
 
 #[test]
 fn the_admin_listener_serves_metrics_over_mtls_as_prometheus_scrapes_it() {
-    if !support::programs::have(support::programs::CURL) {
+    if !crate::support::programs::have(crate::support::programs::CURL) {
         return;
     }
     let up = Upstreams::start(1);

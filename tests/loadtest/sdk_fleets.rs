@@ -3,14 +3,11 @@
 //! requestState key, behind the gateway on loopback. `--scenario auto` and a one-liner: every
 //! flow completes, retry legs cross instances, the content checks pass.
 
-mod peers;
-mod support;
-
+use crate::peers::{Peer, Sdk};
+use crate::support::config;
 use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::measure::LegKind;
 use mcp_edge::loadtest::{self, LoadTestArgs, Report};
-use peers::{Peer, Sdk};
-use support::config;
 
 fn gateway_for(fleet: &[Peer]) -> RunningGateway {
     let addrs: Vec<_> = fleet.iter().map(|p| p.addr).collect();
@@ -75,7 +72,7 @@ fn assert_clean(a: &LoadTestArgs, r: &Report, flows: u64, min_cross: f64) {
 
 #[test]
 fn ts_sdk_fleet_scenario_auto_through_the_gateway() {
-    if !peers::installed(Sdk::TypeScript) {
+    if !crate::peers::installed(Sdk::TypeScript) {
         return;
     }
     let fleet = Peer::fleet(Sdk::TypeScript, 3);
@@ -115,7 +112,7 @@ fn ts_sdk_fleet_scenario_auto_through_the_gateway() {
 
 #[test]
 fn ts_sdk_fleet_one_liner_with_a_feed_checks_and_a_header() {
-    if !peers::installed(Sdk::TypeScript) {
+    if !crate::peers::installed(Sdk::TypeScript) {
         return;
     }
     let fleet = Peer::fleet(Sdk::TypeScript, 2);
@@ -163,7 +160,7 @@ fn ts_sdk_fleet_one_liner_with_a_feed_checks_and_a_header() {
 
 #[test]
 fn python_sdk_fleet_scenario_auto_through_the_gateway() {
-    if !peers::installed(Sdk::Python) {
+    if !crate::peers::installed(Sdk::Python) {
         return;
     }
     let fleet = Peer::fleet(Sdk::Python, 2);
@@ -192,7 +189,7 @@ fn python_sdk_fleet_scenario_auto_through_the_gateway() {
 
 #[test]
 fn python_sdk_fleet_one_liner_with_templates() {
-    if !peers::installed(Sdk::Python) {
+    if !crate::peers::installed(Sdk::Python) {
         return;
     }
     let fleet = Peer::fleet(Sdk::Python, 3);
@@ -225,7 +222,7 @@ fn python_sdk_fleet_one_liner_with_templates() {
 /// Declined and cancelled elicitations end their flows the way each SDK ends them (a tool
 /// error), which is the expected end of such a flow, not an error.
 fn declines_and_cancels(sdk: Sdk, tool: &str, args: &str) {
-    if !peers::installed(sdk) {
+    if !crate::peers::installed(sdk) {
         return;
     }
     let fleet = Peer::fleet(sdk, 2);
@@ -271,7 +268,7 @@ fn python_sdk_fleet_declines_and_cancels() {
 
 #[test]
 fn ts_sdk_fleet_refuses_the_default_scenario_before_any_load() {
-    if !peers::installed(Sdk::TypeScript) {
+    if !crate::peers::installed(Sdk::TypeScript) {
         return;
     }
     let fleet = Peer::fleet(Sdk::TypeScript, 2);

@@ -3,16 +3,14 @@
 //! over h2c (prior knowledge) and h2 over TLS. With MCP_EDGE_REQUIRE_PEERS=1 (CI) a missing
 //! peer fails the test instead of skipping it.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::support::free_port;
+use crate::support::tls::{tls_listener, Ca, TempDir};
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::config::Config;
 use mcp_edge::gateway::RunningGateway;
-use support::free_port;
-use support::tls::{tls_listener, Ca, TempDir};
 
 struct Setup {
     _gw: RunningGateway,
@@ -68,7 +66,7 @@ fn ts_sdk_dir() -> Option<PathBuf> {
         .join("node_modules/@modelcontextprotocol/client/package.json")
         .exists();
     if !found {
-        support::programs::missing(
+        crate::support::programs::missing(
             &format!(
                 "@modelcontextprotocol/client is not installed in {}",
                 dir.display()
@@ -81,7 +79,7 @@ fn ts_sdk_dir() -> Option<PathBuf> {
 
 #[test]
 fn the_typescript_sdk_completes_an_mrtr_call_over_https() {
-    if !support::programs::have(support::programs::NODE) {
+    if !crate::support::programs::have(crate::support::programs::NODE) {
         return;
     }
     let Some(sdk) = ts_sdk_dir() else { return };
@@ -155,12 +153,12 @@ fn h2load(args: &[&str]) -> (u64, u64, String) {
 
 #[test]
 fn h2load_drives_many_streams_over_h2c_and_h2_over_tls() {
-    if !support::programs::have(support::programs::H2LOAD) {
+    if !crate::support::programs::have(crate::support::programs::H2LOAD) {
         return;
     }
     let s = setup();
     let dir = TempDir::new("h2load");
-    let body = dir.write("body.json", &support::call(1, "echo"));
+    let body = dir.write("body.json", &crate::support::call(1, "echo"));
     let body = body.to_str().unwrap();
     for url in [
         format!("http://{}/mcp", s.h2c),

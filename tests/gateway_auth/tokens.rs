@@ -3,13 +3,11 @@
 //! refusal is checked for its status, `WWW-Authenticate` and JSON-RPC body; the upstream is a
 //! recording one, so "never reached the upstream" is observed, not assumed.
 
-mod support;
-
+use crate::support::auth::testkeys::{self, *};
+use crate::support::auth::*;
+use crate::support::*;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::auth::testkeys::{self, *};
-use support::auth::*;
-use support::*;
 
 const RESOURCE: &str = "https://mcp.test/mcp";
 const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
@@ -118,7 +116,7 @@ fn every_bad_token_gets_its_exact_answer_and_never_reaches_the_upstream() {
     let mut h = call_headers("echo");
     h.push(("Authorization", format!("Bearer {ok}")));
     h.push(("Authorization", "Bearer other".into()));
-    let r = support::http::request(
+    let r = crate::support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -257,7 +255,7 @@ fn jwks_from_a_file_and_the_protected_resource_metadata() {
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     ] {
-        let r = support::http::request(gw.mcp_addr, "GET", path, &[], b"");
+        let r = crate::support::http::request(gw.mcp_addr, "GET", path, &[], b"");
         assert_eq!(r.status, 200, "{path}");
         assert_eq!(r.header("content-type"), Some("application/json"));
         assert_eq!(
@@ -270,7 +268,7 @@ fn jwks_from_a_file_and_the_protected_resource_metadata() {
             })
         );
     }
-    let r = support::http::request(
+    let r = crate::support::http::request(
         gw.mcp_addr,
         "GET",
         "/.well-known/oauth-protected-resource/other",
@@ -295,7 +293,7 @@ fn jwks_refresh_failures_keep_the_old_keys_and_are_counted() {
     );
     jwks.set("not json".into());
     let failures = || {
-        let m = support::http::raw(
+        let m = crate::support::http::raw(
             gw.admin_addr.unwrap(),
             b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
         )
@@ -338,7 +336,7 @@ fn jwks_over_https_with_a_private_ca_and_refused_without_it() {
     assert_eq!(r.json()["error"]["code"], -31010);
     assert_eq!(r.json()["id"], 2);
     assert!(r.header("www-authenticate").is_none());
-    let m = support::http::raw(
+    let m = crate::support::http::raw(
         gw.admin_addr.unwrap(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     )

@@ -3,12 +3,10 @@
 //! subject passed upstream, a spoofed `Mcp-Name` refused before any upstream sees it complete,
 //! rules reloading with the config, and an open route that cannot be claimed for a guarded call.
 
-mod support;
-
+use crate::support::auth::testkeys::{self, *};
+use crate::support::auth::*;
+use crate::support::*;
 use serde_json::json;
-use support::auth::testkeys::{self, *};
-use support::auth::*;
-use support::*;
 
 const RESOURCE: &str = "https://mcp.test/mcp";
 const MD: &str = "https://mcp.test/.well-known/oauth-protected-resource/mcp";
@@ -210,7 +208,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
     let mut h = call_headers("echo");
     h.push(("Authorization", format!("Bearer {plain}")));
     h.push(("x-mcp-edge-subject", "root".into()));
-    let r = support::http::request(
+    let r = crate::support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -236,7 +234,7 @@ fn rules_allow_and_deny_per_tool_and_a_spoofed_name_is_refused_before_the_upstre
         200
     );
 
-    let m = support::http::raw(
+    let m = crate::support::http::raw(
         gw.admin_addr.unwrap(),
         b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
     )
@@ -270,7 +268,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     // The open route works without a token ...
     let h = plain_headers("server/discover");
-    let r = support::http::request(
+    let r = crate::support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",
@@ -279,7 +277,7 @@ fn an_open_route_cannot_be_claimed_to_smuggle_a_guarded_call() {
     );
     assert_eq!(r.status, 200, "{}", r.text());
     // ... but claiming it for a tools/call body is refused, sampling or not.
-    let r = support::http::request(
+    let r = crate::support::http::request(
         gw.mcp_addr,
         "POST",
         "/mcp",

@@ -1,14 +1,12 @@
 //! The load tester against the in-test MRTR target (127.0.0.1, ephemeral ports, bounded runs).
 
-mod support;
-
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
+use crate::support::loadtest::{Target, TargetOptions};
 use mcp_edge::loadtest::measure::LegKind;
 use mcp_edge::loadtest::{execute, LoadTestArgs};
 use mcp_edge::mcp::codes;
-use support::loadtest::{Target, TargetOptions};
 
 /// Options for a bounded run against `url`: a flow count AND a duration cap, short timeouts.
 fn args(url: &str, extra: &[&str]) -> LoadTestArgs {

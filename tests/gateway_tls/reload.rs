@@ -3,14 +3,12 @@
 //! bad or mismatched files refused (at start and on reload) naming the file, and the zero-downtime
 //! upgrade (SIGQUIT) handing TLS and h2c listeners to a new process.
 
-mod support;
-
 use std::io::{BufReader, Write};
 
+use crate::support::tls::gateway::{call_request, gateway_yaml, loopback, parse};
+use crate::support::tls::{client_config, der_of, presented_cert, tls_listener, Ca, TempDir};
+use crate::support::{call, call_headers, free_port, post_bytes, refs, Upstreams};
 use mcp_edge::gateway::RunningGateway;
-use support::tls::gateway::{call_request, gateway_yaml, loopback, parse};
-use support::tls::{client_config, der_of, presented_cert, tls_listener, Ca, TempDir};
-use support::{call, call_headers, free_port, post_bytes, refs, Upstreams};
 
 /// These tests measure losses (zero requests lost through a hand-over, a reload, a drain) on a
 /// 2-core machine: they run one at a time, so that one test's load (a SIGKILLed instance,
@@ -37,14 +35,14 @@ fn reload_serves_a_new_certificate_to_new_handshakes_and_keeps_open_connections(
     let cfg = || client_config(&ca.pem, None, &[b"http/1.1"]);
 
     // A keep-alive connection and an SSE stream, both open across the reload.
-    let mut kept = support::tls::connect(addr, "localhost", cfg()).unwrap();
+    let mut kept = crate::support::tls::connect(addr, "localhost", cfg()).unwrap();
     let ask = |s: &mut rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>, id| {
         s.write_all(&call_request(id)).unwrap();
-        let r = support::http::read_reply(&mut BufReader::new(&mut *s)).unwrap();
+        let r = crate::support::http::read_reply(&mut BufReader::new(&mut *s)).unwrap();
         assert_eq!(r.status, 200, "{}", r.text());
     };
     ask(&mut kept, 1);
-    let mut sse = support::tls::connect(addr, "localhost", cfg()).unwrap();
+    let mut sse = crate::support::tls::connect(addr, "localhost", cfg()).unwrap();
     let mut h = call_headers("slow");
     h.push(("x-test-sse", "6".into()));
     sse.write_all(&post_bytes(&refs(&h), call(2, "slow").as_bytes()))
@@ -170,7 +168,7 @@ fn certificates_renewed_in_place_are_picked_up_by_post_reload_and_bad_ones_refus
         .unwrap();
     let _serve = Serve(child);
     assert!(
-        support::eventually(std::time::Duration::from_secs(20), || {
+        crate::support::eventually(std::time::Duration::from_secs(20), || {
             std::net::TcpStream::connect(admin).is_ok()
                 && std::net::TcpStream::connect(addr).is_ok()
         }),
@@ -181,19 +179,19 @@ fn certificates_renewed_in_place_are_picked_up_by_post_reload_and_bad_ones_refus
         presented_cert(addr, "localhost", cfg()),
         der_of(&first.cert_pem)
     );
-    let mut kept = support::tls::connect(addr, "localhost", cfg()).unwrap();
+    let mut kept = crate::support::tls::connect(addr, "localhost", cfg()).unwrap();
 
     // Renewed at the same paths, then POST /-/reload.
     let renewed = ca.server("renewed", &["localhost"], 90);
     renewed.write(&dir, "gw");
-    let r = support::http::request(admin, "POST", "/-/reload", &[], b"");
+    let r = crate::support::http::request(admin, "POST", "/-/reload", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
         presented_cert(addr, "localhost", cfg()),
         der_of(&renewed.cert_pem)
     );
     kept.write_all(&call_request(1)).unwrap();
-    let r = support::http::read_reply(&mut BufReader::new(&mut kept)).unwrap();
+    let r = crate::support::http::read_reply(&mut BufReader::new(&mut kept)).unwrap();
     assert_eq!(
         r.status, 200,
         "a connection from before the reload still serves"
@@ -202,7 +200,7 @@ fn certificates_renewed_in_place_are_picked_up_by_post_reload_and_bad_ones_refus
     // A half-written renewal (a key from another certificate): refused, named, old one kept.
     let (_, other_key) = ca.server("other", &["localhost"], 30).write(&dir, "other");
     std::fs::copy(&other_key, &key).unwrap();
-    let r = support::http::request(admin, "POST", "/-/reload", &[], b"");
+    let r = crate::support::http::request(admin, "POST", "/-/reload", &[], b"");
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(
         r.text().contains(&cert.display().to_string()) && r.text().contains("does not belong"),
@@ -256,7 +254,7 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
             .iter()
             .all(|a| std::net::TcpStream::connect(a).is_ok())
     };
-    assert!(support::eventually(
+    assert!(crate::support::eventually(
         std::time::Duration::from_secs(20),
         listening
     ));
@@ -271,7 +269,7 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
             && std::time::Instant::now() < deadline
         {
             let cfg = client_config(&ca_pem, None, &[b"http/1.1"]);
-            match support::tls::h1(tls, "localhost", cfg, &call_request(1)) {
+            match crate::support::tls::h1(tls, "localhost", cfg, &call_request(1)) {
                 Ok(r) if r.status == 200 => ok += 1,
                 Ok(r) => failed.push(format!("status {}", r.status)),
                 Err(e) => failed.push(e.to_string()),
@@ -283,7 +281,10 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     let mut new = Serve(serve(&["--upgrade"]));
     std::thread::sleep(std::time::Duration::from_millis(700)); // the new process waits on the socket
     let kill = |sig: &str, pid: u32| {
-        assert!(support::programs::signal(pid, sig), "kill -s {sig} {pid}");
+        assert!(
+            crate::support::programs::signal(pid, sig),
+            "kill -s {sig} {pid}"
+        );
     };
     kill("QUIT", old.0.id());
     assert!(
@@ -301,7 +302,7 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
         ok + failed.len()
     );
     // The new process serves TLS and the h2c listener.
-    let r = support::tls::h1(
+    let r = crate::support::tls::h1(
         tls,
         "localhost",
         client_config(&ca.pem, None, &[]),
@@ -309,7 +310,7 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     )
     .unwrap();
     assert_eq!(r.status, 200);
-    assert_eq!(support::raw(plain, &call_request(3)).status, 200);
+    assert_eq!(crate::support::raw(plain, &call_request(3)).status, 200);
     kill("TERM", new.0.id());
     assert!(new.0.wait().unwrap().success());
 }

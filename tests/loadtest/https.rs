@@ -2,13 +2,11 @@
 //! test time (rcgen). HTTP/2 when the target offers `h2` by ALPN, HTTP/1.1 otherwise; `--cacert`
 //! and `--insecure`; an untrusted certificate is an error whose message says why.
 
-mod support;
-
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
+use crate::support::loadtest::{Target, TargetOptions};
 use mcp_edge::loadtest::{execute, LoadTestArgs};
-use support::loadtest::{Target, TargetOptions};
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};
 

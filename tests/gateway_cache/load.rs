@@ -2,15 +2,13 @@
 //! a flood of distinct uris stays within max_bytes, and `mcp-edge loadtest` with a list-heavy
 //! scenario through the gateway fetches each key at most once per TTL window.
 
-mod support;
-
+use crate::support::cache::*;
+use crate::support::http::rpc;
+use crate::support::scripted::{cacheable, Script, Scripted};
+use crate::support::{config, Reply};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
 use std::time::Duration;
-use support::cache::*;
-use support::http::rpc;
-use support::scripted::{cacheable, Script, Scripted};
-use support::{config, Reply};
 
 #[test]
 fn two_hundred_concurrent_misses_make_one_upstream_request() {

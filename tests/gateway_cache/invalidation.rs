@@ -2,14 +2,12 @@
 //! streams the gateway proxies, an invalid cursor dropping a list's pages, the admin
 //! purge, and a reload that changes a pool.
 
-mod support;
-
+use crate::support::cache::*;
+use crate::support::http::{request, rpc, SseStream};
+use crate::support::{config, eventually};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
 use std::time::Duration;
-use support::cache::*;
-use support::http::{request, rpc, SseStream};
-use support::{config, eventually};
 
 #[test]
 fn list_changed_on_a_listen_stream_invalidates_the_pools_tools_list() {
@@ -20,18 +18,18 @@ fn list_changed_on_a_listen_stream_invalidates_the_pools_tools_list() {
         cache_header(&rpc(gw.mcp_addr, json!(2), "tools/list", json!({}), &[])).starts_with("hit")
     );
     // A listen stream through the gateway.
-    let params = json!({"notifications": {"toolsListChanged": true}, "_meta": support::http::meta(json!({}))});
+    let params = json!({"notifications": {"toolsListChanged": true}, "_meta": crate::support::http::meta(json!({}))});
     let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": params});
-    let headers = support::http::good_headers("subscriptions/listen", None);
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
     let mut stream = SseStream::open(
         gw.mcp_addr,
-        &support::http::hdrs(&headers),
+        &crate::support::http::hdrs(&headers),
         &body.to_string(),
     );
     assert_eq!(stream.status, 200);
     let ack = stream.next_message().unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    let t = support::http::call(
+    let t = crate::support::http::call(
         gw.mcp_addr,
         3,
         "test_trigger_tool_change",
@@ -58,11 +56,11 @@ fn resources_updated_drops_that_uri_and_an_invalid_cursor_drops_the_pages() {
     let gw = gateway(&[up.addr], "");
     read(&gw, 1, "file:///a", &[]);
     read(&gw, 2, "file:///b", &[]);
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {"_meta": support::http::meta(json!({}))}});
-    let headers = support::http::good_headers("subscriptions/listen", None);
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {"_meta": crate::support::http::meta(json!({}))}});
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
     let mut stream = SseStream::open(
         gw.mcp_addr,
-        &support::http::hdrs(&headers),
+        &crate::support::http::hdrs(&headers),
         &body.to_string(),
     );
     stream.next_message().unwrap();

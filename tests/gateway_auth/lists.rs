@@ -3,14 +3,12 @@
 //! `prompts/list` results (ttlMs kept, cacheScope private when filtered), an oversized list is
 //! withheld rather than sent unfiltered, and an MRTR flow completes with a verified token.
 
-mod support;
-
+use crate::support::auth::testkeys::{self, *};
+use crate::support::auth::*;
+use crate::support::*;
 use mcp_edge::backend::{Pool, PoolOptions};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
-use support::auth::testkeys::{self, *};
-use support::auth::*;
-use support::*;
 
 const RESOURCE: &str = "http://127.0.0.1/mcp";
 
@@ -40,9 +38,9 @@ fn start(pool: &Pool, extra_auth: &str) -> (RunningGateway, JwksServer, TestKey)
     (RunningGateway::start(cfg).unwrap(), jwks, k)
 }
 
-fn list(gw: &RunningGateway, method: &str, token: &str, id: u64) -> support::http::Reply {
+fn list(gw: &RunningGateway, method: &str, token: &str, id: u64) -> crate::support::http::Reply {
     let auth = format!("Bearer {token}");
-    support::http::rpc(
+    crate::support::http::rpc(
         gw.mcp_addr,
         json!(id),
         method,
@@ -93,7 +91,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
 
     // A call of a hidden tool is refused; of a listed one it goes through.
     let auth = format!("Bearer {dev}");
-    let r = support::http::call(
+    let r = crate::support::http::call(
         gw.mcp_addr,
         3,
         "deploy",
@@ -103,7 +101,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
         json!({}),
     );
     assert_eq!(r.status, 401);
-    let r = support::http::rpc(
+    let r = crate::support::http::rpc(
         gw.mcp_addr,
         json!(4),
         "tools/call",
@@ -112,7 +110,7 @@ fn two_callers_with_different_scopes_see_different_lists() {
     );
     assert_eq!(r.status, 403);
     assert_eq!(r.json()["error"]["data"]["rule"], "ops-only-deploy");
-    let r = support::http::rpc(
+    let r = crate::support::http::rpc(
         gw.mcp_addr,
         json!(5),
         "tools/call",
@@ -155,11 +153,11 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let alice = sign(&k, &claims(ISS, RESOURCE, "alice", "read"));
     let auth = format!("Bearer {alice}");
     let caps = json!({"elicitation": {}});
-    let leg1 = support::http::rpc(
+    let leg1 = crate::support::http::rpc(
         gw.mcp_addr,
         json!(1),
         "tools/call",
-        json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": support::http::meta(caps.clone())}),
+        json!({"name": "create_repo", "arguments": {"repo": "demo"}, "_meta": crate::support::http::meta(caps.clone())}),
         &[("Authorization", &auth)],
     );
     assert_eq!(leg1.status, 200, "{}", leg1.text());
@@ -169,11 +167,11 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let answers = json!({"github_login": {"action": "accept", "content": {"name": "octocat"}}});
     let leg2 = |token: &str, id: i64| {
         let auth = format!("Bearer {token}");
-        support::http::rpc(
+        crate::support::http::rpc(
             gw.mcp_addr,
             json!(id),
             "tools/call",
-            json!({"name": "create_repo", "arguments": {"repo": "demo"}, "inputResponses": answers, "requestState": state, "_meta": support::http::meta(caps.clone())}),
+            json!({"name": "create_repo", "arguments": {"repo": "demo"}, "inputResponses": answers, "requestState": state, "_meta": crate::support::http::meta(caps.clone())}),
             &[("Authorization", &auth)],
         )
     };
@@ -183,7 +181,7 @@ fn an_mrtr_flow_completes_with_a_verified_token_and_the_state_stays_bound() {
     let done = leg2(&alice, 3);
     assert_eq!(done.status, 200, "{}", done.text());
     assert!(
-        support::http::first_text(&done.result()).contains("octocat/demo"),
+        crate::support::http::first_text(&done.result()).contains("octocat/demo"),
         "{}",
         done.text()
     );
@@ -209,7 +207,7 @@ fn route_scopes_hide_the_tools_of_that_route_too() {
     let hidden: Vec<_> = all.iter().filter(|n| !mine.contains(n)).collect();
     assert_eq!(hidden, ["charge", "charge_count"]);
     let auth = format!("Bearer {other}");
-    let r = support::http::rpc(
+    let r = crate::support::http::rpc(
         gw.mcp_addr,
         json!(3),
         "tools/call",

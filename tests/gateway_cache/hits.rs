@@ -2,19 +2,17 @@
 //! remaining ttlMs, private results per credential, what is never stored or served, rate limits
 //! on hits, spoofs refused before the cache. Upstreams: the reference backend
 //! (`mcp_edge::backend`) and the scripted upstream of `tests/support/scripted.rs`, which counts
-//! what reaches it. Invalidation: `gateway_cache_invalidation.rs`; load, coalescing and the
-//! byte bound: `gateway_cache_load.rs`; the `Mcp-Param-*` header check:
+//! what reaches it. Invalidation: `tests/gateway_cache/invalidation.rs`; load, coalescing and the
+//! byte bound: `tests/gateway_cache/load.rs`; the `Mcp-Param-*` header check:
 //! `gateway_param_headers.rs`.
 
-mod support;
-
+use crate::support::cache::*;
+use crate::support::config;
+use crate::support::http::rpc;
+use crate::support::scripted::{cacheable, Script, Scripted};
 use mcp_edge::gateway::RunningGateway;
 use serde_json::json;
 use std::time::Duration;
-use support::cache::*;
-use support::config;
-use support::http::rpc;
-use support::scripted::{cacheable, Script, Scripted};
 
 #[test]
 fn tools_list_is_served_from_cache_with_the_request_id() {
@@ -61,8 +59,8 @@ fn tools_list_is_served_from_cache_with_the_request_id() {
     );
     // Both answers name the same backend instance: only one of the two instances was asked.
     assert_eq!(
-        support::http::instance_of(&first.result()),
-        support::http::instance_of(&second.result())
+        crate::support::http::instance_of(&first.result()),
+        crate::support::http::instance_of(&second.result())
     );
     let m = scrape(&gw);
     assert_eq!(
@@ -172,11 +170,11 @@ fn hits_are_rate_limited_like_misses_and_spoofs_never_reach_the_cache() {
     assert_eq!(limited.status, 429);
     // A request whose headers claim a cached method but whose body is another: refused by the
     // check before the cache is asked.
-    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": support::http::meta(json!({}))}});
-    let headers = support::http::good_headers("resources/read", Some("file:///b"));
-    let r = support::post(
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/list", "params": {"_meta": crate::support::http::meta(json!({}))}});
+    let headers = crate::support::http::good_headers("resources/read", Some("file:///b"));
+    let r = crate::support::post(
         gw.mcp_addr,
-        &support::http::hdrs(&headers),
+        &crate::support::http::hdrs(&headers),
         &body.to_string(),
     );
     assert_eq!(r.status, 400);
@@ -261,7 +259,7 @@ fn stale_while_revalidate_answers_waiters_while_one_request_refetches() {
         )
     });
     // Once the leader's refetch is at the upstream, another request gets the expired entry.
-    assert!(support::eventually(Duration::from_secs(5), || up
+    assert!(crate::support::eventually(Duration::from_secs(5), || up
         .count_method("resources/read")
         == 2));
     // "stale" (not "hit"): it did not wait for the leader's refetch.

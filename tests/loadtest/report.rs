@@ -1,13 +1,11 @@
 //! The reports: the JSON schema `mcp-edge.loadtest/v1` is stable, the HTML page holds the charts
 //! and no URL, and the `loadtest` command exits non-zero when a check fails.
 
-mod support;
-
 use std::process::Command;
 
+use crate::support::loadtest::{Target, TargetOptions};
 use mcp_edge::loadtest::{execute, write_reports, LoadTestArgs};
 use serde_json::Value;
-use support::loadtest::{Target, TargetOptions};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("mcp-edge-loadtest-{}", std::process::id()));

@@ -1,0 +1,10 @@
+//! The OAuth 2.1 resource server at the edge, over real sockets with run-time keys: tokens,
+//! JWKS and introspection ([`tokens`]), per-caller list filtering ([`lists`]), per-tool rules
+//! ([`rules`]).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod lists;
+mod rules;
+mod tokens;

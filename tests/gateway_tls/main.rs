@@ -1,0 +1,10 @@
+//! TLS and HTTP/2 on the listeners, over real handshakes with certificates made at test time:
+//! SNI, mTLS, minimum version, h2 by ALPN and h2c ([`listeners`]); curl, h2load and the official
+//! TypeScript SDK as peers ([`peers_tls`]); reload of certificates and bad files ([`reload`]).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod listeners;
+mod peers_tls;
+mod reload;

@@ -1,0 +1,18 @@
+//! The load tester against real targets: MRTR flows ([`flows`]), https and h2 targets
+//! ([`https`]), fleets of the official TypeScript and Python SDKs ([`sdk_fleets`]), the demo pool
+//! ([`pool`]), reports ([`report`]), Tasks ([`tasks`]), and its figures against what the targets
+//! counted ([`truth`]). (Sharded runs are `tests/loadtest_shards.rs`: that test sets environment
+//! variables, so it keeps a process of its own.)
+
+#[path = "../peers/mod.rs"]
+mod peers;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod flows;
+mod https;
+mod pool;
+mod report;
+mod sdk_fleets;
+mod tasks;
+mod truth;
