@@ -287,15 +287,7 @@ pub fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
     hex(&Sha256::digest(&buf))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const D: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(D[(b >> 4) as usize] as char);
-        s.push(D[(b & 15) as usize] as char);
-    }
-    s
-}
+pub(crate) use crate::mcp::hex::encode as hex;
 
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()

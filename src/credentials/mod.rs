@@ -36,10 +36,7 @@ const EXCHANGE_CACHE: u64 = 10_000;
 /// An exchanged token not used for this long is dropped (its caller went away).
 const EXCHANGE_IDLE: Duration = Duration::from_secs(600);
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::mcp::hex::encode as hex;
 
 /// The header and value to set on a request to a pool.
 pub type Credential = (http::HeaderName, http::HeaderValue);

@@ -188,11 +188,7 @@ impl Limit {
         let digest = h.finalize();
         let mut key = String::with_capacity(prefix.len() + 32);
         key.push_str(prefix);
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        for b in &digest[..16] {
-            key.push(HEX[usize::from(b >> 4)] as char);
-            key.push(HEX[usize::from(b & 15)] as char);
-        }
+        crate::mcp::hex::push(&mut key, &digest[..16]);
         key
     }
 

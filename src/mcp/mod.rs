@@ -28,6 +28,7 @@ pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod header;
+pub mod hex;
 pub mod jcs;
 pub mod jcs_exact;
 mod json_scan;

@@ -52,10 +52,7 @@ pub fn owner_hint(advertise: &str) -> String {
         .chain_update(HINT_DOMAIN)
         .chain_update(advertise)
         .finalize();
-    digest[..HINT_LEN / 2]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::hex::encode(&digest[..HINT_LEN / 2])
 }
 
 /// The owner hint a task id starts with, if it has one (`<16 lowercase hex>.` and a non-empty

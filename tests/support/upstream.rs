@@ -240,9 +240,7 @@ fn empty() -> BoxBody {
         .boxed()
 }
 
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub use mcp_edge::mcp::hex::encode as hex;
 
 /// A gateway config on free ports in front of `pools` (name → instances), plus extra YAML.
 pub fn config(pools: &[(&str, &[SocketAddr], &str)], extra: &str) -> Config {

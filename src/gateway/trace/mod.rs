@@ -53,13 +53,12 @@ fn hex_bits(s: &[u8]) -> Option<u128> {
 
 /// The `traceparent` naming a span.
 pub fn format_traceparent(trace_id: u128, span_id: u64, sampled: bool) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
     for i in 0..32 {
-        out[3 + i] = HEX[((trace_id >> (124 - 4 * i)) & 0xf) as usize];
+        out[3 + i] = crate::mcp::hex::digit((trace_id >> (124 - 4 * i)) as u8);
     }
     for i in 0..16 {
-        out[36 + i] = HEX[((span_id >> (60 - 4 * i)) & 0xf) as usize];
+        out[36 + i] = crate::mcp::hex::digit((span_id >> (60 - 4 * i)) as u8);
     }
     out[54] = if sampled { b'1' } else { b'0' };
     // Only ASCII was written.
