@@ -147,7 +147,30 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
     if let Some((rej, detail)) = limits(gw, &ctx, headers, &route.name, q.client_ip, &mut walk) {
         return walk.refuse("limits", &rej, detail);
     }
-    let env = match envelope::parse(q.body.as_bytes()) {
+    let sample = route.sample;
+    checked(
+        gw,
+        &ctx,
+        route_ref,
+        sample,
+        headers,
+        q.body.as_bytes(),
+        walk,
+    )
+}
+
+/// From the header↔body check on: the check, an answer by a federated endpoint or the cache,
+/// or the balancer's pick.
+fn checked(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    route_ref: RouteRef,
+    sample: f64,
+    headers: &http::HeaderMap,
+    body: &[u8],
+    mut walk: Walk,
+) -> Value {
+    let env = match envelope::parse(body) {
         Ok(env) => env,
         Err(e) => return walk.refuse("check", &e.rejection(), json!({})),
     };
@@ -155,7 +178,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
     if let Err(rej) = super::validate::validate(headers, &env) {
         return walk.refuse("check", &rej, said);
     }
-    walk.pass("check", json!({"sample": route.sample, "body": said}));
+    walk.pass("check", json!({"sample": sample, "body": said}));
     let method = env.method.as_deref().unwrap_or("");
     let answered_here = crate::mcp::lists::Kind::of_method(method).is_some()
         || method == crate::mcp::methods::DISCOVER;
@@ -166,8 +189,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
             json!({"by": "the federated endpoint's merged list"}),
         );
     }
-    match super::cache::flow::would_hit(gw, route_ref, ctx.pool, method, headers, q.body.as_bytes())
-    {
+    match super::cache::flow::would_hit(gw, route_ref, ctx.pool, method, headers, body) {
         Some(true) => {
             return walk.done(
                 "answered",
@@ -178,7 +200,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
         Some(false) => walk.pass("cache", json!({"hit": false})),
         None => walk.pass("cache", json!({"cached": false})),
     }
-    balance(gw, &ctx, headers, walk)
+    balance(gw, ctx, headers, walk)
 }
 
 /// A request the headers alone doom: the check on the body gives the answer.
