@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::observe::Outcome;
+use crate::mcp::codes;
 
 /// Entries kept.
 pub const CAPACITY: usize = 300;
@@ -55,15 +56,39 @@ pub struct Recent {
     ring: Mutex<VecDeque<Entry>>,
 }
 
+/// The JSON-RPC codes of the gateway's answers that blame the instance (it could not be
+/// reached, timed out or failed).
+const UPSTREAM_CODES: [i32; 3] = [
+    codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+    codes::GATEWAY_UPSTREAM_TIMEOUT,
+    codes::GATEWAY_UPSTREAM_FAILED,
+];
+
+/// Whose fault an answer is, from its HTTP status and the JSON-RPC code of an answer the
+/// gateway made (`None`: neither a refusal nor a failure). The one rule behind the refusal ring
+/// and the console's error counts.
+pub fn side(status: u16, gateway_code: Option<i32>) -> Option<Side> {
+    match gateway_code {
+        Some(c) if UPSTREAM_CODES.contains(&c) => Some(Side::Upstream),
+        Some(_) if status < 500 => Some(Side::Client),
+        Some(_) => Some(Side::Gateway),
+        None if status >= 500 => Some(Side::Upstream),
+        None => None,
+    }
+}
+
 /// Whose fault an outcome is, if it is a refusal or a failure at all.
 pub fn side_of(o: &Outcome) -> Option<Side> {
-    let upstream_reason = o.reason.is_some_and(|r| r.starts_with("upstream"));
-    match (o.gateway_code, o.status) {
-        (Some(_), _) if upstream_reason => Some(Side::Upstream),
-        (Some(_), s) if s < 500 => Some(Side::Client),
-        (Some(_), _) => Some(Side::Gateway),
-        (None, s) if s >= 500 => Some(Side::Upstream),
-        _ => None,
+    side(o.status, o.gateway_code)
+}
+
+impl Side {
+    pub fn label(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Gateway => "gateway",
+            Side::Upstream => "upstream",
+        }
     }
 }
 
@@ -168,7 +193,11 @@ mod tests {
             Some(Side::Gateway)
         );
         assert_eq!(
-            side(502, Some(-32001), Some("upstream-unavailable")),
+            side(
+                502,
+                Some(codes::GATEWAY_UPSTREAM_UNAVAILABLE),
+                Some("upstream-unavailable")
+            ),
             Some(Side::Upstream)
         );
         assert_eq!(side(500, None, None), Some(Side::Upstream));

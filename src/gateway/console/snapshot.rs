@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::UNIX_EPOCH;
 
+use crate::gateway::recent;
 use crate::gateway::{Gateway, Live};
-use crate::mcp::codes;
 
 /// The label value `name` of one sample.
 fn label<'a>(m: &'a prometheus::proto::Metric, name: &str) -> &'a str {
@@ -39,22 +39,17 @@ fn sum_by(
     out
 }
 
-/// Whose fault a `requests_total` sample is: ok, client, gateway or upstream.
+/// Whose fault a `requests_total` sample is (`ok` when neither), by [`recent::side`] on its
+/// status class and code labels.
 fn side(status: &str, code: &str) -> &'static str {
-    let upstream = [
-        codes::GATEWAY_UPSTREAM_UNAVAILABLE,
-        codes::GATEWAY_UPSTREAM_TIMEOUT,
-        codes::GATEWAY_UPSTREAM_FAILED,
-    ]
-    .iter()
-    .any(|c| c.to_string() == code);
-    match (status, code.is_empty()) {
-        ("5xx", true) => "upstream",
-        (_, false) if upstream => "upstream",
-        ("5xx", false) => "gateway",
-        (_, false) => "client",
-        _ => "ok",
-    }
+    let status = match status {
+        "5xx" => 500,
+        "4xx" => 400,
+        _ => 200,
+    };
+    // A code label is the code, or `_other` for one outside the known list: still the gateway's.
+    let code = (!code.is_empty()).then(|| code.parse().unwrap_or(i32::MIN));
+    recent::side(status, code).map_or("ok", |s| s.label())
 }
 
 /// The request-duration histogram summed over its labels: `[[le, cumulative count], ...]`.
