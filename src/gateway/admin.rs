@@ -115,6 +115,11 @@ impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let gw = self.live.load();
         let post = session.req_header().method == http::Method::POST;
+        if let Some((content_type, body)) =
+            super::console::assets::file(session.req_header().uri.path())
+        {
+            return asset(content_type, body);
+        }
         match session.req_header().uri.path() {
             "/healthz" => text(200, "text/plain", "ok\n".into()),
             "/readyz" => {
@@ -148,10 +153,6 @@ impl ServeHttp for AdminApp {
             "/favicon.ico" => text(204, "image/x-icon", String::new()),
             "/-/console.json" => text(200, "application/json", super::console::snapshot(&self.live)),
             "/-/explain" if post => explain(self, session).await,
-            p if super::console::assets::file(p).is_some() => {
-                let (content_type, body) = super::console::assets::file(p).expect("just found");
-                asset(content_type, body)
-            }
             "/-/cache/purge" | "/-/reload" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
                 let (status, msg) = super::cache::purge_endpoint(&gw, session.req_header().uri.query());
