@@ -241,7 +241,7 @@ impl Pool {
     }
 
     /// The instance for a request of `method`: the owner of a task for tasks/* (see the module
-    /// docs; `None` when the owner was already tried), else [`Pool::pick_for`].
+    /// docs; `None` when the owner was already tried), else the pool's balance.
     pub fn pick_request(
         &self,
         method: Option<&str>,
@@ -299,21 +299,11 @@ impl Pool {
         headers: &http::HeaderMap,
         tried: Tried,
     ) -> Option<usize> {
-        self.pick_for(name, headers, None, tried)
+        self.choose(name, headers, None, tried).index
     }
 
-    /// Like [`Pool::pick_excluding`], for a caller verified by `auth` (`principal` and
-    /// `claim:<name>` keys use the verified identity, never the raw token).
-    pub fn pick_for(
-        &self,
-        name: Option<&str>,
-        headers: &http::HeaderMap,
-        identity: Option<&Identity>,
-        tried: Tried,
-    ) -> Option<usize> {
-        self.choose(name, headers, identity, tried).index
-    }
-
+    /// The pick for a request that is not a task's: `principal` and `claim:<name>` keys use the
+    /// verified `identity`, never the raw token.
     fn choose(
         &self,
         name: Option<&str>,
