@@ -107,41 +107,28 @@ fn the_balance_step_names_the_instance_and_why_in_every_mode() {
     }
 }
 
+/// `mcp-edge explain --config gateway.yaml --request <file holding text>`.
+fn offline(dir: &std::path::Path, text: &str) -> std::process::Output {
+    let q = dir.join("q.json");
+    std::fs::write(&q, text).unwrap();
+    let config = format!("{}/gateway.yaml", env!("CARGO_MANIFEST_DIR"));
+    Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["explain", "--config", &config, "--request"])
+        .arg(&q)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_offline_command_explains_from_a_config_file() {
     let dir = std::env::temp_dir().join(format!("mcp-edge-explain-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let q = dir.join("q.json");
-    std::fs::write(&q, question("echo", "deploy").to_string()).unwrap();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
-        .args([
-            "explain",
-            "--config",
-            &format!("{root}/gateway.yaml"),
-            "--request",
-        ])
-        .arg(&q)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = offline(&dir, &question("echo", "deploy").to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(refused_by(&v), ("check", 400, -32020));
-    std::fs::write(&q, "not json").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
-        .args([
-            "explain",
-            "--config",
-            &format!("{root}/gateway.yaml"),
-            "--request",
-        ])
-        .arg(&q)
-        .output()
-        .unwrap();
+    let out = offline(&dir, "not json");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"headers\""));
     let _ = std::fs::remove_dir_all(&dir);
