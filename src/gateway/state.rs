@@ -67,6 +67,36 @@ pub struct Gateway {
     pub(crate) admin_token: Option<[u8; 32]>,
 }
 
+/// Each pool of the route table and how its instances are reached, with what a reload carries
+/// over: the health of a pool whose instances (by address) and checks did not change, and the
+/// load of every instance that stays.
+fn build_pools(
+    config: &Config,
+    table: &RouteTable,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<(Vec<Pool>, Vec<super::upstream_tls::PoolPeers>)> {
+    let mut pools = Vec::with_capacity(table.pools.len());
+    let mut peers = Vec::with_capacity(table.pools.len());
+    for name in &table.pools {
+        let cfg = &config.pools[name];
+        peers.push(super::upstream_tls::PoolPeers::build(name, cfg)?);
+        let mut pool = Pool::build(name, cfg, None)?;
+        let old = previous.and_then(|p| p.pools.iter().find(|o| &o.name == name));
+        let same = previous
+            .and_then(|p| p.config.pools.get(name))
+            .is_some_and(|c| {
+                c.instances == cfg.instances && c.health == cfg.health && c.ejection == cfg.ejection
+            });
+        // Health belongs to an address: a name that now resolves elsewhere starts fresh.
+        if let Some(old) = old.filter(|o| same && o.addrs().eq(pool.addrs())) {
+            pool.health = old.health.clone();
+        }
+        pool.adopt_loads(old);
+        pools.push(pool);
+    }
+    Ok((pools, peers))
+}
+
 /// SHA-256 of the token in `path` (surrounding whitespace trimmed); an error names the file.
 fn admin_token(path: &std::path::Path) -> anyhow::Result<[u8; 32]> {
     use sha2::Digest;
@@ -88,29 +118,7 @@ impl Gateway {
     /// change, and the health of every pool whose instances and checks did not change.
     pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
         let table = RouteTable::from_config(&config);
-        let mut pools = Vec::with_capacity(table.pools.len());
-        let mut peers = Vec::with_capacity(table.pools.len());
-        for name in &table.pools {
-            let cfg = &config.pools[name];
-            peers.push(super::upstream_tls::PoolPeers::build(name, cfg)?);
-            let mut pool = Pool::build(name, cfg, None)?;
-            let kept = previous.and_then(|p| {
-                let old = p.pools.iter().find(|o| &o.name == name)?;
-                let same = p.config.pools.get(name).is_some_and(|c| {
-                    c.instances == cfg.instances
-                        && c.health == cfg.health
-                        && c.ejection == cfg.ejection
-                });
-                // Health belongs to an address: a name that now resolves elsewhere starts fresh.
-                let same_addrs = old.addrs().eq(pool.addrs());
-                (same && same_addrs).then(|| old.health.clone())
-            });
-            if let Some(health) = kept {
-                pool.health = health;
-            }
-            pool.adopt_loads(previous.and_then(|p| p.pools.iter().find(|o| &o.name == name)));
-            pools.push(pool);
-        }
+        let (pools, peers) = build_pools(&config, &table, previous)?;
         let upstream_header = config
             .upstream_header
             .as_deref()
