@@ -18,10 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::flows::{FlowStore, Leg, SpanRef};
-use mcp_edge::gateway::observe::Outcome;
-use mcp_edge::gateway::trace::{self, SpanInfo, Tracing};
-use mcp_edge::gateway::{follow, Gateway, RequestCtx};
+use mcp_edge::gateway::stages::observe as follow;
+use mcp_edge::gateway::telemetry::flows::{FlowStore, Leg, SpanRef};
+use mcp_edge::gateway::telemetry::metrics::Outcome;
+use mcp_edge::gateway::telemetry::trace::{self, SpanInfo, Tracing};
+use mcp_edge::gateway::{Gateway, RequestCtx};
 use mcp_edge::mcp::digest::state_digest;
 use mcp_edge::mcp::result_scan::{ResultKind, ResultScanner, Verdict};
 use mcp_edge::mcp::scan::InputRequiredScanner;

@@ -8,7 +8,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
-use mcp_edge::gateway::validate;
+use mcp_edge::gateway::stages::validate;
 use mcp_edge::mcp::envelope;
 
 const HEAD: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":""#;

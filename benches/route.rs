@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::route::RouteTable;
+use mcp_edge::gateway::stages::route::RouteTable;
 
 /// `n` routes on exact tool names; with `globs`, every tenth is a glob.
 fn table(n: usize, globs: bool) -> RouteTable {

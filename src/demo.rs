@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::backend::{Pool, PoolOptions, StateKeys};
 use crate::config::{Config, EMBEDDED_DEFAULT};
-use crate::gateway::RunningGateway;
+use crate::gateway::runtime::server::RunningGateway;
 use crate::loadtest::LoadTestArgs;
 
 /// CLI options of `mcp-edge demo`.

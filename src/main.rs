@@ -127,14 +127,14 @@ fn main() -> ExitCode {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
-            let (listeners, warnings) = match mcp_edge::gateway::listeners::describe(&cfg, now, 14)
-            {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("error: {}: {e}", config.display());
-                    return ExitCode::from(2);
-                }
-            };
+            let (listeners, warnings) =
+                match mcp_edge::gateway::transport::listeners::describe(&cfg, now, 14) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        eprintln!("error: {}: {e}", config.display());
+                        return ExitCode::from(2);
+                    }
+                };
             // A closed stdout (`check | head`) ends the listing, not the process with a panic.
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
@@ -219,7 +219,8 @@ fn explain(config: &Path, request: &Path) -> ExitCode {
         std::fs::read_to_string(request)
     };
     let question = match text.map_err(|e| e.to_string()).and_then(|t| {
-        serde_json::from_str::<mcp_edge::gateway::explain::Question>(&t).map_err(|e| e.to_string())
+        serde_json::from_str::<mcp_edge::gateway::runtime::explain::Question>(&t)
+            .map_err(|e| e.to_string())
     }) {
         Ok(q) => q,
         Err(e) => {
@@ -233,7 +234,7 @@ fn explain(config: &Path, request: &Path) -> ExitCode {
     let answer = runtime.map_err(anyhow::Error::from).and_then(|rt| {
         rt.block_on(async {
             let gw = std::sync::Arc::new(mcp_edge::gateway::Gateway::new(cfg, None)?);
-            Ok(mcp_edge::gateway::explain::explain(&gw, &question).await)
+            Ok(mcp_edge::gateway::runtime::explain::explain(&gw, &question).await)
         })
     });
     match answer {

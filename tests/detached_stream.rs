@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_edge::gateway::detached;
+use mcp_edge::gateway::stages::detached;
 use support::http::{read_reply, SseStream};
 use support::raw::{gateway, ok_json, Raw};
 use support::*;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::config::auth::{AuthConfig, RouteAuth};
 use crate::config::Config;
-use crate::gateway::route::RouteRef;
+use crate::gateway::stages::route::RouteRef;
 use crate::mcp::header::bearer_token;
 pub use answer::Refusal;
 pub use forward::HeaderEdit;

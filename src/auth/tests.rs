@@ -4,7 +4,7 @@
 mod testkeys;
 
 use super::*;
-use crate::gateway::route::RouteRef;
+use crate::gateway::stages::route::RouteRef;
 use serde_json::json;
 use testkeys::*;
 

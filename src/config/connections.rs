@@ -1,7 +1,7 @@
 //! `connections:` what each client connection costs in memory: the read and write buffers
 //! pingora puts in front of every accepted socket (its `L4BufferSettings`), and whether idle
 //! keep-alive connections wait parked. The schema and its validation live here; the listeners
-//! apply the buffers (`gateway::listeners`), `gateway::parked` the parking.
+//! apply the buffers (`gateway::transport::listeners`), `gateway::transport::parked` the parking.
 
 use serde::Deserialize;
 
@@ -25,16 +25,16 @@ pub struct ConnectionsConfig {
     #[serde(default = "d_write_buffer")]
     pub write_buffer: usize,
     /// Plain HTTP/1.1 connections wait for their next request holding only their socket; the
-    /// request pipeline's state is allocated when a request arrives (`gateway::parked`), and an
+    /// request pipeline's state is allocated when a request arrives (`gateway::transport::parked`), and an
     /// SSE stream on such a connection goes on without it once its head is written
-    /// (`gateway::detached`). `false`: pingora's own loop, which holds that state for the
+    /// (`gateway::stages::detached`). `false`: pingora's own loop, which holds that state for the
     /// connection's whole life, open streams included.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
     /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `direct`, the gateway's own leg
     /// for every request it can take, and a request whose body was read and checked is
     /// forwarded straight from the gateway's first phase, without pingora's proxy pipe
-    /// (`gateway::direct`); `gateway`, the gateway's own leg (`gateway::upstream_h1`: request
+    /// (`gateway::stages::direct`); `gateway`, the gateway's own leg (`gateway::transport::upstream_h1`: request
     /// head and body in one write, its own keep-alive pool) always inside pingora's proxy pipe;
     /// or `pingora`, pingora's HTTP/1.1 client. TLS and h2/h2c pools always use pingora's.
     #[serde(default)]

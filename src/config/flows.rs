@@ -1,6 +1,6 @@
 //! `flows:` MRTR flow tracking (how a multi-round call is followed across its legs), and
-//! `tracing:` OpenTelemetry span export. The gateway's side is `gateway::flows` and
-//! `gateway::trace`.
+//! `tracing:` OpenTelemetry span export. The gateway's side is `gateway::telemetry::flows` and
+//! `gateway::telemetry::trace`.
 
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;

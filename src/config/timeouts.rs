@@ -95,7 +95,7 @@ pub struct ShutdownConfig {
     #[serde(default = "d_wind_down", with = "humantime_serde_compat")]
     pub wind_down: Duration,
     /// The Unix socket the listeners are handed over on in a zero-downtime upgrade (default:
-    /// in a directory private to this user, see `gateway::server::upgrade_socket`).
+    /// in a directory private to this user, see `gateway::runtime::server::upgrade_socket`).
     #[serde(default)]
     pub upgrade_socket: Option<std::path::PathBuf>,
     /// After the listeners close, how long kept-alive client connections stay open: a request

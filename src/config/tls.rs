@@ -3,7 +3,7 @@
 //! and upstream TLS per pool (`pools.<name>.tls`, `pools.<name>.http`).
 //!
 //! Only the shape and the file-free rules live here; reading and checking the PEM files (a bad
-//! or mismatched certificate/key) is `gateway::tls`, which runs at start, on reload and in
+//! or mismatched certificate/key) is `gateway::transport::tls`, which runs at start, on reload and in
 //! `mcp-edge check`, and names the file.
 
 use serde::de::{self, MapAccess, Visitor};

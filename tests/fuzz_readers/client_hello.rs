@@ -2,7 +2,7 @@
 //! (it reads only the offered versions; SNI and ALPN extensions are in the built hellos so
 //! that the versions must be found among them).
 
-use mcp_edge::gateway::client_hello::{offer, wanted, Offer};
+use mcp_edge::gateway::transport::client_hello::{offer, wanted, Offer};
 use proptest::prelude::*;
 
 use super::{check, tokens};

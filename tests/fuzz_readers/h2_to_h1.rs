@@ -1,7 +1,7 @@
 //! `h2_to_h1`: which h2 requests are malformed for an HTTP/1.1 hop, and cookie crumbs.
 
 use http::{HeaderName, HeaderValue};
-use mcp_edge::gateway::h2_to_h1::{admit, join_cookies};
+use mcp_edge::gateway::transport::h2_to_h1::{admit, join_cookies};
 use pingora::http::RequestHeader;
 use proptest::prelude::*;
 

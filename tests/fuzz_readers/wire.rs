@@ -2,7 +2,7 @@
 //! gateway reads from an upstream instance.
 
 use bytes::BytesMut;
-use mcp_edge::gateway::upstream_h1::wire::{
+use mcp_edge::gateway::transport::upstream_h1::wire::{
     chunk_size_line, decode, parse_head, Chunk, Decoded, Framing, Head, LAST_CHUNK,
 };
 use proptest::prelude::*;

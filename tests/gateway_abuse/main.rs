@@ -17,7 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::{dns, Gateway, Live};
+use mcp_edge::gateway::runtime::dns;
+use mcp_edge::gateway::{Gateway, Live};
 use support::*;
 
 pub fn head_for(body_len: usize, extra: &[(&str, String)]) -> Vec<u8> {

@@ -126,7 +126,7 @@ fn i13_6_health_checks_every_zero_seconds_are_refused() {
 fn i13_6_the_upgrade_socket_is_in_a_private_directory() {
     use std::os::unix::fs::PermissionsExt;
     let cfg = Config::parse("pools: { p: { instances: [127.0.0.1:1] } }\n", "g.yaml").unwrap();
-    let sock = mcp_edge::gateway::server::upgrade_socket(&cfg);
+    let sock = mcp_edge::gateway::runtime::server::upgrade_socket(&cfg);
     let dir = std::path::Path::new(&sock).parent().unwrap();
     let mode = std::fs::metadata(dir).unwrap().permissions().mode();
     assert_eq!(

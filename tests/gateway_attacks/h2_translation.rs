@@ -1,4 +1,4 @@
-//! The h2 → HTTP/1.1 translation (src/gateway/h2_to_h1.rs), on real h2 connections: cookie
+//! The h2 → HTTP/1.1 translation (src/gateway/transport/h2_to_h1.rs), on real h2 connections: cookie
 //! crumbs joined, connection-specific fields and trailer sections (with a pseudo-header in
 //! them, malformed by RFC 9113 §8.1) refused before any instance sees the request.
 

@@ -1,0 +1,231 @@
+//! The direct leg: a request whose body is in hand (read in `request_filter`: checked, or
+//! sampled out and small enough to read whole) and
+//! whose pool is plain HTTP/1.1 is forwarded from `request_filter` itself, on the gateway's own
+//! upstream connection ([`crate::gateway::transport::upstream_h1`]), and its response is written to the client
+//! there. pingora's proxy pipe (its second session, task channels, joined futures and the retry
+//! loop around them) is not built for it: that machinery was most of the gateway's CPU per
+//! request beyond the system calls (the profile in
+//! docs/benchmarks-history.md).
+//!
+//! It runs the same stages as pingora's pipe, in the same order: [`forward::choose`] picks the
+//! instance, [`forward::upstream_headers`] prepares the head, [`failure::connect_failed`]
+//! decides connect retries, [`response::on_header`] and [`response::on_body`] see the response.
+//! A failure after connecting is returned as an error: pingora hands it to `fail_to_proxy`
+//! ([`failure::answer`]) and `logging`, as it does for its own pipe's failures.
+//!
+//! Differences from pingora's pipe, on purpose:
+//! - a request is re-sent only if it never left: when writing it to a pooled connection fails
+//!   (the upstream had closed it), once, on a fresh connection to the **same** instance. A
+//!   request written whole is never re-sent, even when the connection was pooled and no
+//!   response byte came back (the instance may have run the call: tools/call has side
+//!   effects); pingora's pipe re-sends that case, on another instance;
+//! - informational (1xx) upstream responses are not forwarded (the gateway answered the
+//!   client's `Expect` itself, and strips `Expect` from what goes upstream).
+//!
+//! An event-stream response to a plain HTTP/1.1 client on a parked connection goes on outside
+//! the pipeline once its head is written ([`detached`]): `exchange` hands it over and answers
+//! the pipeline as done.
+
+use bytes::Bytes;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::protocols::http::custom::client::Session as _;
+use pingora::proxy::Session;
+use pingora::upstreams::peer::{HttpPeer, Peer};
+use pingora::{Error, ErrorType, Result, RetryType};
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::config::UpstreamLeg;
+use crate::gateway::stages::request::Progress;
+use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::stages::{detached, failure, forward, response};
+use crate::gateway::transport::upstream_h1::{self, Conn, H1Session, Pool};
+
+/// Whether the direct leg takes this request: its body is in hand (read whole before an
+/// upstream was chosen: checked, or sampled out), and its route's leg is the direct one.
+pub fn takes(session: &Session, ctx: &RequestCtx) -> bool {
+    matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked) && leg_for(session, ctx)
+}
+
+/// Whether the direct leg carries this request's route: a plain HTTP/1.1 pool, the
+/// configuration's leg, and not a protocol upgrade.
+pub fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
+    ctx.gw.config.connections.upstream_leg == UpstreamLeg::Direct
+        && ctx.gw.peers[ctx.pool].is_plain_h1()
+        && !session.is_upgrade_req()
+}
+
+/// Forward the request and write its response; `Ok(true)`: the client got its answer.
+pub async fn forward(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    pool: &Arc<Pool>,
+) -> Result<bool> {
+    let body = ctx.in_hand.clone();
+    // The upstream's head: a copy of the client's, edited once, whatever the attempts. The
+    // client's stays as it came: each attempt chooses its instance on it, as pingora's pipe
+    // does (a shard key may be a header the edits remove).
+    let mut head = session.req_header().clone();
+    forward::upstream_headers(&mut head, ctx)?;
+    upstream_h1::wire::to_http11(&mut head, false)?;
+    upstream_h1::wire::frame_whole(&mut head, body.len())?;
+    loop {
+        let peer = forward::choose(&session.req_header().headers, ctx)?;
+        let key = peer.reuse_hash();
+        let (conn, reused) = match pool.take(key) {
+            Some(conn) => (conn, true),
+            None => match upstream_h1::connect(&peer).await {
+                Ok(conn) => (Arc::new(conn), false),
+                Err(e) => match retry_connect(ctx, e) {
+                    Ok(()) => continue,
+                    Err(e) => return Err(e),
+                },
+            },
+        };
+        let mut written = false;
+        let sent = (&head, &body);
+        let back = (pool, key);
+        let mut outcome =
+            exchange(session, ctx, &peer, conn, reused, sent, back, &mut written).await;
+        let unsent = |e: &Error| e.etype() == &ErrorType::WriteError;
+        if matches!(&outcome, Err(e) if reused && !written && unsent(e)) {
+            // A pooled connection the upstream had closed: the request never left; once more,
+            // on a fresh connection to the same instance.
+            outcome = match upstream_h1::connect(&peer).await {
+                Ok(conn) => {
+                    let conn = Arc::new(conn);
+                    exchange(session, ctx, &peer, conn, false, sent, back, &mut written).await
+                }
+                Err(e) => match retry_connect(ctx, e) {
+                    Ok(()) => continue,
+                    Err(e) => Err(e),
+                },
+            };
+        }
+        if written {
+            ctx.count_delivery();
+        }
+        return match outcome {
+            Ok(reusable) => {
+                if let Some(conn) = reusable {
+                    pool.put(key, conn, peer.options.idle_timeout);
+                }
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        };
+    }
+}
+
+/// A connect failure: counted against the instance; `Ok` when another instance may be tried.
+fn retry_connect(ctx: &mut RequestCtx, e: Box<Error>) -> Result<()> {
+    let e = failure::connect_failed(ctx, e.into_up());
+    if matches!(e.retry, RetryType::Decided(true)) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+/// One request and its response on `conn`; the connection back when it may be reused (a
+/// response handed over to go on outside the pipeline gives it back to `pool` itself).
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    peer: &HttpPeer,
+    conn: Arc<Conn>,
+    reused: bool,
+    (request, body): (&RequestHeader, &Bytes),
+    (pool, key): (&Arc<Pool>, u64),
+    written: &mut bool,
+) -> Result<Option<Arc<Conn>>> {
+    let mut up = H1Session::new(conn, reused);
+    up.set_read_timeout(peer.options.read_timeout);
+    up.set_write_timeout(peer.options.write_timeout);
+
+    // The request: head and body in one write.
+    up.send_request(request, body)
+        .await
+        .map_err(|e| e.into_up())?;
+    *written = true;
+
+    // The response head (informational ones are skipped), while watching for the client leaving.
+    let mut head = loop {
+        until_client_leaves(session, up.read_response_header()).await?;
+        if !up.informational() {
+            break up.take_response().ok_or_else(|| {
+                Error::explain(ErrorType::InvalidHTTPHeader, "no response head").into_up()
+            })?;
+        }
+    };
+    response::on_header(ctx, &mut head)?;
+    frame_for_client(session, &mut head)?;
+    let hand_over = detached::takes(session, &head);
+    session
+        .write_response_header(Box::new(head), false)
+        .await
+        .map_err(|e| e.into_down())?;
+    if hand_over {
+        let pool = pool.clone();
+        let idle_timeout = peer.options.idle_timeout;
+        let up = detached::Upstream {
+            session: up,
+            pool,
+            key,
+            idle_timeout,
+        };
+        detached::hand_over(session, ctx, up)
+            .await
+            .map_err(|e| e.into_down())?;
+        return Ok(None);
+    }
+
+    // The body, chunk by chunk as it arrives (SSE events are not held back); the response
+    // stage sees its end also when there is no body (the list filter may answer then).
+    let mut end = up.response_finished();
+    loop {
+        let mut chunk = match end {
+            true => None,
+            false => until_client_leaves(session, up.read_response_body()).await?,
+        };
+        end = end || chunk.is_none() || up.response_finished();
+        response::on_body(ctx, &mut chunk, end);
+        if chunk.as_ref().is_some_and(|d| !d.is_empty()) || end {
+            let wrote = session.write_response_body(chunk, end).await;
+            wrote.map_err(|e| e.into_down())?;
+        }
+        if end {
+            break;
+        }
+    }
+    Ok(up.into_reusable())
+}
+
+/// The response head as the client gets it: HTTP/1.1 (the client's session writes its own
+/// version), and chunked when there is a body without a declared length.
+fn frame_for_client(session: &Session, head: &mut ResponseHeader) -> Result<()> {
+    head.set_version(http::Version::HTTP_11);
+    let no_body = session.req_header().method == http::Method::HEAD
+        || matches!(head.status.as_u16(), 204 | 304);
+    if !no_body && head.headers.get(http::header::CONTENT_LENGTH).is_none() {
+        head.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    }
+    Ok(())
+}
+
+/// `upstream`, unless the client goes away first (then the upstream request is dropped, and its
+/// connection with it: the instance sees the close).
+async fn until_client_leaves<T>(
+    session: &mut Session,
+    upstream: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::select! {
+        biased;
+        r = upstream => r.map_err(|e| e.into_up()),
+        gone = session.downstream_session.read_body_or_idle(true) => Err(match gone {
+            Err(e) => e.into_down(),
+            Ok(_) => Error::explain(ErrorType::ConnectionClosed, "the client went away").into_down(),
+        }),
+    }
+}

@@ -1,0 +1,175 @@
+//! Federation: one endpoint in front of several *different* MCP servers, each its own pool.
+//!
+//! The gateway learns what each pool serves from the pool itself ([`catalog`], [`fetch`],
+//! refreshed by [`refresh`] when lists run out of freshness, on `list_changed`, on reload),
+//! and from that one fact it does three things:
+//! - **routes** `tools/call`, `prompts/get` and `resources/read` (by URI, also through a
+//!   pool's URI templates) to the pool that serves the name, by hash lookup in the endpoint's
+//!   [`view::View`] — after the explicit routes of `gateway.yaml`, which still come first;
+//! - **answers** `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`
+//!   and `server/discover` itself, merging the pools' results ([`answer`]): a pool's list is
+//!   served from the catalog only while the pool's own `ttlMs`/`cacheScope` allow it, and
+//!   fetched again for the answer otherwise; the merged result carries the smallest remaining
+//!   freshness and `private` when any part was private or the list was filtered per caller;
+//! - **merges** `subscriptions/listen`: one client stream carrying every pool's notifications
+//!   ([`listen`]);
+//! - **names** entries under the endpoint's collision policy (`prefix`, `priority`,
+//!   `refuse`); with `prefix`, a call's `Mcp-Name` and body name are set back to the server's
+//!   name after the header↔body check ([`crate::mcp::rewrite`]), the one body edit the gateway
+//!   makes.
+//!
+//! Stage order: admission finds the endpoint by path; [`route`] decides in `request_filter`'s
+//! route step; [`on_checked`] runs right after the body check (answer, rename or re-route).
+
+pub mod answer;
+pub mod catalog;
+mod checked;
+mod cursor;
+pub mod fetch;
+mod listen;
+pub mod refresh;
+pub mod report;
+mod route;
+pub mod view;
+
+pub use crate::gateway::telemetry::metrics::federation::FederationMetrics;
+pub use checked::{needs_body_first, on_checked};
+pub use route::{enter, route, Decision};
+
+use arc_swap::ArcSwap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::federation::CatalogConfig;
+use crate::config::{Config, FederatedEndpoint};
+use crate::mcp::Rejection;
+
+use crate::gateway::stages::route::RouteTable;
+use catalog::{Kind, Store};
+use view::{Contribution, View};
+
+/// The federated endpoints of one gateway generation.
+pub struct Federation {
+    pub endpoints: Vec<Endpoint>,
+    pub catalog: CatalogConfig,
+}
+
+/// One federated endpoint: its config, its pools (gateway indices, in priority order) and its
+/// routing view, rebuilt when the catalogs change.
+pub struct Endpoint {
+    pub config: FederatedEndpoint,
+    pub pools: Vec<usize>,
+    view: ArcSwap<View>,
+}
+
+impl Federation {
+    /// The endpoints of `config`; every pool they federate is due for a refresh at once in
+    /// `catalogs` (the start, or a reload).
+    pub fn build(config: &Config, table: &RouteTable, catalogs: &Store) -> Option<Federation> {
+        let f = config.federation.as_ref()?;
+        let index = |p: &String| {
+            table
+                .pools
+                .iter()
+                .position(|n| n == p)
+                .expect("validated pool reference")
+        };
+        let endpoints = f
+            .endpoints
+            .iter()
+            .map(|e| Endpoint {
+                pools: e.pools.iter().map(index).collect(),
+                config: e.clone(),
+                view: ArcSwap::from_pointee(View::unbuilt()),
+            })
+            .collect();
+        let fed = Federation {
+            endpoints,
+            catalog: f.catalog.clone(),
+        };
+        for p in fed.pools() {
+            catalogs.due_at(&table.pools[p], Instant::now());
+        }
+        Some(fed)
+    }
+
+    /// The federated endpoint at `path`.
+    pub fn endpoint_of(&self, path: &str) -> Option<usize> {
+        self.endpoints.iter().position(|e| e.config.path == path)
+    }
+
+    /// Every pool some endpoint federates, once each.
+    pub fn pools(&self) -> Vec<usize> {
+        let mut all: Vec<usize> = self
+            .endpoints
+            .iter()
+            .flat_map(|e| e.pools.iter().copied())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+impl Endpoint {
+    /// The routing view, rebuilt first if the catalogs changed since it was built.
+    pub fn view(
+        &self,
+        store: &Store,
+        pool_names: &[String],
+        keep_stale: std::time::Duration,
+    ) -> Arc<View> {
+        let version = store.version.load(Ordering::Acquire);
+        let current = self.view.load_full();
+        let now = Instant::now();
+        if current.version == version && current.until.is_none_or(|t| now < t) {
+            return current;
+        }
+        let cats: Vec<_> = self
+            .pools
+            .iter()
+            .map(|p| (*p, store.get(&pool_names[*p])))
+            .collect();
+        let by_kind: Vec<(Kind, Vec<Contribution>)> = Kind::ALL
+            .into_iter()
+            .map(|k| {
+                let parts = cats
+                    .iter()
+                    .filter(|(_, c)| c.routes(now, keep_stale))
+                    .filter_map(|(p, c)| {
+                        let items = &c.list(k)?.items;
+                        Some(Contribution {
+                            pool: *p,
+                            pool_name: &pool_names[*p],
+                            items,
+                        })
+                    })
+                    .collect();
+                (k, parts)
+            })
+            .collect();
+        let mut built = View::build(&self.config, &by_kind, version);
+        // A stale catalog routes until it expires: the view is rebuilt then.
+        built.until = cats
+            .iter()
+            .filter(|(_, c)| c.failing.is_some())
+            .filter_map(|(_, c)| Some(c.loaded? + keep_stale))
+            .filter(|t| *t > now)
+            .min();
+        let built = Arc::new(built);
+        self.view.store(built.clone());
+        built
+    }
+}
+
+/// A request on a federated endpoint: which endpoint, whether the gateway answers it, and the
+/// server's own name when the client called a prefixed one.
+#[derive(Debug, Clone, Default)]
+pub struct Federated {
+    pub endpoint: usize,
+    pub answer: bool,
+    pub rename: Option<String>,
+    /// The answer to a name the endpoint does not serve, given after the body check.
+    pub refuse: Option<Rejection>,
+}

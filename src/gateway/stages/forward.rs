@@ -1,0 +1,229 @@
+//! Forward stage: the header policy of the request that goes upstream, and the peer it goes to.
+//!
+//! The body is never touched here: it leaves exactly as the client sent it. Headers leave as
+//! the client sent them minus the hop-by-hop ones (RFC 9110 §7.6.1): the fixed list below and
+//! every name the client listed in `Connection`. Unknown headers and `Mcp-Param-*` pass through.
+//! The instance is chosen here too ([`choose`]): both legs (pingora's pipe and the direct one)
+//! pick and prepare a request the same way.
+
+use pingora::http::RequestHeader;
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorType, Result};
+use std::time::Instant;
+
+use crate::gateway::stages::auth;
+
+use crate::gateway::telemetry::trace;
+
+use crate::config::Timeouts;
+use crate::gateway::stages::request::{Progress, RequestCtx};
+use crate::mcp::header;
+
+/// Headers that belong to one connection and are never forwarded.
+pub const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+];
+
+/// The headers to remove from a request going upstream: the hop-by-hop ones present, and those
+/// named in `Connection`. Empty (and no allocation) in the common case.
+pub fn hop_by_hop_names(headers: &http::HeaderMap) -> Vec<String> {
+    // One pass over the names instead of a lookup per hop-by-hop name (names listed in
+    // `Connection` need a `Connection` header).
+    if !headers.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(',').map(|s| s.trim().to_ascii_lowercase()))
+        .filter(|s| !s.is_empty() && s != "close" && s != "keep-alive")
+        .collect();
+    names.extend(
+        HOP_BY_HOP
+            .iter()
+            .filter(|n| headers.contains_key(**n))
+            .map(|n| n.to_string()),
+    );
+    names
+}
+
+/// The peer for one instance (as its pool reaches it: plain or TLS, h1 or h2), with the
+/// configured timeouts.
+pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
+    peer.options.connection_timeout = Some(t.connect);
+    peer.options.total_connection_timeout = Some(t.connect);
+    peer.options.read_timeout = Some(t.upstream_read);
+    peer.options.write_timeout = Some(t.upstream_write);
+    peer.options.idle_timeout = Some(t.upstream_idle);
+    peer
+}
+
+/// Balance: pick an instance of the request's pool (one it has not tried yet), note it in the
+/// request and the instance's metrics, and return the peer that reaches it.
+pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
+    let gw = ctx.gw.clone();
+    let pool = &gw.pools[ctx.pool];
+    let picked = pool.pick_request(
+        ctx.method.as_deref(),
+        ctx.name.as_deref(),
+        headers,
+        ctx.identity.as_deref(),
+        ctx.tried,
+    );
+    if let Some(r) = picked.task {
+        let labels = [pool.name.as_str(), r.label()];
+        gw.metrics.task_routing.with_label_values(&labels).inc();
+    }
+    if picked.moved {
+        gw.metrics
+            .balance
+            .moved
+            .with_label_values(&[&pool.name])
+            .inc();
+    }
+    let idx = picked.index.ok_or_else(|| {
+        let msg = format!("pool {} has no usable instance left", pool.name);
+        Error::explain(ErrorType::ConnectNoRoute, msg)
+    })?;
+    ctx.release_instance();
+    ctx.instance = Some(idx);
+    ctx.tried.add(idx);
+    ctx.upstream_since = Some(Instant::now());
+    gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
+    pool.loads[idx].begin();
+    ctx.loading = true;
+    let inst = &pool.instances[idx];
+    let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
+    Ok(peer(base, &gw.config.timeouts))
+}
+
+/// The request head that goes upstream: hop-by-hop headers removed, then the headers the
+/// gateway asserts (auth's identity headers, the trace context: the request's trace ids are
+/// chosen here, from the client's `traceparent`) cleared of every client spelling and set.
+/// `upstream` starts as a copy of the client's head (once per attempt in pingora's pipe, once
+/// per request on the direct leg); the client's own head is left as it came.
+pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
+    let mut parent = None;
+    if let Some(tracing) = &ctx.gw.tracing {
+        let ratio = tracing.config.sample_ratio;
+        let headers = &upstream.headers;
+        let leg = ctx
+            .trace
+            .get_or_insert_with(|| trace::begin_request(headers, ctx.progress.envelope(), ratio));
+        if tracing.config.propagate {
+            parent = Some((leg.traceparent(), leg.tracestate.clone()));
+        }
+    }
+    // The client's hop-by-hop headers go first, then every field a reader could take for a
+    // header the gateway asserts: nothing the client lists in `Connection` can remove what
+    // the gateway sets below, and nothing it sends can stand beside it.
+    for name in hop_by_hop_names(&upstream.headers) {
+        upstream.remove_header(name.as_str());
+    }
+    for name in header::shadows_of(&upstream.headers, &ctx.gw.asserted) {
+        upstream.remove_header(&name);
+    }
+    auth::upstream_headers(ctx, upstream)?;
+    crate::gateway::stages::credentials::apply(ctx, upstream)?;
+    if let Some(f) = &ctx.federated {
+        federated_head(upstream, ctx, f)?;
+    }
+    crate::gateway::transport::h2_to_h1::join_cookies(upstream)?;
+    if let Some((traceparent, tracestate)) = parent {
+        upstream.insert_header(crate::mcp::header::TRACEPARENT, traceparent)?;
+        if let Some(ts) = tracestate {
+            upstream.insert_header(crate::mcp::header::TRACESTATE, ts.as_str())?;
+        }
+    }
+    Ok(())
+}
+
+/// On a federated endpoint: the instance is asked at the gateway's `endpoint` path (a virtual
+/// endpoint's path is the gateway's, not the servers'), and a prefixed call carries the
+/// server's own name in `Mcp-Name`, as its body now does.
+fn federated_head(
+    upstream: &mut RequestHeader,
+    ctx: &RequestCtx,
+    f: &crate::gateway::stages::federation::Federated,
+) -> Result<()> {
+    let endpoint = ctx.gw.config.endpoint.as_str();
+    if upstream.uri.path() != endpoint {
+        let uri = match upstream.uri.query() {
+            Some(q) => format!("{endpoint}?{q}"),
+            None => endpoint.to_string(),
+        };
+        let uri: http::Uri = uri.parse().map_err(|e| {
+            pingora::Error::explain(
+                pingora::ErrorType::InternalError,
+                format!("endpoint path: {e}"),
+            )
+        })?;
+        upstream.set_uri(uri);
+    }
+    if let Some(name) = &f.rename {
+        let value = header::encode_value(name);
+        upstream.insert_header(header::NAME, value.as_ref())?;
+    }
+    Ok(())
+}
+
+/// Whether the gateway's own upstream leg (`upstream_h1`) takes a request, by where its body is: in hand and checked (most MCP
+/// requests), or streaming unchecked with a declared length (admission has refused one above
+/// the limit, so nothing can refuse it mid-way). A body held for the check, or chunked, may be
+/// refused mid-way, and pingora's custom-connector pipe would not pass that refusal on until
+/// the upstream answered: those keep pingora's client.
+pub fn own_leg_takes(progress: &Progress, headers: &http::HeaderMap) -> bool {
+    match progress {
+        Progress::Checked(_) => true,
+        Progress::Streaming => {
+            headers.contains_key(http::header::CONTENT_LENGTH)
+                && !headers.contains_key(http::header::TRANSFER_ENCODING)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn hop_by_hop_and_connection_listed_headers_are_removed() {
+        let mut h = map(&[
+            ("connection", "keep-alive, x-secret"),
+            ("x-secret", "1"),
+            ("te", "trailers"),
+            ("mcp-param-region", "eu"),
+            ("x-other", "kept"),
+        ]);
+        for n in hop_by_hop_names(&h) {
+            h.remove(n.as_str());
+        }
+        let names: Vec<_> = h.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["mcp-param-region", "x-other"]);
+    }
+
+    #[test]
+    fn a_request_without_hop_by_hop_headers_is_untouched() {
+        let h = map(&[("mcp-method", "tools/call"), ("x-other", "kept")]);
+        assert!(hop_by_hop_names(&h).is_empty());
+    }
+}

@@ -1,0 +1,318 @@
+//! Health: active checks and passive ejection of upstream instances.
+//!
+//! An instance is *usable* when its active checks say it is up (it starts up) and it is not
+//! ejected. Active checks POST `server/discover` with the required MCP headers (or just connect,
+//! or nothing), taking an instance down after `unhealthy_threshold` failures in a row and back up
+//! after `healthy_threshold` passes. Passive ejection reacts to live traffic: a refused
+//! connection ejects at once, `consecutive_failures` 5xx answers in a row eject too; each
+//! ejection in a row doubles the time out, up to a cap. When no instance of a pool is usable,
+//! the balancer ignores health rather than refuse everything ("panic mode", as Envoy does).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::{EjectionConfig, HealthCheckKind, HealthConfig};
+use crate::gateway::transport::upstream_h1::oneshot;
+use crate::gateway::transport::upstream_tls::PoolPeers;
+use crate::mcp::{meta, methods, PROTOCOL_VERSION};
+
+/// The health of one instance.
+#[derive(Debug)]
+pub struct InstanceHealth {
+    active_up: AtomicBool,
+    passes: AtomicU32,
+    fails: AtomicU32,
+    request_failures: AtomicU32,
+    ejections_in_row: AtomicU32,
+    /// Milliseconds since the pool's epoch until which the instance is ejected.
+    ejected_until_ms: AtomicU64,
+}
+
+impl Default for InstanceHealth {
+    fn default() -> Self {
+        InstanceHealth {
+            active_up: AtomicBool::new(true),
+            passes: AtomicU32::new(0),
+            fails: AtomicU32::new(0),
+            request_failures: AtomicU32::new(0),
+            ejections_in_row: AtomicU32::new(0),
+            ejected_until_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Health of every instance of a pool.
+#[derive(Debug)]
+pub struct PoolHealth {
+    pub instances: Vec<InstanceHealth>,
+    pub check: HealthConfig,
+    ejection: EjectionConfig,
+    epoch: Instant,
+}
+
+/// A change worth reporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    None,
+    Ejected(Duration),
+    WentDown,
+    CameUp,
+}
+
+impl PoolHealth {
+    pub fn new(n: usize, check: HealthConfig, ejection: EjectionConfig) -> Self {
+        PoolHealth {
+            instances: (0..n).map(|_| InstanceHealth::default()).collect(),
+            check,
+            ejection,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Whether instance `i` should get new requests.
+    pub fn usable(&self, i: usize) -> bool {
+        let h = &self.instances[i];
+        h.active_up.load(Ordering::Relaxed)
+            && self.now_ms() >= h.ejected_until_ms.load(Ordering::Relaxed)
+    }
+
+    /// Whether instance `i`'s active checks pass (ejection aside).
+    pub fn checks_pass(&self, i: usize) -> bool {
+        self.instances[i].active_up.load(Ordering::Relaxed)
+    }
+
+    /// How long instance `i` stays ejected, if it is.
+    pub fn ejected_for(&self, i: usize) -> Option<Duration> {
+        let until = self.instances[i].ejected_until_ms.load(Ordering::Relaxed);
+        let now = self.now_ms();
+        (until > now).then(|| Duration::from_millis(until - now))
+    }
+
+    pub fn any_usable(&self) -> bool {
+        (0..self.instances.len()).any(|i| self.usable(i))
+    }
+
+    fn eject(&self, i: usize) -> Change {
+        let h = &self.instances[i];
+        let n = h.ejections_in_row.fetch_add(1, Ordering::Relaxed).min(16);
+        let time = self
+            .ejection
+            .base_time
+            .saturating_mul(1 << n)
+            .min(self.ejection.max_time);
+        h.ejected_until_ms
+            .store(self.now_ms() + time.as_millis() as u64, Ordering::Relaxed);
+        h.request_failures.store(0, Ordering::Relaxed);
+        Change::Ejected(time)
+    }
+
+    fn ejection_on(&self) -> bool {
+        self.ejection.consecutive_failures > 0
+    }
+
+    /// A connection to instance `i` failed: the request never reached it.
+    pub fn on_connect_failure(&self, i: usize) -> Change {
+        if !self.ejection_on() || !self.usable(i) {
+            return Change::None;
+        }
+        self.eject(i)
+    }
+
+    /// Instance `i` answered with `status`.
+    pub fn on_response(&self, i: usize, status: u16) -> Change {
+        let h = &self.instances[i];
+        if status >= 500 {
+            let n = h.request_failures.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.ejection_on() && n >= self.ejection.consecutive_failures && self.usable(i) {
+                return self.eject(i);
+            }
+        } else {
+            h.request_failures.store(0, Ordering::Relaxed);
+            h.ejections_in_row.store(0, Ordering::Relaxed);
+        }
+        Change::None
+    }
+
+    /// An active check of instance `i` passed or failed.
+    pub fn on_check(&self, i: usize, ok: bool) -> Change {
+        let h = &self.instances[i];
+        let up = h.active_up.load(Ordering::Relaxed);
+        if ok {
+            h.fails.store(0, Ordering::Relaxed);
+            let n = h.passes.fetch_add(1, Ordering::Relaxed) + 1;
+            if !up && n >= self.check.healthy_threshold {
+                h.active_up.store(true, Ordering::Relaxed);
+                // A recovered instance starts with a clean slate.
+                h.ejected_until_ms.store(0, Ordering::Relaxed);
+                h.ejections_in_row.store(0, Ordering::Relaxed);
+                return Change::CameUp;
+            }
+        } else {
+            h.passes.store(0, Ordering::Relaxed);
+            let n = h.fails.fetch_add(1, Ordering::Relaxed) + 1;
+            if up && n >= self.check.unhealthy_threshold {
+                h.active_up.store(false, Ordering::Relaxed);
+                return Change::WentDown;
+            }
+        }
+        Change::None
+    }
+}
+
+/// The pool's credential on a health check (`pools.<name>.credentials`: the static secret or the
+/// gateway's own client-credentials token, never a caller's).
+pub type CheckAuth<'a> = Option<&'a crate::credentials::Credential>;
+
+/// The `server/discover` request an MCP health check sends to `addr` at `endpoint`.
+fn discover_request(addr: SocketAddr, endpoint: &str, auth: CheckAuth) -> Vec<u8> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":"mcp-edge-health","method":"{}","params":{{"_meta":{{"{}":"{}","{}":{{}}}}}}}}"#,
+        methods::DISCOVER,
+        meta::PROTOCOL_VERSION,
+        PROTOCOL_VERSION,
+        meta::CLIENT_CAPABILITIES
+    );
+    let host = addr.to_string();
+    let mut extra = vec![("User-Agent", "mcp-edge-health")];
+    if let Some((h, v)) = auth {
+        if let Ok(v) = v.to_str() {
+            extra.push((h.as_str(), v));
+        }
+    }
+    oneshot::mcp_post(endpoint, &host, methods::DISCOVER, &extra, body.as_bytes())
+}
+
+/// Probe one instance, over TLS for TLS pools: true when it passes. `tcp`: the connection (and
+/// TLS handshake) is made; `discover`: `server/discover` answers 200. The request goes on the
+/// gateway's one client for its own calls (`upstream_h1::oneshot`), which reads only the head.
+pub async fn probe(
+    peers: &PoolPeers,
+    (addr, instance): (SocketAddr, &str),
+    check: &HealthConfig,
+    endpoint: &str,
+    auth: CheckAuth<'_>,
+) -> bool {
+    let attempt = async {
+        let stream = peers.connect(addr, instance).await.ok()?;
+        if check.check == HealthCheckKind::Tcp {
+            return Some(true);
+        }
+        let req = discover_request(addr, endpoint, auth);
+        let answer = oneshot::Streaming::start(stream, &req).await.ok()?;
+        Some(answer.head.status == http::StatusCode::OK)
+    };
+    matches!(
+        tokio::time::timeout(check.timeout, attempt).await,
+        Ok(Some(true))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(threshold: u32) -> PoolHealth {
+        let ej = EjectionConfig {
+            consecutive_failures: threshold,
+            base_time: Duration::from_millis(100),
+            max_time: Duration::from_millis(250),
+        };
+        PoolHealth::new(2, HealthConfig::default(), ej)
+    }
+
+    #[test]
+    fn refused_connections_eject_with_growing_backoff() {
+        let p = pool(3);
+        assert!(p.usable(0));
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(100))
+        );
+        assert!(!p.usable(0) && p.usable(1) && p.any_usable());
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(p.usable(0), "re-admitted after the ejection time");
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(200))
+        );
+        std::thread::sleep(Duration::from_millis(220));
+        assert_eq!(
+            p.on_connect_failure(0),
+            Change::Ejected(Duration::from_millis(250)),
+            "capped"
+        );
+    }
+
+    #[test]
+    fn consecutive_5xx_eject_and_success_resets() {
+        let p = pool(3);
+        p.on_response(0, 502);
+        p.on_response(0, 503);
+        p.on_response(0, 200);
+        p.on_response(0, 500);
+        assert!(p.usable(0), "the streak was broken");
+        p.on_response(0, 500);
+        assert!(matches!(p.on_response(0, 500), Change::Ejected(_)));
+        assert!(!p.usable(0));
+        let off = pool(0);
+        for _ in 0..10 {
+            assert_eq!(off.on_response(0, 500), Change::None);
+        }
+        assert!(off.usable(0));
+    }
+
+    #[test]
+    fn active_checks_use_thresholds() {
+        let p = pool(3);
+        assert_eq!(p.on_check(0, false), Change::None);
+        assert_eq!(p.on_check(0, false), Change::WentDown);
+        assert!(!p.usable(0));
+        assert_eq!(p.on_check(0, true), Change::None);
+        assert_eq!(p.on_check(0, true), Change::CameUp);
+        assert!(p.usable(0));
+    }
+
+    #[tokio::test]
+    async fn probes_over_loopback() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let cfg: crate::config::PoolConfig =
+            serde_yaml::from_str("instances: [\"127.0.0.1:1\"]").unwrap();
+        let peers = PoolPeers::build("p", &cfg).unwrap();
+        let check = |check, ms| HealthConfig {
+            check,
+            timeout: Duration::from_millis(ms),
+            ..HealthConfig::default()
+        };
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let tcp = check(HealthCheckKind::Tcp, 500);
+        assert!(!probe(&peers, (dead, "dead"), &tcp, "/mcp", None).await);
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            for status in ["200 OK", "503 Service Unavailable"] {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap();
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                assert!(
+                    req.starts_with("POST /mcp ") && req.contains("mcp-method: server/discover"),
+                    "{req}"
+                );
+                s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+        });
+        let mcp = check(HealthCheckKind::Mcp, 2000);
+        assert!(probe(&peers, (addr, "up"), &mcp, "/mcp", None).await);
+        assert!(!probe(&peers, (addr, "up"), &mcp, "/mcp", None).await);
+    }
+}

@@ -1,0 +1,82 @@
+//! Response stage: what the gateway does to an upstream's response on its way to the client,
+//! the same whichever leg carried it (pingora's proxy pipe, through `response_filter` and
+//! `response_body_filter`, or the direct leg, [`crate::gateway::stages::direct`]).
+//!
+//! On the head: the instance's latency, the header naming the instance, passive health, the
+//! scanner that watches a JSON or SSE result for its MRTR flow, the caller's list filter and
+//! the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
+//! the scanner and the cache.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::Result;
+
+use crate::mcp::methods::name_field;
+use crate::mcp::result_scan::ResultScanner;
+
+use crate::gateway::stages::{auth, cache};
+
+use crate::gateway::stages::request::RequestCtx;
+
+/// The response head, before it is written to the client.
+pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -> Result<()> {
+    let gw = ctx.gw.clone();
+    if let Some(idx) = ctx.instance {
+        let pool = &gw.pools[ctx.pool];
+        if let Some(since) = ctx.upstream_since {
+            let took = since.elapsed();
+            gw.upstream_metrics(ctx.pool, idx)
+                .duration
+                .observe(took.as_secs_f64());
+            // The balancer's view: a stream that stays open costs its instance nothing more.
+            if ctx
+                .method
+                .as_deref()
+                .is_some_and(crate::mcp::methods::holds_open)
+            {
+                ctx.release_load();
+            } else {
+                pool.loads[idx].observe(
+                    took,
+                    crate::gateway::stages::balance::load::now_ns(),
+                    pool.decay,
+                );
+            }
+        }
+        if let Some(name) = &gw.upstream_header {
+            // The gateway names the instance: no spelling of the name from the upstream stays.
+            let own = std::slice::from_ref(name);
+            for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
+                upstream_response.remove_header(&shadow);
+            }
+            let value = pool.instances[idx].header_value.clone();
+            upstream_response.insert_header(name.clone(), value)?;
+        }
+        let status = upstream_response.status.as_u16();
+        gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
+    }
+    let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
+    let ct = content_type.map_or(&b""[..], |v| v.as_bytes());
+    if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
+        // With flows and tracing off, only the input_required metric needs the body.
+        let follow = gw.flows.is_some() || gw.tracing.is_some();
+        ctx.scanner = match (crate::mcp::media::is_json(ct), follow) {
+            (true, true) => Some(ResultScanner::json()),
+            (true, false) => Some(ResultScanner::input_required_only()),
+            (false, true) if crate::mcp::sse::is_event_stream(ct) => Some(ResultScanner::sse()),
+            _ => None,
+        };
+    }
+    auth::on_response_header(ctx, upstream_response);
+    // The edge cache: collect a cacheable response, watch streams for invalidations.
+    cache::flow::on_response_header(ctx, upstream_response)
+}
+
+/// One chunk of the response body (`None` at the end, or when the list filter holds it).
+pub fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
+    auth::on_response_body(ctx, body, end_of_stream);
+    if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
+        scanner.feed(chunk);
+    }
+    cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
+}

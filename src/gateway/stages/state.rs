@@ -1,0 +1,349 @@
+//! State stage: a [`Gateway`] is everything the proxy needs, built from one [`Config`], and
+//! rebuilt on every reload.
+//!
+//! What outlives a config is carried over here, and only here: the metrics registry, the buckets
+//! of every rate limit whose settings did not change, the health of every pool whose
+//! instances and checks did not change, and the token caches of every pool whose credentials
+//! did not change (their secrets are read again). A request keeps the `Arc<Gateway>` it started on, so a
+//! reload never changes the rules under a request in flight.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::config::Config;
+
+use crate::gateway::stages::balance::Pool;
+use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
+use crate::gateway::stages::health;
+use crate::gateway::stages::limit::{self, Limit, LimitInput, Verdict};
+use crate::gateway::stages::route::RouteTable;
+use crate::gateway::telemetry::flows::FlowStore;
+use crate::gateway::telemetry::metrics::{Metrics, UpstreamMetrics};
+use crate::gateway::telemetry::trace::Tracing;
+
+/// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
+pub struct Gateway {
+    pub config: Config,
+    pub table: RouteTable,
+    /// Indexed like [`RouteTable::pools`].
+    pub pools: Vec<Pool>,
+    pub limits: Vec<Arc<Limit>>,
+    /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
+    pub limit_shared: limit::Shared,
+    pub metrics: Arc<Metrics>,
+    /// The edge cache's stores (kept across reloads per route, see [`crate::gateway::stages::cache`]).
+    pub cache: crate::gateway::stages::cache::CacheSet,
+    /// Concurrency limits, in config order ([`concurrency`]).
+    pub concurrency: Vec<Arc<ConcurrencyLimit>>,
+    /// The MRTR flows followed (`None` with `flows.enabled: false`), per replica.
+    pub flows: Option<Arc<FlowStore>>,
+    /// The span exporter (`None`, the default, when tracing is off).
+    pub tracing: Option<Arc<Tracing>>,
+    pub(crate) upstream_header: Option<http::HeaderName>,
+    /// The request headers the gateway asserts to upstreams (identity from `auth.forward`, the
+    /// trace context it propagates): whatever a client sent under these names, or names that
+    /// fold onto them, is removed before the gateway sets its own ([`crate::gateway::stages::forward`]).
+    pub(crate) asserted: Vec<http::HeaderName>,
+    /// The headers the config reads as keys ([`Config::key_headers`]), for admission.
+    pub key_headers: Vec<http::HeaderName>,
+    /// Request body bytes held by this gateway's requests (all generations since start: a
+    /// reload carries the counter over), against `limits.max_held_bytes`.
+    pub held: Arc<AtomicUsize>,
+    /// The OAuth resource server (`auth:`), when configured.
+    pub auth: Option<crate::auth::Auth>,
+    /// How the gateway authenticates to each pool (`pools.<name>.credentials`), indexed like
+    /// `pools`; token caches kept across reloads for pools whose settings did not change.
+    pub credentials: crate::credentials::Credentials,
+    /// How each pool's instances are reached (TLS, HTTP version), indexed like `pools`.
+    pub(crate) peers: Vec<crate::gateway::transport::upstream_tls::PoolPeers>,
+    /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
+    upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
+    /// The federated endpoints (`federation:`), when configured.
+    pub federation: Option<crate::gateway::stages::federation::Federation>,
+    /// What each federated pool serves, by pool name (kept across reloads).
+    pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
+    pub(crate) admin_token: Option<[u8; 32]>,
+}
+
+/// Each pool of the route table and how its instances are reached, with what a reload carries
+/// over: the health of a pool whose instances (by address) and checks did not change, and the
+/// load of every instance that stays.
+fn build_pools(
+    config: &Config,
+    table: &RouteTable,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<(
+    Vec<Pool>,
+    Vec<crate::gateway::transport::upstream_tls::PoolPeers>,
+)> {
+    let mut pools = Vec::with_capacity(table.pools.len());
+    let mut peers = Vec::with_capacity(table.pools.len());
+    for name in &table.pools {
+        let cfg = &config.pools[name];
+        peers.push(crate::gateway::transport::upstream_tls::PoolPeers::build(
+            name, cfg,
+        )?);
+        let mut pool = Pool::build(name, cfg, None)?;
+        let old = previous.and_then(|p| p.pools.iter().find(|o| &o.name == name));
+        let same = previous
+            .and_then(|p| p.config.pools.get(name))
+            .is_some_and(|c| {
+                c.instances == cfg.instances && c.health == cfg.health && c.ejection == cfg.ejection
+            });
+        // Health belongs to an address: a name that now resolves elsewhere starts fresh.
+        if let Some(old) = old.filter(|o| same && o.addrs().eq(pool.addrs())) {
+            pool.health = old.health.clone();
+        }
+        pool.adopt_loads(old);
+        pools.push(pool);
+    }
+    Ok((pools, peers))
+}
+
+/// SHA-256 of the token in `path` (surrounding whitespace trimmed); an error names the file.
+fn admin_token(path: &std::path::Path) -> anyhow::Result<[u8; 32]> {
+    use sha2::Digest;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("admin_token_file: cannot read {}: {e}", path.display()))?;
+    let token = text.trim();
+    anyhow::ensure!(
+        token.len() >= 16,
+        "admin_token_file: {} holds {} characters; put a random token of at least 16 in it (e.g. openssl rand -hex 32)",
+        path.display(),
+        token.len()
+    );
+    Ok(sha2::Sha256::digest(token.as_bytes()).into())
+}
+
+impl Gateway {
+    /// Build a gateway. With `previous` (a reload), state that outlives a config is carried
+    /// over: the metrics registry, the buckets of every rate limit whose settings did not
+    /// change, and the health of every pool whose instances and checks did not change.
+    pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
+        let table = RouteTable::from_config(&config);
+        let (pools, peers) = build_pools(&config, &table, previous)?;
+        let upstream_header = config
+            .upstream_header
+            .as_deref()
+            .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
+            .transpose()?;
+        let metrics = match previous {
+            Some(p) => {
+                p.metrics
+                    .names
+                    .set_fixed(crate::gateway::telemetry::metrics::exact_names(&config));
+                for old in &p.pools {
+                    let kept = pools.iter().find(|n| n.name == old.name);
+                    for inst in &old.instances {
+                        if !kept.is_some_and(|k| k.instances.iter().any(|i| i.name == inst.name)) {
+                            p.metrics.forget_upstream(&old.name, &inst.name);
+                        }
+                    }
+                }
+                p.metrics.clone()
+            }
+            None => Arc::new(Metrics::new(&config)?),
+        };
+        let limit_shared = limit::Shared::new(
+            &config,
+            previous.map(|p| &p.limit_shared),
+            &metrics.registry,
+        )?;
+        let limits = config
+            .rate_limits
+            .iter()
+            .map(|c| {
+                let same = previous.and_then(|p| {
+                    p.limits
+                        .iter()
+                        .zip(&p.config.rate_limits)
+                        .find(|(_, oc)| *oc == c && p.config.redis == config.redis)
+                });
+                same.map_or_else(|| Arc::new(limit_shared.limit(c)), |(l, _)| l.clone())
+            })
+            .collect();
+        for pool in &pools {
+            for (i, inst) in pool.instances.iter().enumerate() {
+                metrics
+                    .upstream_up
+                    .with_label_values(&[&pool.name, &inst.name])
+                    .set(pool.health.usable(i) as i64);
+            }
+        }
+        let cache = crate::gateway::stages::cache::CacheSet::build(
+            &config,
+            &table,
+            &metrics.registry,
+            previous.map(|p| (&p.cache, &p.config, &p.table)),
+        )?;
+        let concurrency = concurrency::build(
+            &config.concurrency_limits,
+            previous.map_or(&[][..], |p| &p.concurrency[..]),
+            &metrics.concurrency,
+        );
+        // Flows and the exporter outlive a reload whose settings for them did not change.
+        let flows = match previous {
+            Some(p) if p.config.flows == config.flows => p.flows.clone(),
+            _ => config
+                .flows
+                .enabled
+                .then(|| Arc::new(FlowStore::new(&config.flows))),
+        };
+        let tracing = match previous {
+            Some(p) if p.config.tracing == config.tracing => p.tracing.clone(),
+            _ if config.tracing.enabled => Some(Arc::new(Tracing::new(&config.tracing)?)),
+            _ => None,
+        };
+        let upstream_metrics = pools
+            .iter()
+            .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
+            .collect();
+        let held = previous.map_or_else(Default::default, |p| p.held.clone());
+        let auth = crate::auth::Auth::new(
+            &config,
+            metrics.auth.clone(),
+            previous.and_then(|p| p.auth.as_ref()),
+        )?;
+        let credential_metrics = match previous {
+            Some(p) => p.credentials.metrics.clone(),
+            None => Arc::new(crate::credentials::CredentialMetrics::register(
+                &metrics.registry,
+            )?),
+        };
+        let credentials = crate::credentials::Credentials::build(
+            &config,
+            &table.pools,
+            credential_metrics,
+            previous.map(|p| &p.credentials),
+        )?;
+        let asserted = asserted_headers(&config, auth.as_ref());
+        let key_headers = config.key_headers();
+        let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
+        let federation =
+            crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
+        let admin_token = config
+            .admin_token_file
+            .as_deref()
+            .map(admin_token)
+            .transpose()?;
+        Ok(Gateway {
+            admin_token,
+            federation,
+            catalogs,
+            asserted,
+            auth,
+            credentials,
+            held,
+            config,
+            table,
+            pools,
+            limits,
+            limit_shared,
+            metrics,
+            cache,
+            concurrency,
+            flows,
+            tracing,
+            upstream_header,
+            key_headers,
+            upstream_metrics,
+            peers,
+        })
+    }
+
+    /// The catalog settings (the defaults without `federation:`).
+    pub fn federation_catalog(&self) -> &crate::config::federation::CatalogConfig {
+        static DEFAULT: OnceLock<crate::config::federation::CatalogConfig> = OnceLock::new();
+        match &self.federation {
+            Some(f) => &f.catalog,
+            None => DEFAULT.get_or_init(Default::default),
+        }
+    }
+
+    /// The metric handles of instance `inst` of pool `pool`.
+    pub(crate) fn upstream_metrics(&self, pool: usize, inst: usize) -> &UpstreamMetrics {
+        self.upstream_metrics[pool][inst].get_or_init(|| {
+            let p = &self.pools[pool];
+            self.metrics.upstream(&p.name, &p.instances[inst].name)
+        })
+    }
+
+    /// Record a change of an instance's health: metrics and a log line.
+    pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
+        let p = &self.pools[pool];
+        p.on_health(i, change);
+        let inst = &p.instances[i].name;
+        match change {
+            health::Change::None => return,
+            health::Change::Ejected(t) => {
+                self.metrics
+                    .upstream_ejections
+                    .with_label_values(&[&p.name, inst])
+                    .inc();
+                tracing::warn!(
+                    "pool {}: instance {inst} ejected for {t:?} after failed requests",
+                    p.name
+                );
+            }
+            health::Change::WentDown => tracing::warn!(
+                "pool {}: instance {inst} is down (health checks failing)",
+                p.name
+            ),
+            health::Change::CameUp => {
+                tracing::info!("pool {}: instance {inst} is up again", p.name)
+            }
+        }
+        self.metrics
+            .upstream_up
+            .with_label_values(&[&p.name, inst])
+            .set(p.health.usable(i) as i64);
+    }
+
+    /// Count the flows whose next leg did not come in time as abandoned (before a scrape).
+    pub fn sweep_flows(&self) {
+        if let Some(f) = &self.flows {
+            f.sweep(std::time::Instant::now(), &self.metrics.flows);
+        }
+    }
+
+    /// The first limit that refuses this request, counting every decision.
+    pub(crate) async fn limited(&self, input: &LimitInput<'_>) -> Option<(&Limit, Duration)> {
+        for l in &self.limits {
+            let decision = match l.check(input).await {
+                Verdict::NotApplicable => continue,
+                Verdict::Allowed => "allowed",
+                Verdict::DryRunLimited => "dry_run_limited",
+                Verdict::Limited(wait) => {
+                    self.metrics
+                        .rate_limits
+                        .with_label_values(&[&l.name, "limited"])
+                        .inc();
+                    return Some((l, wait));
+                }
+            };
+            self.metrics
+                .rate_limits
+                .with_label_values(&[&l.name, decision])
+                .inc();
+        }
+        None
+    }
+}
+
+/// The request headers a gateway built from `config` asserts to its upstreams.
+fn asserted_headers(config: &Config, auth: Option<&crate::auth::Auth>) -> Vec<http::HeaderName> {
+    let mut names: Vec<http::HeaderName> = auth
+        .map(|a| a.asserted_headers().cloned().collect())
+        .unwrap_or_default();
+    if config.tracing.enabled && config.tracing.propagate {
+        names.push(http::HeaderName::from_static(
+            crate::mcp::header::TRACEPARENT,
+        ));
+        names.push(http::HeaderName::from_static(
+            crate::mcp::header::TRACESTATE,
+        ));
+    }
+    names
+}

@@ -1,0 +1,20 @@
+//! Telemetry, the lowest layer: what the gateway records about the requests it serves. Every
+//! layer above may write here; nothing here reads a request's context or a stage's state (the
+//! observe stage, [`super::stages::observe`], turns a finished request into these records).
+//!
+//! - [`metrics`]: the Prometheus registry and its families, one [`metrics::Outcome`] per answer,
+//!   the access-log line; [`labels`] keeps their label values bounded.
+//! - [`flows`]: MRTR flows followed across legs and instances ([`flow_metrics`], [`task_count`],
+//!   entries that expire: [`expiring`]).
+//! - [`trace`]: W3C trace context and OTLP spans.
+//! - [`recent`]: the ring of recent refusals the console shows, and whose fault each one was.
+
+pub mod expiring;
+pub mod flow_metrics;
+pub mod flows;
+pub mod labels;
+pub mod metrics;
+pub mod outcome;
+pub mod recent;
+pub mod task_count;
+pub mod trace;

@@ -1,0 +1,260 @@
+//! The gateway's layers, checked from its source: `src/gateway/` has one folder per layer
+//! (telemetry, transport, stages, runtime, plus the pingora phases in `proxy.rs`), and a module
+//! names only modules of its own layer or of a layer below. Inside `transport/`, `telemetry/`
+//! and `runtime/` the modules also form no import cycle. A new module must be listed in a
+//! layer folder; a path that goes up a layer fails here with the file that wrote it.
+//!
+//! Paths are read the way the compiler resolves them: `crate::gateway::…`, `super::…` (from the
+//! file's own module), and brace groups. Comments and `#[cfg(test)] mod tests` are skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Bottom to top: a layer may name its own and those before it.
+const LAYERS: &[&str] = &["telemetry", "transport", "stages", "proxy", "runtime"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module path of a file under `src/gateway/` (`stages/cache/flow.rs` -> stages, cache, flow).
+fn module_of(root: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut m: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    if m.last().is_some_and(|l| l == "mod") {
+        m.pop();
+    }
+    m
+}
+
+/// The source without comments and without its unit-test module.
+fn code_of(text: &str) -> String {
+    let cut = text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len());
+    text[..cut]
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every path the code names that starts at `crate::gateway` or `super`, resolved to a module
+/// path under the gateway (brace groups spread out; only the leading segments matter).
+fn named_paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let start = if !boundary {
+            None
+        } else if let Some(r) = rest.strip_prefix("crate::gateway::") {
+            Some((Vec::new(), r, i + "crate::gateway::".len()))
+        } else if rest.starts_with("super::") {
+            let mut base = me.to_vec();
+            let mut r = rest;
+            while let Some(x) = r.strip_prefix("super::") {
+                base.pop();
+                r = x;
+            }
+            Some((base, r, code.len() - r.len()))
+        } else {
+            None
+        };
+        match start {
+            Some((base, r, at)) => {
+                for tail in spread(r) {
+                    let mut p = base.clone();
+                    p.extend(tail);
+                    out.push(p);
+                }
+                i = at;
+            }
+            None => i += rest.chars().next().map_or(1, char::len_utf8),
+        }
+    }
+    out
+}
+
+/// `a::b::{c, d::e}` -> [a b c], [a b d e] (the first path expression of `s`).
+fn spread(s: &str) -> Vec<Vec<String>> {
+    let mut segs = Vec::new();
+    let mut r = s;
+    loop {
+        let n = r
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(r.len());
+        if n == 0 {
+            break;
+        }
+        segs.push(r[..n].to_string());
+        r = &r[n..];
+        match r.strip_prefix("::") {
+            Some(x) => r = x,
+            None => break,
+        }
+    }
+    if !r.starts_with('{') {
+        return vec![segs];
+    }
+    // A brace group: split its top level on commas.
+    let (mut depth, mut item, mut out) = (0, String::new(), Vec::new());
+    for c in r[1..].chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    out.push(item);
+    out.iter()
+        .flat_map(|it| spread(it.trim()))
+        .map(|t| segs.iter().cloned().chain(t).collect())
+        .collect()
+}
+
+/// The longest prefix of `path` that is a module (a file or a folder) under the gateway.
+fn module_named(root: &Path, path: &[String]) -> Vec<String> {
+    for n in (1..=path.len()).rev() {
+        let p: PathBuf = path[..n].iter().collect();
+        if root.join(&p).with_extension("rs").is_file() || root.join(&p).is_dir() {
+            return path[..n].to_vec();
+        }
+    }
+    Vec::new()
+}
+
+/// Module (as `layer/module`) -> the modules it names, with the files that name them.
+fn graph(root: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    let mut g: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for f in files {
+        let me = module_of(root, &f);
+        if me.is_empty() {
+            continue; // gateway/mod.rs: the map and its re-exports
+        }
+        let key = |m: &[String]| m.iter().take(2).cloned().collect::<Vec<_>>().join("/");
+        let code = code_of(&std::fs::read_to_string(&f).unwrap());
+        for p in named_paths(&code, &me) {
+            let target = module_named(root, &p);
+            if target.is_empty() || key(&target) == key(&me) {
+                continue;
+            }
+            let shown = f.strip_prefix(root).unwrap().display().to_string();
+            g.entry(key(&me))
+                .or_default()
+                .entry(key(&target))
+                .or_default()
+                .insert(shown);
+        }
+    }
+    g
+}
+
+fn layer_rank(module: &str) -> usize {
+    let layer = module.split('/').next().unwrap().trim_end_matches(".rs");
+    LAYERS.iter().position(|l| *l == layer).unwrap_or_else(|| {
+        panic!("src/gateway/{module} is in no layer: move it into one of {LAYERS:?}")
+    })
+}
+
+#[test]
+fn no_module_names_a_layer_above_its_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/gateway");
+    let mut up = Vec::new();
+    for (from, targets) in graph(&root) {
+        for (to, files) in targets {
+            if layer_rank(&to) > layer_rank(&from) {
+                up.push(format!("{from} -> {to} (in {files:?})"));
+            }
+        }
+    }
+    assert!(
+        up.is_empty(),
+        "imports running up a layer:\n{}",
+        up.join("\n")
+    );
+}
+
+#[test]
+fn transport_telemetry_and_runtime_have_no_import_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/gateway");
+    let g = graph(&root);
+    for layer in ["telemetry", "transport", "runtime"] {
+        // Depth-first search for a back edge among this layer's modules.
+        let inside = |m: &str| m.starts_with(&format!("{layer}/"));
+        let mut state: BTreeMap<&str, u8> = BTreeMap::new();
+        fn visit<'a>(
+            m: &'a str,
+            g: &'a BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+            inside: &dyn Fn(&str) -> bool,
+            state: &mut BTreeMap<&'a str, u8>,
+            path: &mut Vec<&'a str>,
+        ) {
+            state.insert(m, 1);
+            path.push(m);
+            for to in g.get(m).into_iter().flat_map(|t| t.keys()) {
+                if !inside(to) {
+                    continue;
+                }
+                match state.get(to.as_str()) {
+                    Some(1) => panic!("import cycle: {} -> {to}", path.join(" -> ")),
+                    Some(_) => {}
+                    None => visit(to, g, inside, state, path),
+                }
+            }
+            path.pop();
+            state.insert(m, 2);
+        }
+        for m in g.keys().filter(|m| inside(m)) {
+            if !state.contains_key(m.as_str()) {
+                visit(m, &g, &inside, &mut state, &mut Vec::new());
+            }
+        }
+    }
+}
+
+#[test]
+fn the_reader_sees_a_path_going_up() {
+    // The reader itself: a path from a transport file into a stage is found, through `super`
+    // and inside a brace group.
+    let me: Vec<String> = ["transport", "parked"].map(String::from).to_vec();
+    let code = "use super::super::stages::{request::RequestCtx, steps};\nfn f() { crate::gateway::telemetry::labels::x(); }";
+    let paths = named_paths(code, &me);
+    assert!(
+        paths.contains(
+            &["stages", "request", "RequestCtx"]
+                .map(String::from)
+                .to_vec()
+        ),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&["stages", "steps"].map(String::from).to_vec()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&["telemetry", "labels", "x"].map(String::from).to_vec()),
+        "{paths:?}"
+    );
+}
