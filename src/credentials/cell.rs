@@ -101,16 +101,19 @@ impl Cell {
         let cell = self.clone();
         let task = tokio::spawn(async move {
             let r = fut.await;
-            fetched(&r);
-            let mut s = cell.state.lock().unwrap_or_else(|p| p.into_inner());
-            s.running = None;
-            match &r {
-                Ok(t) => {
-                    s.token = Some(t.clone());
-                    s.failed = None;
+            {
+                let mut s = cell.state.lock().unwrap_or_else(|p| p.into_inner());
+                s.running = None;
+                match &r {
+                    Ok(t) => {
+                        s.token = Some(t.clone());
+                        s.failed = None;
+                    }
+                    Err(f) => s.failed = Some((Instant::now(), f.clone())),
                 }
-                Err(f) => s.failed = Some((Instant::now(), f.clone())),
             }
+            // Counted once stored: a fetch the metrics show is the one requests get.
+            fetched(&r);
             r
         });
         async move {

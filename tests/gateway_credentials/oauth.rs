@@ -167,7 +167,17 @@ fn client_credentials_are_fetched_once_for_many_requests_and_refreshed_before_ex
         t.elapsed() < Duration::from_millis(500),
         "not stalled by the refresh"
     );
-    assert!(eventually(Duration::from_secs(3), || a.issued(CC, "gw") == 2));
+    // The refreshed token is in the gateway's cell once its fetch is counted (stored first).
+    let fetched_ok = || {
+        let m = scrape(&gw);
+        sample(
+            &m,
+            "mcp_edge_credential_fetches_total",
+            &["pool=\"api\"", "result=\"ok\""],
+        )
+    };
+    assert!(eventually(Duration::from_secs(3), || fetched_ok() == 2.0));
+    assert_eq!(a.issued(CC, "gw"), 2);
     assert_eq!(
         call_as(&gw, "/mcp", Some(&alice), "api_get", "api_get", 22).status,
         200
