@@ -184,11 +184,10 @@ fn a_client_that_leaves_a_stream_closes_the_upstream_request() {
 #[test]
 fn an_upstream_that_fails_mid_stream_cuts_the_response_short() {
     // Outside the pipeline (parked, the default), the direct leg inside it (`park_idle:
-    // false`), and both legs in pingora's pipe.
+    // false`), and pingora's pipe.
     for extra in [
         "",
         "connections: { park_idle: false }\n",
-        "connections: { upstream_leg: gateway }\n",
         "connections: { upstream_leg: pingora }\n",
     ] {
         cut_short(extra);

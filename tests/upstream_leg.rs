@@ -3,7 +3,7 @@
 //! connection the upstream closed, chunked / close-delimited / SSE responses, an upstream that
 //! dies mid-body, an h2 client's request. Most run on the default, `connections.upstream_leg:
 //! direct` (a body in hand forwarded from the gateway's first phase); the ones marked so run on
-//! `gateway` too (the same leg inside pingora's proxy pipe). What only the direct leg does is in
+//! `pingora` too (pingora's proxy pipe and client). What only the direct leg does is in
 //! tests/direct_leg.rs. Everything on 127.0.0.1.
 
 mod support;
@@ -20,11 +20,6 @@ use support::*;
 #[test]
 fn each_request_reaches_the_upstream_in_one_write_over_one_reused_connection() {
     one_write_per_request_over_one_connection("");
-}
-
-#[test]
-fn inside_pingoras_pipe_too_each_request_leaves_in_one_write_over_one_connection() {
-    one_write_per_request_over_one_connection(IN_PINGORAS_PIPE);
 }
 
 fn one_write_per_request_over_one_connection(extra: &str) {

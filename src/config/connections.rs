@@ -31,12 +31,13 @@ pub struct ConnectionsConfig {
     /// connection's whole life, open streams included.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
-    /// Who speaks HTTP/1.1 to plain (non-TLS) HTTP/1.1 pools: `direct`, the gateway's own leg
-    /// for every request it can take, and a request whose body was read and checked is
-    /// forwarded straight from the gateway's first phase, without pingora's proxy pipe
-    /// (`gateway::stages::direct`); `gateway`, the gateway's own leg (`gateway::transport::upstream_h1`: request
-    /// head and body in one write, its own keep-alive pool) always inside pingora's proxy pipe;
-    /// or `pingora`, pingora's HTTP/1.1 client. TLS and h2/h2c pools always use pingora's.
+    /// Who carries requests to plain (non-TLS) HTTP/1.1 pools: `direct`, a request whose body
+    /// is in hand is forwarded straight from the gateway's first phase on its own HTTP/1.1
+    /// client (`gateway::stages::direct`, `gateway::transport::upstream_h1`: head and body in
+    /// one write, its own keep-alive pool), the rest through pingora's proxy pipe; or
+    /// `pingora`, pingora's pipe and client for every request (kept to compare against and as
+    /// a way back; 0.32x nginx against the direct leg's 0.40x in docs/benchmarks.md). TLS and
+    /// h2/h2c pools always use pingora's.
     #[serde(default)]
     pub upstream_leg: UpstreamLeg,
 }
@@ -47,7 +48,6 @@ pub struct ConnectionsConfig {
 pub enum UpstreamLeg {
     #[default]
     Direct,
-    Gateway,
     Pingora,
 }
 

@@ -146,15 +146,8 @@ impl ProxyHttp for Proxy {
         session: &mut Session,
         ctx: &mut RequestCtx,
     ) -> Result<Box<HttpPeer>> {
-        let gw = ctx.gw.clone();
         let headers = &session.req_header().headers;
-        let mut peer = forward::choose(headers, ctx)?;
-        if gw.peers[ctx.pool].is_plain_h1()
-            && gw.config.connections.upstream_leg != crate::config::UpstreamLeg::Pingora
-            && forward::own_leg_takes(&ctx.progress, headers)
-        {
-            upstream_h1::use_for(&mut peer);
-        }
+        let peer = forward::choose(headers, ctx)?;
         Ok(Box::new(peer))
     }
 

@@ -128,5 +128,5 @@ pub fn ok_json(s: &mut TcpStream, id: usize) {
     s.write_all(body.as_bytes()).unwrap();
 }
 
-/// The setting that keeps the own leg inside pingora's proxy pipe.
-pub const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: gateway }\n";
+/// The setting that sends every request through pingora's proxy pipe and client.
+pub const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: pingora }\n";

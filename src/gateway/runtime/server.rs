@@ -26,7 +26,7 @@ use crate::gateway::stages::live::Live;
 use crate::gateway::stages::state::Gateway;
 use crate::gateway::transport::head_deadline::HeadDeadlineApp;
 use crate::gateway::transport::listeners::Listeners;
-use crate::gateway::transport::parked;
+use crate::gateway::transport::{parked, upstream_h1};
 
 mod embedded;
 mod shutdown;
@@ -198,11 +198,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     let park = live.load().config.connections.park_idle;
     let pool_size = live.load().config.upstream_pool_size;
     let proxies = listeners.attach_mcp(|| {
-        // One upstream keep-alive pool, shared by the direct leg and pingora's custom connector.
-        let leg = crate::gateway::transport::upstream_h1::OwnH1::new(pool_size);
-        let gateway = Proxy::new(live.clone(), leg.pool().clone());
-        let proxy =
-            crate::gateway::transport::upstream_h1::proxy(gateway, &server.configuration, leg);
+        // The direct leg's keep-alive pool of upstream connections.
+        let upstreams = Arc::new(upstream_h1::Pool::new(pool_size));
+        let gateway = Proxy::new(live.clone(), upstreams);
+        let proxy = pingora::proxy::http_proxy(&server.configuration, gateway);
         let idle_live = live.clone();
         let idle: parked::IdleWait = Arc::new(move || idle_live.load().config.timeouts.client_idle);
         pingora::services::listening::Service::new(

@@ -16,7 +16,7 @@ use crate::gateway::stages::auth;
 use crate::gateway::telemetry::trace;
 
 use crate::config::Timeouts;
-use crate::gateway::stages::request::{Progress, RequestCtx};
+use crate::gateway::stages::request::RequestCtx;
 use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.
@@ -172,22 +172,6 @@ fn federated_head(
         upstream.insert_header(header::NAME, value.as_ref())?;
     }
     Ok(())
-}
-
-/// Whether the gateway's own upstream leg (`upstream_h1`) takes a request, by where its body is: in hand and checked (most MCP
-/// requests), or streaming unchecked with a declared length (admission has refused one above
-/// the limit, so nothing can refuse it mid-way). A body held for the check, or chunked, may be
-/// refused mid-way, and pingora's custom-connector pipe would not pass that refusal on until
-/// the upstream answered: those keep pingora's client.
-pub fn own_leg_takes(progress: &Progress, headers: &http::HeaderMap) -> bool {
-    match progress {
-        Progress::Checked(_) => true,
-        Progress::Streaming => {
-            headers.contains_key(http::header::CONTENT_LENGTH)
-                && !headers.contains_key(http::header::TRANSFER_ENCODING)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The gateway's own HTTP/1.1 upstream leg, plugged into pingora through its custom connector
-//! (`pingora::connectors::http::custom`), for plain (non-TLS) HTTP/1.1 pools.
+//! The gateway's own HTTP/1.1 client for plain (non-TLS) HTTP/1.1 pools: the direct leg
+//! (`stages::direct`) sends every request it takes on it, and the gateway's own calls
+//! (health checks, federation catalogs) use its [`oneshot`] requests.
 //!
 //! What it does differently from pingora's HTTP/1.1 client, and why (the profile in
 //! docs/benchmarks-history.md):
@@ -13,10 +14,11 @@
 //! - **small buffers**: a response is read through one 4 KiB buffer that grows only for a head
 //!   or chunk that needs more (pingora reads into 64 KiB), which matters for long SSE streams.
 //!
-//! pingora keeps the rest of the request's journey: the `ProxyHttp` phases, the retry buffer and
-//! retries, the response pipe to the client. TLS and h2/h2c pools keep pingora's own client.
-//! The connection is in [`conn`], the session (the response side) in [`session`], the request's
-//! writer in [`write`], the wire format (request head, response framing) in [`wire`].
+//! Requests the direct leg does not take (TLS and h2/h2c pools, protocol upgrades, bodies
+//! streamed unchecked) go through pingora's proxy pipe with pingora's own client. The session
+//! speaks pingora's custom client `Session` trait, so the direct leg drives it with the same
+//! calls pingora's pipe would. The connection is in [`conn`], the session (the response side) in
+//! [`session`], the request's writer in [`write`], the wire format in [`wire`].
 
 mod conn;
 pub mod oneshot;
@@ -24,12 +26,7 @@ mod session;
 pub mod wire;
 mod write;
 
-use async_trait::async_trait;
-use pingora::connectors::http::custom::{Connection, Connector};
-use pingora::proxy::{HttpProxy, ProcessCustomSession, ProxyHttp, ProxyServiceBuilder};
-use pingora::server::configuration::ServerConf;
-use pingora::services::listening::Service;
-use pingora::upstreams::peer::{HttpPeer, Peer};
+use pingora::upstreams::peer::Peer;
 use pingora::{Error, ErrorType, Result};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -39,17 +36,6 @@ use tokio::net::TcpStream;
 
 pub use conn::Conn;
 pub use session::H1Session;
-
-/// The ALPN value that sends a peer to this leg (a marker only: these peers speak plain HTTP/1.1
-/// over TCP, no ALPN is negotiated).
-pub const ALPN_MARK: &[u8] = b"mcp-edge-h1";
-
-/// Route `peer` (a plain HTTP/1.1 peer) through this leg.
-pub fn use_for(peer: &mut HttpPeer) {
-    peer.options.alpn = pingora::protocols::ALPN::Custom(pingora::protocols::tls::CustomALPN::new(
-        ALPN_MARK.to_vec(),
-    ));
-}
 
 /// Idle connections to one peer, each with the time after which it is not reused (the peer's
 /// idle timeout from its release), oldest first.
@@ -125,59 +111,6 @@ impl Pool {
     }
 }
 
-/// The custom connector pingora calls for peers marked by [`use_for`].
-#[derive(Clone)]
-pub struct OwnH1 {
-    pool: Arc<Pool>,
-}
-
-impl OwnH1 {
-    pub fn new(per_peer: usize) -> OwnH1 {
-        OwnH1 {
-            pool: Arc::new(Pool::new(per_peer)),
-        }
-    }
-
-    pub fn pool(&self) -> &Arc<Pool> {
-        &self.pool
-    }
-}
-
-impl Default for OwnH1 {
-    fn default() -> Self {
-        OwnH1::new(128)
-    }
-}
-
-/// pingora's proxy app with this leg as its custom connector, ready to be wrapped in the
-/// gateway's own apps (`parked`, `head_deadline`). The direct leg shares `leg`'s pool.
-pub fn proxy<SV>(inner: SV, conf: &Arc<ServerConf>, leg: OwnH1) -> HttpProxy<SV, OwnH1>
-where
-    SV: ProxyHttp + Send + Sync + 'static,
-    SV::CTX: Send + Sync + 'static,
-{
-    // Downstream custom protocols are not used (no listener sets `force_custom`).
-    let on_custom: ProcessCustomSession<SV, OwnH1> = Arc::new(|_, _, _| Box::pin(async { None }));
-    let service = ProxyServiceBuilder::new(conf, inner)
-        .custom(leg, on_custom)
-        .build();
-    take_app(service)
-}
-
-/// The app out of a pingora `Service`. pingora 0.9 builds an `HttpProxy` with a custom connector
-/// only inside a `Service` (its constructor is private) and lends the app out by reference only.
-fn take_app<A>(service: Service<A>) -> A {
-    let service = std::mem::ManuallyDrop::new(service);
-    let app = service
-        .app_logic()
-        .expect("a service built by ProxyServiceBuilder holds its app");
-    // SAFETY: `service` is owned here and never used or dropped again (ManuallyDrop), so the
-    // bitwise copy is the app's only owner: nothing reads it through the service or drops it
-    // twice. The service's other fields (its name, an empty listener list) are leaked, once per
-    // proxy built (at start and at each upgrade).
-    unsafe { std::ptr::read(app) }
-}
-
 /// Connect to `peer` within its connection timeout.
 pub(crate) async fn connect<P: Peer>(peer: &P) -> Result<Conn> {
     let addr = match peer.address() {
@@ -217,45 +150,6 @@ fn connect_error(addr: SocketAddr, e: std::io::Error) -> Box<Error> {
         _ => ErrorType::ConnectError,
     };
     Error::because(kind, format!("connecting to {addr}"), e)
-}
-
-#[async_trait]
-impl Connector for OwnH1 {
-    type Session = H1Session;
-
-    async fn get_http_session<P: Peer + Send + Sync + 'static>(
-        &self,
-        peer: &P,
-    ) -> Result<(Connection<H1Session>, bool)> {
-        if let Some(conn) = self.pool.take(peer.reuse_hash()) {
-            return Ok((Connection::Session(H1Session::new(conn, true)), true));
-        }
-        let conn = connect(peer).await?;
-        Ok((
-            Connection::Session(H1Session::new(Arc::new(conn), false)),
-            false,
-        ))
-    }
-
-    async fn reused_http_session<P: Peer + Send + Sync + 'static>(
-        &self,
-        peer: &P,
-    ) -> Option<H1Session> {
-        self.pool
-            .take(peer.reuse_hash())
-            .map(|c| H1Session::new(c, true))
-    }
-
-    async fn release_http_session<P: Peer + Send + Sync + 'static>(
-        &self,
-        session: H1Session,
-        peer: &P,
-        idle_timeout: Option<Duration>,
-    ) {
-        if let Some(conn) = session.into_reusable() {
-            self.pool.put(peer.reuse_hash(), conn, idle_timeout);
-        }
-    }
 }
 
 #[cfg(test)]
