@@ -64,6 +64,15 @@ pub fn unfilterable(id: Option<&serde_json::value::RawValue>, method: &str, why:
     )
 }
 
+/// A request whose list result is filtered for its caller: the response held until it is
+/// complete, and whether it was JSON at all.
+#[derive(Debug, Default)]
+pub struct ListFilter {
+    pub hold: ListHold,
+    /// The response was not JSON: it is replaced by an error.
+    pub unreadable: bool,
+}
+
 /// Holds a list response until it is complete, bounded.
 #[derive(Debug, Default)]
 pub struct ListHold {

@@ -14,6 +14,7 @@ use super::stages::answer::{self, too_large};
 use super::stages::live::Live;
 use super::stages::request::Progress;
 use super::stages::request::RequestCtx;
+use super::stages::state::Gateway;
 use super::stages::steps::{
     cut_off, hold_chunk, invite_body, keep_alive_policy, read_before_upstream, refuse,
     refuse_with_id, select_route, settle_doomed,
@@ -72,32 +73,14 @@ impl ProxyHttp for Proxy {
             }
         }
 
-        // 2. Route on the claims: by the route table, or on a federated endpoint by what the
-        //    catalog says each pool serves (`federation::route`).
-        let selected = select_route(&gw, ctx, session.req_header().uri.path());
-        let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
-            let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
-            return refuse_with_id(session, ctx, rej).await;
-        };
-        ctx.pool = route.pool;
-        ctx.route = Some(route_ref);
-
-        // 2b. Auth: who is calling, and may they call what the headers claim.
-        if let Err(rej) = auth::admit(session, ctx, &gw, route_ref).await {
-            return refuse_with_id(session, ctx, rej).await;
+        // 2-3. Route, authenticate and limit on the claims.
+        if let Some(answered) = on_the_claims(session, ctx, &gw).await? {
+            return Ok(answered);
         }
-        ctx.list_filter = auth::wants_list_filter(&gw, ctx.method.as_deref());
-
-        // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows), then
-        //    take a concurrency slot of every limit covering the request, or shed it (503).
-        let over = match limit::over_limit(&gw, session, ctx, &route.name).await {
-            Some(refused) => Some(refused),
-            None => concurrency::take_slots(&gw, ctx, &route.name).await,
-        };
-        if let Some((rej, retry_after)) = over {
-            ctx.extra_headers.push(("retry-after", retry_after));
-            return refuse_with_id(session, ctx, rej).await;
-        }
+        let sample = ctx
+            .route
+            .and_then(|r| gw.table.get(r))
+            .map_or(1.0, |r| r.sample);
 
         // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
         invite_body(session, ctx).await?;
@@ -106,25 +89,8 @@ impl ProxyHttp for Proxy {
         //    upstream is chosen, and checked (the default path, whatever its size and framing);
         //    held and checked chunk by chunk on pingora's pipe past 64 KiB; or, sampled out,
         //    streamed unchecked.
-        if matches!(ctx.progress, Progress::Claimed) {
-            // Auth decides on the claimed method and name: with it, every body is checked.
-            let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-            let checked = auth_check || ctx.federated.is_some() || validate::sampled(route.sample);
-            if !checked {
-                gw.metrics.check_skipped();
-            }
-            let direct = direct::leg_for(session, ctx);
-            let declared = inspect::declared_length(session, admitted.content_length);
-            let plan = inspect::plan(checked, direct, declared, session.is_body_empty());
-            if federation::needs_body_first(ctx, plan) {
-                // Answered or renamed by the gateway: the body must be in hand first.
-                let rej = too_large(inspect::PREREAD_MAX);
-                return refuse_with_id(session, ctx, rej).await;
-            }
-            let how = (checked, direct);
-            if let Some(answered) = read_before_upstream(session, ctx, plan, how).await? {
-                return Ok(answered);
-            }
+        if let Some(answered) = read_body(session, ctx, sample, admitted.content_length).await? {
+            return Ok(answered);
         }
 
         // 5b. The pool's own credential (a secret, or a token from its token endpoint), now that
@@ -255,4 +221,69 @@ impl ProxyHttp for Proxy {
         let headers = &session.req_header().headers;
         observe::finish_request(ctx, status, session.body_bytes_sent(), headers);
     }
+}
+
+/// Step 5, reading the body as its framing and leg allow (`inspect::Plan`). `Some(answered)`:
+/// the request is over (refused, or answered by the gateway itself).
+async fn read_body(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    sample: f64,
+    content_length: Option<usize>,
+) -> Result<Option<bool>> {
+    if !matches!(ctx.progress, Progress::Claimed) {
+        return Ok(None);
+    }
+    let gw = ctx.gw.clone();
+    // Auth decides on the claimed method and name: with it, every body is checked.
+    let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
+    let checked = auth_check || ctx.federated.is_some() || validate::sampled(sample);
+    if !checked {
+        gw.metrics.check_skipped();
+    }
+    let direct = direct::leg_for(session, ctx);
+    let declared = inspect::declared_length(session, content_length);
+    let plan = inspect::plan(checked, direct, declared, session.is_body_empty());
+    if federation::needs_body_first(ctx, plan) {
+        // Answered or renamed by the gateway: the body must be in hand first.
+        let rej = too_large(inspect::PREREAD_MAX);
+        return refuse_with_id(session, ctx, rej).await.map(Some);
+    }
+    read_before_upstream(session, ctx, plan, (checked, direct)).await
+}
+
+/// Steps 2 and 3, on what the headers claim, before the body: route, authenticate, limit.
+/// `Some(answered)`: refused.
+async fn on_the_claims(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    gw: &Gateway,
+) -> Result<Option<bool>> {
+    // 2. Route on the claims: by the route table, or on a federated endpoint by what the
+    //    catalog says each pool serves (`federation::route`).
+    let selected = select_route(gw, ctx, session.req_header().uri.path());
+    let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
+        let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
+        return refuse_with_id(session, ctx, rej).await.map(Some);
+    };
+    ctx.pool = route.pool;
+    ctx.route = Some(route_ref);
+
+    // 2b. Auth: who is calling, and may they call what the headers claim.
+    if let Err(rej) = auth::admit(session, ctx, gw, route_ref).await {
+        return refuse_with_id(session, ctx, rej).await.map(Some);
+    }
+    ctx.list_filter = auth::list_filter(gw, ctx.method.as_deref());
+
+    // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows), then
+    //    take a concurrency slot of every limit covering the request, or shed it (503).
+    let over = match limit::over_limit(gw, session, ctx, &route.name).await {
+        Some(refused) => Some(refused),
+        None => concurrency::take_slots(gw, ctx, &route.name).await,
+    };
+    if let Some((rej, retry_after)) = over {
+        ctx.extra_headers.push(("retry-after", retry_after));
+        return refuse_with_id(session, ctx, rej).await.map(Some);
+    }
+    Ok(None)
 }

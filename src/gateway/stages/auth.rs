@@ -8,7 +8,7 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::Session;
 
-use crate::auth::filter::{self, ListHold};
+use crate::auth::filter::{self, ListFilter};
 use crate::auth::HeaderEdit;
 use crate::gateway::stages::answer::respond;
 use crate::gateway::stages::request::RequestCtx;
@@ -82,7 +82,7 @@ pub(crate) fn upstream_headers(ctx: &RequestCtx, upstream: &mut RequestHeader) -
             HeaderEdit::Set(h, v) => upstream.insert_header(h, v)?,
         }
     }
-    if ctx.list_filter {
+    if ctx.list_filter.is_some() {
         // The filter reads the result: plain JSON, not an SSE stream or a compressed body.
         upstream.insert_header(http::header::ACCEPT, "application/json")?;
         upstream.insert_header(http::header::ACCEPT_ENCODING, "identity")?;
@@ -90,36 +90,38 @@ pub(crate) fn upstream_headers(ctx: &RequestCtx, upstream: &mut RequestHeader) -
     Ok(())
 }
 
-/// Whether this request's list result is filtered (decided in `request_filter`).
-pub(crate) fn wants_list_filter(gw: &Gateway, method: Option<&str>) -> bool {
-    gw.auth.as_ref().is_some_and(|a| a.filters(method))
+/// The list filter's state when this request's list result is filtered for its caller
+/// (decided in `request_filter`).
+pub(crate) fn list_filter(gw: &Gateway, method: Option<&str>) -> Option<ListFilter> {
+    let filters = gw.auth.as_ref().is_some_and(|a| a.filters(method));
+    filters.then(ListFilter::default)
 }
 
 /// A list response to filter: hold its body (its length will change).
 pub(crate) fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) {
-    if !ctx.list_filter {
+    let Some(lf) = ctx.list_filter.as_mut() else {
         return;
-    }
+    };
     resp.remove_header(&http::header::CONTENT_LENGTH);
     // pingora drops this for HTTP/2 clients; HTTP/1.1 clients get a chunked body.
     let _ = resp.insert_header(http::header::TRANSFER_ENCODING, "chunked");
-    ctx.list_hold = Some(ListHold::default());
     let json = resp
         .headers
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| crate::mcp::media::is_json(v.as_bytes()));
     if !json {
         // Whatever it is, the caller must not see it unfiltered: it is replaced by an error.
-        ctx.list_unreadable = true;
+        lf.unreadable = true;
         let _ = resp.insert_header(http::header::CONTENT_TYPE, "application/json");
     }
 }
 
 /// Hold the list response's chunks; at its end, send the caller's own view instead.
 pub(crate) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end: bool) {
-    let Some(hold) = ctx.list_hold.as_mut() else {
+    let Some(lf) = ctx.list_filter.as_mut() else {
         return;
     };
+    let hold = &mut lf.hold;
     let Some(auth) = ctx.gw.auth.as_ref() else {
         return;
     };
@@ -136,7 +138,7 @@ pub(crate) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, e
     let out = if hold.overflowed {
         let why = format!("larger than auth.list_filter.max_bytes = {max}");
         filter::unfilterable(id, method, &why)
-    } else if ctx.list_unreadable {
+    } else if lf.unreadable {
         filter::unfilterable(id, method, "the upstream did not answer with JSON")
     } else {
         let anonymous = crate::auth::Identity::anonymous();

@@ -124,12 +124,8 @@ pub struct RequestCtx {
     /// The header the pool's credentials put on the upstream request (`pools.<name>.credentials`),
     /// obtained once per request before an instance is chosen.
     pub upstream_credential: Option<crate::credentials::Credential>,
-    /// Whether this request's list result is filtered for the caller (auth rules).
-    pub list_filter: bool,
-    /// The list response being held for filtering.
-    pub list_hold: Option<crate::auth::filter::ListHold>,
-    /// The list response was not JSON: it is replaced by an error.
-    pub list_unreadable: bool,
+    /// When this request's list result is filtered for the caller (auth rules): its state.
+    pub list_filter: Option<crate::auth::filter::ListFilter>,
     /// The edge cache's state of this request.
     pub cache: crate::gateway::stages::cache::Flow,
     /// On a federated endpoint: which one, and what federation does with the request.
@@ -163,9 +159,7 @@ impl RequestCtx {
             scanner: None,
             identity: None,
             upstream_credential: None,
-            list_filter: false,
-            list_hold: None,
-            list_unreadable: false,
+            list_filter: None,
             cache: Default::default(),
             federated: None,
             slots: None,

@@ -124,54 +124,8 @@ impl Gateway {
     pub fn new(config: Config, previous: Option<&Gateway>) -> anyhow::Result<Gateway> {
         let table = RouteTable::from_config(&config);
         let (pools, peers) = build_pools(&config, &table, previous)?;
-        let upstream_header = config
-            .upstream_header
-            .as_deref()
-            .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
-            .transpose()?;
-        let metrics = match previous {
-            Some(p) => {
-                p.metrics
-                    .names
-                    .set_fixed(crate::gateway::telemetry::metrics::exact_names(&config));
-                for old in &p.pools {
-                    let kept = pools.iter().find(|n| n.name == old.name);
-                    for inst in &old.instances {
-                        if !kept.is_some_and(|k| k.instances.iter().any(|i| i.name == inst.name)) {
-                            p.metrics.forget_upstream(&old.name, &inst.name);
-                        }
-                    }
-                }
-                p.metrics.clone()
-            }
-            None => Arc::new(Metrics::new(&config)?),
-        };
-        let limit_shared = limit::Shared::new(
-            &config,
-            previous.map(|p| &p.limit_shared),
-            &metrics.registry,
-        )?;
-        let limits = config
-            .rate_limits
-            .iter()
-            .map(|c| {
-                let same = previous.and_then(|p| {
-                    p.limits
-                        .iter()
-                        .zip(&p.config.rate_limits)
-                        .find(|(_, oc)| *oc == c && p.config.redis == config.redis)
-                });
-                same.map_or_else(|| Arc::new(limit_shared.limit(c)), |(l, _)| l.clone())
-            })
-            .collect();
-        for pool in &pools {
-            for (i, inst) in pool.instances.iter().enumerate() {
-                metrics
-                    .upstream_up
-                    .with_label_values(&[&pool.name, &inst.name])
-                    .set(pool.health.usable(i) as i64);
-            }
-        }
+        let metrics = carry_metrics(&config, &pools, previous)?;
+        let (limit_shared, limits) = build_limits(&config, &metrics, previous)?;
         let cache = crate::gateway::stages::cache::CacheSet::build(
             &config,
             &table,
@@ -183,59 +137,35 @@ impl Gateway {
             previous.map_or(&[][..], |p| &p.concurrency[..]),
             &metrics.concurrency,
         );
-        // Flows and the exporter outlive a reload whose settings for them did not change.
-        let flows = match previous {
-            Some(p) if p.config.flows == config.flows => p.flows.clone(),
-            _ => config
-                .flows
-                .enabled
-                .then(|| Arc::new(FlowStore::new(&config.flows))),
-        };
-        let tracing = match previous {
-            Some(p) if p.config.tracing == config.tracing => p.tracing.clone(),
-            _ if config.tracing.enabled => Some(Arc::new(Tracing::new(&config.tracing)?)),
-            _ => None,
-        };
-        let upstream_metrics = pools
-            .iter()
-            .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
-            .collect();
-        let held = previous.map_or_else(Default::default, |p| p.held.clone());
+        let flows = carry_flows(&config, previous);
+        let tracing = carry_tracing(&config, previous)?;
         let auth = crate::auth::Auth::new(
             &config,
             metrics.auth.clone(),
             previous.and_then(|p| p.auth.as_ref()),
         )?;
-        let credential_metrics = match previous {
-            Some(p) => p.credentials.metrics.clone(),
-            None => Arc::new(crate::credentials::CredentialMetrics::register(
-                &metrics.registry,
-            )?),
-        };
-        let credentials = crate::credentials::Credentials::build(
-            &config,
-            &table.pools,
-            credential_metrics,
-            previous.map(|p| &p.credentials),
-        )?;
-        let asserted = asserted_headers(&config, auth.as_ref());
-        let key_headers = config.key_headers();
+        let credentials = build_credentials(&config, &table, &metrics, previous)?;
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
             crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
-        let admin_token = config
-            .admin_token_file
-            .as_deref()
-            .map(admin_token)
-            .transpose()?;
         Ok(Gateway {
-            admin_token,
+            admin_token: config
+                .admin_token_file
+                .as_deref()
+                .map(admin_token)
+                .transpose()?,
+            asserted: asserted_headers(&config, auth.as_ref()),
+            key_headers: config.key_headers(),
+            upstream_header: upstream_header(&config)?,
+            upstream_metrics: pools
+                .iter()
+                .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())
+                .collect(),
+            held: previous.map_or_else(Default::default, |p| p.held.clone()),
             federation,
             catalogs,
-            asserted,
             auth,
             credentials,
-            held,
             config,
             table,
             pools,
@@ -246,9 +176,6 @@ impl Gateway {
             concurrency,
             flows,
             tracing,
-            upstream_header,
-            key_headers,
-            upstream_metrics,
             peers,
         })
     }
@@ -346,4 +273,114 @@ fn asserted_headers(config: &Config, auth: Option<&crate::auth::Auth>) -> Vec<ht
         ));
     }
     names
+}
+
+/// The metrics registry: the previous gateway's (its fixed name labels updated, the series of
+/// instances a reload removed forgotten), or a new one; each instance's `upstream_up` set.
+fn carry_metrics(
+    config: &Config,
+    pools: &[Pool],
+    previous: Option<&Gateway>,
+) -> anyhow::Result<Arc<Metrics>> {
+    let metrics = match previous {
+        Some(p) => {
+            p.metrics
+                .names
+                .set_fixed(crate::gateway::telemetry::metrics::exact_names(config));
+            for old in &p.pools {
+                let kept = pools.iter().find(|n| n.name == old.name);
+                for inst in &old.instances {
+                    if !kept.is_some_and(|k| k.instances.iter().any(|i| i.name == inst.name)) {
+                        p.metrics.forget_upstream(&old.name, &inst.name);
+                    }
+                }
+            }
+            p.metrics.clone()
+        }
+        None => Arc::new(Metrics::new(config)?),
+    };
+    for pool in pools {
+        for (i, inst) in pool.instances.iter().enumerate() {
+            metrics
+                .upstream_up
+                .with_label_values(&[&pool.name, &inst.name])
+                .set(pool.health.usable(i) as i64);
+        }
+    }
+    Ok(metrics)
+}
+
+/// The rate limits: a limit whose settings (and Redis) did not change keeps its buckets.
+fn build_limits(
+    config: &Config,
+    metrics: &Metrics,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<(limit::Shared, Vec<Arc<limit::Limit>>)> {
+    let shared = limit::Shared::new(config, previous.map(|p| &p.limit_shared), &metrics.registry)?;
+    let limits = config
+        .rate_limits
+        .iter()
+        .map(|c| {
+            let same = previous.and_then(|p| {
+                p.limits
+                    .iter()
+                    .zip(&p.config.rate_limits)
+                    .find(|(_, oc)| *oc == c && p.config.redis == config.redis)
+            });
+            same.map_or_else(|| Arc::new(shared.limit(c)), |(l, _)| l.clone())
+        })
+        .collect();
+    Ok((shared, limits))
+}
+
+/// The flow store: kept over a reload whose `flows` settings did not change.
+fn carry_flows(config: &Config, previous: Option<&Gateway>) -> Option<Arc<FlowStore>> {
+    match previous {
+        Some(p) if p.config.flows == config.flows => p.flows.clone(),
+        _ => config
+            .flows
+            .enabled
+            .then(|| Arc::new(FlowStore::new(&config.flows))),
+    }
+}
+
+/// The span exporter: kept over a reload whose `tracing` settings did not change.
+fn carry_tracing(
+    config: &Config,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<Option<Arc<Tracing>>> {
+    Ok(match previous {
+        Some(p) if p.config.tracing == config.tracing => p.tracing.clone(),
+        _ if config.tracing.enabled => Some(Arc::new(Tracing::new(&config.tracing)?)),
+        _ => None,
+    })
+}
+
+/// The pools' credentials (their metrics registered once, carried over reloads).
+fn build_credentials(
+    config: &Config,
+    table: &RouteTable,
+    metrics: &Metrics,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<crate::credentials::Credentials> {
+    let credential_metrics = match previous {
+        Some(p) => p.credentials.metrics.clone(),
+        None => Arc::new(crate::credentials::CredentialMetrics::register(
+            &metrics.registry,
+        )?),
+    };
+    crate::credentials::Credentials::build(
+        config,
+        &table.pools,
+        credential_metrics,
+        previous.map(|p| &p.credentials),
+    )
+}
+
+/// `upstream_header`: the response header naming the instance that served it.
+fn upstream_header(config: &Config) -> anyhow::Result<Option<http::HeaderName>> {
+    let name = config.upstream_header.as_deref();
+    Ok(name
+        .map(|n| http::HeaderName::from_bytes(n.as_bytes()))
+        .transpose()?)
 }

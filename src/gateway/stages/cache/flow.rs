@@ -98,7 +98,7 @@ pub async fn on_checked(
     let store = ctx
         .route
         .and_then(|r| gw.cache.get(r))
-        .filter(|_| !ctx.list_filter);
+        .filter(|_| ctx.list_filter.is_none());
     if store.is_none() && method != TOOLS_LIST {
         return Ok(None);
     }

@@ -268,7 +268,7 @@ async fn list(
         .collect();
     let (mut merged, _) = view::merge(&ep.config, kind, &contributions);
     let (ttl, mut private, down) = aggregate(gw, &parts);
-    if let (true, Some(auth_rules)) = (ctx.list_filter, gw.auth.as_ref()) {
+    if let (true, Some(auth_rules)) = (ctx.list_filter.is_some(), gw.auth.as_ref()) {
         let call = kind.call();
         let anonymous = crate::auth::Identity::anonymous();
         let who = ctx.identity.as_deref().unwrap_or(&anonymous);
