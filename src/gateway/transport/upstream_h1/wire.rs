@@ -162,28 +162,78 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
     };
     let code = resp.code.unwrap_or(0);
     let http11 = resp.version == Some(1);
-    let mut header = ResponseHeader::build(code, Some(resp.headers.len()))?;
+    let mut header = status_line(code, http11, resp.reason, resp.headers.len())?;
+    let mut seen = Seen {
+        length: None,
+        chunked: false,
+        close: !http11,
+    };
+    for h in resp.headers.iter() {
+        seen.header(h, http11)?;
+        let value = http::HeaderValue::from_bytes(h.value).or_err_invalid()?;
+        header.append_header(h.name.to_string(), value)?;
+    }
+    buf.advance(len);
+    if seen.chunked && seen.length.is_some() {
+        // Both framings (RFC 9112 §6.3: chunked wins): read it, but never reuse the connection.
+        seen.close = true;
+    }
+    let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
+    let framing = framing_of(&header, &seen, no_body);
+    if framing == Framing::UntilClose
+        && !header.headers.contains_key(http::header::TRANSFER_ENCODING)
+    {
+        // As pingora's HTTP/1.1 proxy does: the client gets it chunked, so that its connection
+        // outlives this response (only the upstream's ends with it).
+        header.set_version(http::Version::HTTP_11);
+        header.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    }
+    let keep_alive = !seen.close && framing != Framing::UntilClose;
+    Ok(Some(Head {
+        header,
+        framing,
+        keep_alive,
+    }))
+}
+
+/// The response head's status line: its code, HTTP/1.0 when it said so, and its reason phrase
+/// when it is not the canonical one.
+fn status_line(
+    code: u16,
+    http11: bool,
+    reason: Option<&str>,
+    headers: usize,
+) -> Result<ResponseHeader> {
+    let mut header = ResponseHeader::build(code, Some(headers))?;
     if !http11 {
         header.set_version(http::Version::HTTP_10);
     }
-    if let Some(reason) = resp.reason {
-        if http::StatusCode::from_u16(code)
+    if let Some(reason) = reason {
+        let canonical = http::StatusCode::from_u16(code)
             .ok()
-            .and_then(|s| s.canonical_reason())
-            != Some(reason)
-        {
+            .and_then(|s| s.canonical_reason());
+        if canonical != Some(reason) {
             header.set_reason_phrase(Some(reason))?;
         }
     }
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
-    let mut close = !http11;
-    for h in resp.headers.iter() {
+    Ok(header)
+}
+
+/// What the framing headers of a response head said.
+struct Seen {
+    length: Option<u64>,
+    chunked: bool,
+    close: bool,
+}
+
+impl Seen {
+    /// Note one header line: `Content-Length` (one value, or the same one repeated),
+    /// `Transfer-Encoding` (chunked last, or read until close) and `Connection`.
+    fn header(&mut self, h: &httparse::Header, http11: bool) -> Result<()> {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let v = content_length(h.value);
-            match (v, length) {
-                (Some(v), None) => length = Some(v),
+            match (content_length(h.value), self.length) {
+                (Some(v), None) => self.length = Some(v),
                 (Some(v), Some(old)) if v == old => {}
                 _ => {
                     return Error::e_explain(
@@ -193,60 +243,41 @@ pub fn parse_head(buf: &mut BytesMut, head_request: bool) -> Result<Option<Head>
                 }
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = ends_with_chunked(h.value);
-            if !chunked {
+            self.chunked = ends_with_chunked(h.value);
+            if !self.chunked {
                 // Only chunked is understood: read until close, as RFC 9112 §6.3 says.
-                close = true;
+                self.close = true;
             }
         } else if name.eq_ignore_ascii_case("connection") {
             for token in h.value.split(|b| *b == b',') {
                 let t = token.trim_ascii();
                 if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
+                    self.close = true;
                 } else if t.eq_ignore_ascii_case(b"keep-alive") && !http11 {
-                    close = false;
+                    self.close = false;
                 }
             }
         }
-        let value = http::HeaderValue::from_bytes(h.value).or_err_invalid()?;
-        header.append_header(name.to_string(), value)?;
+        Ok(())
     }
-    buf.advance(len);
-    if chunked && length.is_some() {
-        // Both framings (RFC 9112 §6.3: chunked wins): read it, but never reuse the connection.
-        close = true;
-    }
-    let no_body = head_request || (100..200).contains(&code) || code == 204 || code == 304;
-    let framing = if no_body {
+}
+
+/// How the body after this head is framed.
+fn framing_of(header: &ResponseHeader, seen: &Seen, no_body: bool) -> Framing {
+    if no_body {
         Framing::Empty
-    } else if chunked {
+    } else if seen.chunked {
         Framing::Chunked(Chunk::Size)
     } else if header.headers.contains_key(http::header::TRANSFER_ENCODING) {
         // A coding without chunked last: the length means nothing, the body ends at the close.
         Framing::UntilClose
-    } else if let Some(n) = length {
-        if n == 0 {
-            Framing::Empty
-        } else {
-            Framing::Length(n)
-        }
     } else {
-        Framing::UntilClose
-    };
-    if framing == Framing::UntilClose
-        && !header.headers.contains_key(http::header::TRANSFER_ENCODING)
-    {
-        // As pingora's HTTP/1.1 proxy does: the client gets it chunked, so that its connection
-        // outlives this response (only the upstream's ends with it).
-        header.set_version(http::Version::HTTP_11);
-        header.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+        match seen.length {
+            Some(0) => Framing::Empty,
+            Some(n) => Framing::Length(n),
+            None => Framing::UntilClose,
+        }
     }
-    let keep_alive = !close && framing != Framing::UntilClose;
-    Ok(Some(Head {
-        header,
-        framing,
-        keep_alive,
-    }))
 }
 
 /// A `Content-Length` value: `1*DIGIT` (RFC 9110 §8.6) and nothing else. Rust's own integer
