@@ -1,4 +1,4 @@
-//! A raw upstream for the upstream-leg tests (tests/upstream_leg.rs, tests/direct_leg.rs):
+//! A raw upstream for the upstream-leg tests (tests/gateway/upstream_leg.rs and direct_leg.rs):
 //! every byte of each answer is the test's, each request as the upstream read it is recorded
 //! (how many bytes its first read returned, the whole, head and body), and accepted and closed
 //! connections are counted. Plus a gateway in front of it with active health checks off, so
