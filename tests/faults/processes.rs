@@ -330,12 +330,14 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
     let dir = std::env::temp_dir().join(format!("mcp-edge-upgrade-{}", free_port()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("gateway.yaml");
+    let sock = dir.join("upgrade.sock");
     let (mcp, admin) = (free_port(), free_port());
     std::fs::write(
         &file,
         format!(
-            "listen: {{mcp: 127.0.0.1:{mcp}, admin: 127.0.0.1:{admin}}}\npools:\n  default: {{instances: [{}]}}\ndefault_route: {{pool: default}}\nshutdown: {{grace_period: 1s, wind_down: 1s}}\n",
-            up.addrs[0]
+            "listen: {{mcp: 127.0.0.1:{mcp}, admin: 127.0.0.1:{admin}}}\npools:\n  default: {{instances: [{}]}}\ndefault_route: {{pool: default}}\nshutdown: {{grace_period: 1s, wind_down: 1s, upgrade_socket: {}}}\n",
+            up.addrs[0],
+            sock.display()
         ),
     )
     .unwrap();
@@ -381,7 +383,13 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
     });
     std::thread::sleep(Duration::from_millis(300));
     procs.0.push(serve(&["--upgrade"]));
-    std::thread::sleep(Duration::from_millis(700)); // the new process waits on the upgrade socket
+    // The new process waits on the upgrade socket once it has bound it (the old one retries its
+    // connect until the new one listens).
+    assert!(
+        eventually(Duration::from_secs(10), || sock.exists()),
+        "the new process never bound {}",
+        sock.display()
+    );
     let old_pid = procs.0[0].id();
     assert!(support::programs::signal(old_pid, "QUIT"));
     let old_status = procs.0[0].wait().unwrap();

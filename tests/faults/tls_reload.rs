@@ -218,11 +218,15 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     let dir = TempDir::new("tls-upgrade");
     let ca = Ca::new("CA");
     let (cert, key) = ca.server("gw", &["localhost"], 30).write(&dir, "gw");
+    let sock = dir.0.join("upgrade.sock");
     let (tls, plain) = (loopback(free_port()), loopback(free_port()));
     let y = gateway_yaml(
         &up,
         &tls_listener(tls, &cert, &key, ""),
-        "shutdown: { grace_period: 1s, wind_down: 1s }\n",
+        &format!(
+            "shutdown: {{ grace_period: 1s, wind_down: 1s, upgrade_socket: {} }}\n",
+            sock.display()
+        ),
     )
     .replacen(
         "  admin:",
@@ -271,7 +275,13 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
     let mut new = Serve(serve(&["--upgrade"]));
-    std::thread::sleep(std::time::Duration::from_millis(700)); // the new process waits on the socket
+    // The new process waits on the upgrade socket once it has bound it (the old one retries its
+    // connect until the new one listens).
+    assert!(
+        crate::support::eventually(std::time::Duration::from_secs(10), || sock.exists()),
+        "the new process never bound {}",
+        sock.display()
+    );
     let kill = |sig: &str, pid: u32| {
         assert!(
             crate::support::programs::signal(pid, sig),
