@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::support::http::{read_reply, SseStream};
-use crate::support::raw::{gateway, ok_json, Raw};
+use crate::support::raw::{gateway, ok_json, peer_has_read, Raw};
 use crate::support::*;
 use mcp_edge::gateway::detached;
 
@@ -126,7 +126,13 @@ fn a_request_pipelined_during_a_stream_is_answered_after_it() {
     // The client sends its next request before the stream has ended.
     let next = keep_alive_call(2);
     sse.connection().get_mut().write_all(&next).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // It is in the gateway's hands (read off the socket) before the stream goes on.
+    assert!(
+        eventually(Duration::from_secs(10), || peer_has_read(
+            sse.connection().get_ref()
+        )),
+        "the gateway never read the pipelined request"
+    );
     go.send(()).unwrap();
     assert_eq!(sse.next_message().unwrap()["id"], 1);
     assert!(sse.next_message().is_none());
