@@ -176,7 +176,7 @@ impl PartialEq for Envelope {
 ///
 /// The [fast scan](fast) answers the documents it accepts; everything else (every refusal
 /// included, with its message) is read by the [serde walk](walk). The fast scan accepts only
-/// documents the walk accepts, with the same envelope (tests/envelope_fast.rs).
+/// documents the walk accepts, with the same envelope (tests/protocol/envelope_fast.rs).
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
     if let Some(env) = fast::parse(body) {
         return Ok(env);

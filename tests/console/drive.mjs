@@ -1,5 +1,5 @@
 // Drives the system Chromium (puppeteer-core) through the mcp-edge console against a running
-// gateway the Rust test set up (tests/console/main.rs). Every check throws on failure; each page
+// gateway the Rust test set up (tests/gateway/console/page.rs). Every check throws on failure; each page
 // is kept as a screenshot under SHOTS. Exits 0 only when every check passed.
 import puppeteer from "puppeteer-core";
 

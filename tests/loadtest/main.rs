@@ -1,8 +1,9 @@
 //! The load tester against real targets: MRTR flows ([`flows`]), https and h2 targets
 //! ([`https`]), fleets of the official TypeScript and Python SDKs ([`sdk_fleets`]), the demo pool
 //! ([`pool`]), reports ([`report`]), Tasks ([`tasks`]), and its figures against what the targets
-//! counted ([`truth`]). (Sharded runs are `tests/loadtest_shards.rs`: that test sets environment
-//! variables, so it keeps a process of its own.)
+//! counted ([`truth`]). Sharded runs by separate
+//! processes, merged, and the Kubernetes Job's arguments ([`shards`]; the Job's environment is
+//! given to a child process, never set in this one).
 
 #[path = "../peers/mod.rs"]
 mod peers;
@@ -14,5 +15,6 @@ mod https;
 mod pool;
 mod report;
 mod sdk_fleets;
+mod shards;
 mod tasks;
 mod truth;

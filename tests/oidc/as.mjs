@@ -1,4 +1,4 @@
-// The authorization server of tests/gateway_credentials.rs: node-oidc-provider (an
+// The authorization server of tests/gateway/credentials/oauth.rs: node-oidc-provider (an
 // OpenID-certified OAuth 2.0 server) on loopback, issuing JWT access tokens signed with a key
 // published at /jwks, with the client credentials grant (resource indicators, RFC 8707),
 // introspection, and an RFC 8693 token-exchange grant registered with `registerGrantType`:

@@ -1,5 +1,6 @@
-//! The one test-support tree of the integration tests. A test file says `mod support;` and uses
-//! what it needs, by concern:
+//! The one test-support tree of the integration tests. Each test binary's `main.rs` says
+//! `#[path = "../support/mod.rs"] mod support;` and its modules use `crate::support::…` as they
+//! need, by concern:
 //!
 //! - `support::http`: a blocking HTTP/1.1 client over `TcpStream` (every header byte under the
 //!   test's control), JSON-RPC builders for MCP 2026-07-28, an incremental SSE reader;
@@ -18,7 +19,7 @@
 //! - `support::programs`: the programs outside Rust a test may need (redis-server, curl, h2load,
 //!   node, promtool): [`programs::have`] skips loudly, or fails under `MCP_EDGE_REQUIRE_PEERS=1`.
 //!
-//! Each test crate uses a different subset, hence the allowances.
+//! Each test binary uses a different subset, hence the allowances.
 #![allow(dead_code, unused_imports)]
 
 pub mod auth;

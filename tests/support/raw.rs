@@ -1,4 +1,4 @@
-//! A raw upstream for the upstream-leg tests (tests/upstream_leg.rs, tests/direct_leg.rs):
+//! A raw upstream for the upstream-leg tests (tests/gateway/upstream_leg.rs and direct_leg.rs):
 //! every byte of each answer is the test's, each request as the upstream read it is recorded
 //! (how many bytes its first read returned, the whole, head and body), and accepted and closed
 //! connections are counted. Plus a gateway in front of it with active health checks off, so
@@ -130,3 +130,39 @@ pub fn ok_json(s: &mut TcpStream, id: usize) {
 
 /// The setting that sends every request through pingora's proxy pipe and client.
 pub const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: pingora }\n";
+
+/// Whether the other end of the loopback connection `s` has read every byte sent on it: none
+/// left in this socket's send queue, none waiting in the peer socket's receive queue (Linux,
+/// from /proc/net/tcp). What a test waits for instead of sleeping when it needs bytes it sent
+/// to have reached the gateway's own buffers (a request pipelined during a stream).
+pub fn peer_has_read(s: &TcpStream) -> bool {
+    let (Ok(std::net::SocketAddr::V4(me)), Ok(std::net::SocketAddr::V4(peer))) =
+        (s.local_addr(), s.peer_addr())
+    else {
+        panic!("peer_has_read reads IPv4 sockets only");
+    };
+    // /proc/net/tcp: "sl local rem st tx_queue:rx_queue …", addresses as %08X:%04X of the
+    // address in host byte order.
+    let hex = |a: std::net::SocketAddrV4| {
+        format!(
+            "{:08X}:{:04X}",
+            u32::from_ne_bytes(a.ip().octets()),
+            a.port()
+        )
+    };
+    let (me, peer) = (hex(me), hex(peer));
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let queues = |local: &str, remote: &str| {
+        table.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (tx, rx) = f.get(4)?.split_once(':')?;
+            (f.get(1) == Some(&local) && f.get(2) == Some(&remote)).then(|| {
+                (
+                    u64::from_str_radix(tx, 16).unwrap(),
+                    u64::from_str_radix(rx, 16).unwrap(),
+                )
+            })
+        })
+    };
+    matches!(queues(&me, &peer), Some((0, _))) && matches!(queues(&peer, &me), Some((_, 0)))
+}

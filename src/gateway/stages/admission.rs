@@ -199,7 +199,7 @@ fn shape(req: &Parts, auth: bool) -> Result<(), Rejection> {
 /// Refuse a request that sends a key header twice, or under a name that frameworks fold onto
 /// it: one reading for the gateway's rate limits and hash balancing, another for the upstream.
 /// A key header listed in `Connection` passes: the gateway reads its one value and the upstream
-/// none (a shard key may be hop-by-hop, `tests/direct_leg.rs`), so no reader sees another.
+/// none (a shard key may be hop-by-hop, `tests/gateway/direct_leg.rs`), so no reader sees another.
 fn key_headers_once(req: &Parts, keys: &[HeaderName]) -> Result<(), Rejection> {
     for name in keys {
         let (reason, msg) = match header::key_header(&req.headers, name.as_str()) {

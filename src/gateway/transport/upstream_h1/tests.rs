@@ -1,5 +1,5 @@
 //! The leg's pool alone, over real loopback connections (the session is tested end to end in
-//! tests/upstream_leg.rs).
+//! tests/gateway/upstream_leg.rs).
 
 use super::*;
 

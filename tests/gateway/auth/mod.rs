@@ -1,0 +1,7 @@
+//! The OAuth 2.1 resource server at the edge, over real sockets with run-time keys: tokens,
+//! JWKS and introspection ([`tokens`]), per-caller list filtering ([`lists`]), per-tool rules
+//! ([`rules`]).
+
+mod lists;
+mod rules;
+mod tokens;

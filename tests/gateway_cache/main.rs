@@ -1,9 +1,0 @@
-//! The edge cache over real sockets: hits, scopes, ttls and stale answers ([`hits`]),
-//! invalidation by notifications and reloads ([`invalidation`]), coalescing under load ([`load`]).
-
-#[path = "../support/mod.rs"]
-mod support;
-
-mod hits;
-mod invalidation;
-mod load;
