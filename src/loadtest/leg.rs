@@ -191,18 +191,7 @@ fn read_reply(
                 error_message(payload),
             ),
         ),
-        Ok(Reply::Complete { is_error: true, .. }) => {
-            let result = result_value(payload);
-            if mode.tool_error_ok {
-                return (Outcome::Complete { result: None }, None);
-            }
-            let text = result.as_ref().and_then(result_text);
-            let result = if mode.want_result { result } else { None };
-            (
-                Outcome::Failed { result },
-                err("tool_error", Some(status), None, text),
-            )
-        }
+        Ok(Reply::Complete { is_error: true, .. }) => tool_error(payload, status, mode),
         Ok(Reply::Complete {
             is_error: false, ..
         }) => {
@@ -231,4 +220,19 @@ fn read_reply(
             None,
         ),
     }
+}
+
+/// A tool result with `isError`: the expected end after a decline or cancel, else a failed
+/// flow with the tool's text as the error.
+fn tool_error(payload: &[u8], status: u16, mode: LegMode) -> (Outcome, Option<LegError>) {
+    let result = result_value(payload);
+    if mode.tool_error_ok {
+        return (Outcome::Complete { result: None }, None);
+    }
+    let text = result.as_ref().and_then(result_text);
+    let result = if mode.want_result { result } else { None };
+    (
+        Outcome::Failed { result },
+        err("tool_error", Some(status), None, text),
+    )
 }
