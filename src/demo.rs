@@ -48,6 +48,53 @@ pub struct DemoArgs {
 
 /// Run the demo; Ok(true) when every check of the load test passed.
 pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
+    let cfg = load_config(&args)?;
+    let backends = start_backends(&cfg)?;
+
+    // 2. The gateway.
+    let (mcp, admin, endpoint) = (cfg.listen.mcp, cfg.listen.admin, cfg.endpoint.clone());
+    let gateway = RunningGateway::start(cfg).context("starting the gateway")?;
+    println!(
+        "gateway   MCP on http://{mcp}{endpoint}{}",
+        admin
+            .map(|a| format!(", admin on http://{a} (console: http://{a}/ui)"))
+            .unwrap_or_default()
+    );
+
+    // 3. The load test through it.
+    std::fs::create_dir_all(&args.report_dir)
+        .with_context(|| format!("cannot create {}", args.report_dir.display()))?;
+    let html = args.report_dir.join("demo.html");
+    let json = args.report_dir.join("demo.json");
+    let passed = mrtr_phase(&args, &format!("http://{mcp}{endpoint}"), &html, &json)?;
+
+    // 4. What the gateway saw.
+    if let Some(admin) = admin {
+        gateway_saw(admin, &json);
+    }
+    // 5. A short tasks phase: long-running calls followed through tasks/*.
+    let tasks_passed =
+        args.task_flows == 0 || tasks_phase(&args, &format!("http://{mcp}{endpoint}"), admin)?;
+    let passed = passed && tasks_passed;
+    if args.keep_serving {
+        keep_serving(admin)?;
+    }
+    gateway.shutdown();
+    backends.shutdown();
+    println!("\nreports   {} and {}", html.display(), json.display());
+    println!(
+        "demo {}",
+        if passed {
+            "passed: every flow completed, retry legs landed across instances"
+        } else {
+            "FAILED: see the checks above"
+        }
+    );
+    Ok(passed)
+}
+
+/// The gateway config: `--config`, else the embedded default.
+fn load_config(args: &DemoArgs) -> anyhow::Result<Config> {
     let (text, source) = match &args.config {
         Some(p) => (
             std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
@@ -58,9 +105,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
             "gateway.yaml (embedded)".to_string(),
         ),
     };
-    let cfg = Config::parse(&text, &source)?;
+    Ok(Config::parse(&text, &source)?)
+}
 
-    // 1. Backends on every loopback instance the config names.
+/// Step 1: backends on every loopback instance the config names.
+fn start_backends(cfg: &Config) -> anyhow::Result<Pool> {
     let mut addrs: Vec<SocketAddr> = Vec::new();
     for pool in cfg.pools.values() {
         for inst in &pool.instances {
@@ -84,32 +133,27 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
         backends.addrs().len(),
         join(backends.addrs())
     );
+    Ok(backends)
+}
 
-    // 2. The gateway.
-    let (mcp, admin, endpoint) = (cfg.listen.mcp, cfg.listen.admin, cfg.endpoint.clone());
-    let gateway = RunningGateway::start(cfg).context("starting the gateway")?;
-    println!(
-        "gateway   MCP on http://{mcp}{endpoint}{}",
-        admin
-            .map(|a| format!(", admin on http://{a} (console: http://{a}/ui)"))
-            .unwrap_or_default()
-    );
-
-    // 3. The load test through it.
-    std::fs::create_dir_all(&args.report_dir)
-        .with_context(|| format!("cannot create {}", args.report_dir.display()))?;
-    let html = args.report_dir.join("demo.html");
-    let json = args.report_dir.join("demo.json");
+/// Step 3: the MRTR load test through the gateway at `target`, its reports written to `html` and
+/// `json`; whether its checks passed.
+fn mrtr_phase(
+    args: &DemoArgs,
+    target: &str,
+    html: &std::path::Path,
+    json: &std::path::Path,
+) -> anyhow::Result<bool> {
     let lt = LoadTestArgs {
-        target: format!("http://{mcp}{endpoint}"),
+        target: target.to_string(),
         duration: Some(args.duration),
         concurrency: args.concurrency,
         bad_share: args.bad_share,
         scenario: "mixed".into(),
         expect_cross_instance: Some(0.5),
         max_error_rate: Some(0.0),
-        html: Some(html.clone()),
-        json: Some(json.clone()),
+        html: Some(html.to_path_buf()),
+        json: Some(json.to_path_buf()),
         ..LoadTestArgs::default()
     };
     println!(
@@ -118,63 +162,50 @@ pub fn run(args: DemoArgs) -> anyhow::Result<bool> {
         args.concurrency,
         args.bad_share * 100.0
     );
-    let passed = crate::loadtest::run(lt)?;
+    crate::loadtest::run(lt)
+}
 
-    // 4. What the gateway saw.
-    if let Some(admin) = admin {
-        if let Some(metrics) = scrape(admin) {
-            println!("\nthe gateway's own /metrics:");
-            for (label, name, filter) in [
-                ("  requests answered", "mcp_edge_requests_total", ""),
-                (
-                    "  header checks passed",
-                    "mcp_edge_header_checks_total",
-                    "result=\"checked\"",
-                ),
-                (
-                    "  spoofed headers refused",
-                    "mcp_edge_header_checks_total",
-                    "result=\"rejected\"",
-                ),
-                ("  MRTR retry legs", "mcp_edge_mrtr_retry_legs_total", ""),
-                (
-                    "  input_required results",
-                    "mcp_edge_mrtr_input_required_total",
-                    "",
-                ),
-            ] {
-                println!("{label:<28} {}", sum(&metrics, name, filter));
-            }
-            flows_side_by_side(&metrics, &json);
-        }
+/// Step 4: what the gateway saw, from its own `/metrics` on `admin` (nothing when it cannot be read),
+/// and the flows beside the load test's report at `json`.
+fn gateway_saw(admin: SocketAddr, json: &std::path::Path) {
+    let Some(metrics) = scrape(admin) else {
+        return;
+    };
+    println!("\nthe gateway's own /metrics:");
+    for (label, name, filter) in [
+        ("  requests answered", "mcp_edge_requests_total", ""),
+        (
+            "  header checks passed",
+            "mcp_edge_header_checks_total",
+            "result=\"checked\"",
+        ),
+        (
+            "  spoofed headers refused",
+            "mcp_edge_header_checks_total",
+            "result=\"rejected\"",
+        ),
+        ("  MRTR retry legs", "mcp_edge_mrtr_retry_legs_total", ""),
+        (
+            "  input_required results",
+            "mcp_edge_mrtr_input_required_total",
+            "",
+        ),
+    ] {
+        println!("{label:<28} {}", sum(&metrics, name, filter));
     }
-    // 5. A short tasks phase: long-running calls followed through tasks/*.
-    let tasks_passed =
-        args.task_flows == 0 || tasks_phase(&args, &format!("http://{mcp}{endpoint}"), admin)?;
-    let passed = passed && tasks_passed;
-    if args.keep_serving {
-        if let Some(a) = admin {
-            println!(
-                "\nconsole   http://{a}/ui  (the gateway keeps serving; Ctrl-C ends the demo)"
-            );
-        }
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-            .block_on(tokio::signal::ctrl_c())?;
+    flows_side_by_side(&metrics, json);
+}
+
+/// `--keep-serving`: wait for Ctrl-C, saying where the console is.
+fn keep_serving(admin: Option<SocketAddr>) -> anyhow::Result<()> {
+    if let Some(a) = admin {
+        println!("\nconsole   http://{a}/ui  (the gateway keeps serving; Ctrl-C ends the demo)");
     }
-    gateway.shutdown();
-    backends.shutdown();
-    println!("\nreports   {} and {}", html.display(), json.display());
-    println!(
-        "demo {}",
-        if passed {
-            "passed: every flow completed, retry legs landed across instances"
-        } else {
-            "FAILED: see the checks above"
-        }
-    );
-    Ok(passed)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(tokio::signal::ctrl_c())?;
+    Ok(())
 }
 
 fn join(addrs: &[SocketAddr]) -> String {

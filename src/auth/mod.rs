@@ -12,6 +12,7 @@
 //! - [`rules`]: per-tool allow/deny; [`filter`]: per-caller lists;
 //! - [`answer`]: `WWW-Authenticate`, the JSON-RPC errors, the RFC 9728 metadata; [`metrics`].
 
+mod admit;
 pub mod answer;
 pub mod fetch;
 pub mod filter;
@@ -28,14 +29,13 @@ use std::sync::Arc;
 use crate::config::auth::{AuthConfig, RouteAuth};
 use crate::config::Config;
 use crate::gateway::stages::route::RouteRef;
-use crate::mcp::header::bearer_token;
 pub use answer::Refusal;
 pub use forward::HeaderEdit;
 pub use identity::Identity;
-use jwt::{Policy, TokenError};
+use jwt::Policy;
 use keys::KeyStore;
 use metrics::AuthMetrics;
-use rules::{Decision, Rules};
+use rules::Rules;
 
 /// The auth stage of one gateway generation (rebuilt on reload; the key store carries over
 /// when `auth.jwks` did not change).
@@ -165,166 +165,6 @@ impl Auth {
         true
     }
 
-    /// Authenticate and authorize a request on what its headers claim. `Ok(None)`: no token on
-    /// a route that does not require one.
-    pub async fn admit(
-        &self,
-        headers: &http::HeaderMap,
-        query: Option<&str>,
-        route: RouteRef,
-        method: Option<&str>,
-        name: Option<&str>,
-    ) -> Result<Option<Arc<Identity>>, Refusal> {
-        let settings = self.route_settings(route);
-        let mut required: Vec<&str> = self.config.scopes.iter().map(String::as_str).collect();
-        if let Some(s) = settings {
-            required.extend(s.scopes.iter().map(String::as_str));
-        }
-        let md = self.metadata_url.as_str();
-        if answer::query_has_token(query) {
-            self.metrics.count("bad_request", "token_in_query", "");
-            return Err(answer::token_in_query(md));
-        }
-        if headers.get_all(http::header::AUTHORIZATION).iter().count() > 1 {
-            // RFC 6750 §2: one method, once. Two headers could be read differently upstream.
-            self.metrics.count("bad_request", "several_tokens", "");
-            return Err(answer::several_tokens(md));
-        }
-        let Some(token) = bearer_token(headers) else {
-            if settings.is_some_and(|s| !s.required) {
-                // No token where none is required: the scopes cannot apply, the rules still do.
-                self.authorize(&Identity::anonymous(), &[], method, name)?;
-                return Ok(None);
-            }
-            self.metrics.count("unauthorized", "missing", "");
-            return Err(answer::missing_token(&required, md));
-        };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if let (false, Some(intro)) = (jwt::is_jwt(token), &self.introspector) {
-            let id = match intro.check(token, &self.policy, now).await {
-                Ok(id) => id,
-                Err(introspect::IntrospectError::Token(e)) => {
-                    self.metrics.count("unauthorized", e.reason(), "");
-                    return Err(answer::invalid_token(
-                        log_reason(&e),
-                        &e.describe(),
-                        &required,
-                        md,
-                    ));
-                }
-                Err(introspect::IntrospectError::Unavailable(why)) => {
-                    tracing::warn!("auth: introspection failed: {why}");
-                    self.metrics
-                        .count("unavailable", "introspection_unavailable", "");
-                    return Err(answer::unavailable(
-                        "auth-introspection-unavailable",
-                        "The gateway could not reach the token introspection endpoint; retry later",
-                    ));
-                }
-            };
-            self.authorize(&id, &required, method, name)?;
-            return Ok(Some(id));
-        }
-        self.keys.ensure_refresher();
-        let kid = jwt::kid_of(token);
-        let loaded = self.keys.keys_for(kid.as_deref()).await;
-        if loaded.set.keys.is_empty() {
-            self.metrics.count("unavailable", "keys_unavailable", "");
-            return Err(answer::keys_unavailable());
-        }
-        let key = introspect::Cache::key(token);
-        let cached = {
-            let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-            if v.keys_at != Some(loaded.at) {
-                v.keys_at = Some(loaded.at);
-                v.cache = introspect::Cache::new(VERIFIED_MAX);
-            }
-            v.cache.get(&key, std::time::Instant::now())
-        };
-        if let Some(Ok(id)) = cached {
-            // Still within its exp (entries never outlive it).
-            self.authorize(&id, &required, method, name)?;
-            return Ok(Some(id));
-        }
-        let id = match jwt::verify(token, &loaded.set, &self.policy, now) {
-            Ok(id) => {
-                let id = Arc::new(id);
-                let left = id.exp().map_or(0, |e| e.saturating_sub(now));
-                let ttl = VERIFIED_TTL.min(std::time::Duration::from_secs(left));
-                let at = std::time::Instant::now();
-                let mut v = self.verified.lock().unwrap_or_else(|p| p.into_inner());
-                if v.keys_at == Some(loaded.at) && !ttl.is_zero() {
-                    v.cache.put(key, at + ttl, Ok(id.clone()), at);
-                }
-                id
-            }
-            Err(e) => {
-                self.metrics.count("unauthorized", e.reason(), "");
-                return Err(answer::invalid_token(
-                    log_reason(&e),
-                    &e.describe(),
-                    &required,
-                    md,
-                ));
-            }
-        };
-        self.authorize(&id, &required, method, name)?;
-        Ok(Some(id))
-    }
-
-    fn authorize(
-        &self,
-        id: &Identity,
-        required: &[&str],
-        method: Option<&str>,
-        name: Option<&str>,
-    ) -> Result<(), Refusal> {
-        let md = self.metadata_url.as_str();
-        if required.iter().any(|s| !id.has_scope(s)) {
-            self.metrics.count("forbidden", "insufficient_scope", "");
-            let msg = format!(
-                "The token lacks a required scope; needed: {}",
-                required.join(" ")
-            );
-            return Err(answer::insufficient_scope(
-                "auth-insufficient-scope",
-                msg,
-                None,
-                required,
-                md,
-            ));
-        }
-        match self.rules.decide(method, name, id) {
-            Decision::Allow(rule) => {
-                self.metrics.count("allowed", "ok", rule.unwrap_or(""));
-                Ok(())
-            }
-            Decision::Deny { rule, scopes } => {
-                let label = rule.unwrap_or("default");
-                self.metrics.count("forbidden", "rule_denied", label);
-                let what = match name {
-                    Some(n) => format!("{} {n:?}", method.unwrap_or("")),
-                    None => method.unwrap_or("this request").to_string(),
-                };
-                let msg = match rule {
-                    Some(r) => format!("Rule {r:?} of auth.rules denies {what} to this caller"),
-                    None => format!("No rule of auth.rules allows {what} (auth.default: deny)"),
-                };
-                let mut hint: Vec<&str> = required.to_vec();
-                hint.extend(scopes);
-                Err(answer::insufficient_scope(
-                    "auth-rule-denied",
-                    msg,
-                    Some(label),
-                    &hint,
-                    md,
-                ))
-            }
-        }
-    }
-
     /// Whether the list result of `method` is filtered for callers.
     pub fn filters(&self, method: Option<&str>) -> bool {
         let Some((_, _, call)) = method.and_then(filter::list_shape) else {
@@ -356,22 +196,6 @@ impl Auth {
                 .rules
                 .decide(Some(call_method), Some(name), id)
                 .allowed()
-    }
-}
-
-/// The access-log reason of an invalid token.
-fn log_reason(e: &TokenError) -> &'static str {
-    match e {
-        TokenError::Malformed => "auth-token-malformed",
-        TokenError::Algorithm(_) => "auth-token-bad-algorithm",
-        TokenError::UnknownKey => "auth-token-unknown-key",
-        TokenError::Signature => "auth-token-bad-signature",
-        TokenError::Expired => "auth-token-expired",
-        TokenError::NotYetValid => "auth-token-not-yet-valid",
-        TokenError::Issuer => "auth-token-bad-issuer",
-        TokenError::Audience => "auth-token-bad-audience",
-        TokenError::MissingClaim(_) => "auth-token-missing-claim",
-        TokenError::Inactive => "auth-token-inactive",
     }
 }
 

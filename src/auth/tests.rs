@@ -3,6 +3,7 @@
 #[path = "testkeys.rs"]
 mod testkeys;
 
+use super::jwt::TokenError;
 use super::*;
 use crate::gateway::stages::route::RouteRef;
 use serde_json::json;

@@ -7,10 +7,11 @@
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::http::{in_band, json_response, reject, Body, Instance};
-use super::state::{request_digest, StateCodec, StateError};
+use super::state::{request_digest, StateCodec, StateError, StatePayload};
 use super::tasks::serve as tasks;
 use super::tools::{self, Call, Outcome, TaskSupport};
 use crate::mcp::caching::param_matches;
@@ -52,6 +53,8 @@ pub(super) fn missing_caps(required: Value) -> Rejection {
     .with_data(json!({ "requiredCapabilities": required }))
 }
 
+/// One tools/call or prompts/get leg: its arguments and capabilities checked, the returned
+/// `requestState` verified, the tool or prompt run, and its outcome answered.
 pub(super) async fn mrtr(
     inst: &Arc<Instance>,
     headers: &HeaderMap,
@@ -60,66 +63,25 @@ pub(super) async fn mrtr(
     id: &RawValue,
     flow: Flow<'_>,
 ) -> Response<Body> {
-    let shared = &inst.shared;
     let empty = Map::new();
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(m)) => m,
-        Some(_) => {
-            return in_band(
-                id,
-                codes::INVALID_PARAMS,
-                "params.arguments must be an object",
-                None,
-            )
-        }
+    let args = match arguments(params, &empty) {
+        Ok(args) => args,
+        Err(msg) => return in_band(id, codes::INVALID_PARAMS, &msg, None),
     };
     let with_tasks = tasks::client_has_tasks(caps);
-    if flow.task == TaskSupport::Required && !with_tasks {
-        return reject(&missing_caps(tasks::required()), Some(id));
-    }
-    if let Some(required) = tools::missing_capabilities(flow.needs, caps) {
-        return reject(&missing_caps(required), Some(id));
-    }
-    if let Err(rej) = check_param_headers(headers, args, flow.param_headers) {
+    if let Err(rej) = check_capabilities(headers, args, caps, with_tasks, &flow) {
         return reject(&rej, Some(id));
     }
-    let answers = match params.get(INPUT_RESPONSES) {
-        None => &empty,
-        Some(Value::Object(m)) => {
-            if let Some((k, _)) = m.iter().find(|(_, v)| !v.is_object()) {
-                return in_band(
-                    id,
-                    codes::INVALID_PARAMS,
-                    &format!("inputResponses.{k} must be an object (the client's result for that input request)"),
-                    None,
-                );
-            }
-            m
-        }
-        Some(_) => return in_band(
-            id,
-            codes::INVALID_PARAMS,
-            "params.inputResponses must be an object mapping each inputRequests key to its answer",
-            None,
-        ),
+    let answers = match input_responses(params, &empty) {
+        Ok(answers) => answers,
+        Err(msg) => return in_band(id, codes::INVALID_PARAMS, &msg, None),
     };
     let principal = inst.shared.principal(headers);
     let args_value = Value::Object(args.clone());
     let digest = request_digest(flow.method, flow.name, &args_value);
-    let state = match params.get(REQUEST_STATE) {
-        None => None,
-        Some(Value::String(s)) => match shared.codec.verify(s, &principal, flow.method, &digest) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let msg = explain_pinned(&shared.codec, s, &e, flow.pinned, args).unwrap_or_else(|| e.message());
-                tracing::debug!(tool = flow.name, "requestState refused: {msg}");
-                return in_band(id, codes::INVALID_PARAMS, &msg, None);
-            }
-        },
-        Some(_) => {
-            return in_band(id, codes::INVALID_PARAMS, "params.requestState must be the string from the previous input_required result, echoed byte for byte", None)
-        }
+    let state = match request_state(inst, params, &principal, &digest, args, &flow) {
+        Ok(state) => state,
+        Err(msg) => return in_band(id, codes::INVALID_PARAMS, &msg, None),
     };
     let visible = if flow.sealed && state.is_none() {
         &empty
@@ -134,13 +96,123 @@ pub(super) async fn mrtr(
         state: state.as_ref(),
     };
     let outcome = (flow.run)(&call).unwrap_or_else(|e| e);
+    let leg = Leg {
+        inst,
+        params,
+        id,
+        principal: &principal,
+        digest: &digest,
+        round: call.round() + 1,
+        with_tasks,
+    };
+    answer(leg, &flow, outcome).await
+}
+
+/// `params.arguments` (absent or null: none); `Err` is the message of the in-band refusal of
+/// one that is no object.
+fn arguments<'a>(
+    params: &'a Map<String, Value>,
+    empty: &'a Map<String, Value>,
+) -> Result<&'a Map<String, Value>, Cow<'static, str>> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(empty),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err("params.arguments must be an object".into()),
+    }
+}
+
+/// What the flow needs of the client: the tasks capability when tasks are required, the
+/// declared capabilities, and `Mcp-Param-*` headers that agree with the arguments.
+fn check_capabilities(
+    headers: &HeaderMap,
+    args: &Map<String, Value>,
+    caps: &Map<String, Value>,
+    with_tasks: bool,
+    flow: &Flow<'_>,
+) -> Result<(), Rejection> {
+    if flow.task == TaskSupport::Required && !with_tasks {
+        return Err(missing_caps(tasks::required()));
+    }
+    if let Some(required) = tools::missing_capabilities(flow.needs, caps) {
+        return Err(missing_caps(required));
+    }
+    check_param_headers(headers, args, flow.param_headers)
+}
+
+/// `params.inputResponses` (absent: none), each answer an object; `Err` is the message of the
+/// in-band refusal.
+fn input_responses<'a>(
+    params: &'a Map<String, Value>,
+    empty: &'a Map<String, Value>,
+) -> Result<&'a Map<String, Value>, Cow<'static, str>> {
+    match params.get(INPUT_RESPONSES) {
+        None => Ok(empty),
+        Some(Value::Object(m)) => {
+            if let Some((k, _)) = m.iter().find(|(_, v)| !v.is_object()) {
+                return Err(format!("inputResponses.{k} must be an object (the client's result for that input request)").into());
+            }
+            Ok(m)
+        }
+        Some(_) => Err(
+            "params.inputResponses must be an object mapping each inputRequests key to its answer"
+                .into(),
+        ),
+    }
+}
+
+/// The returned `requestState`, verified for this caller and request (absent: a first leg);
+/// `Err` is the message of the in-band refusal.
+fn request_state(
+    inst: &Instance,
+    params: &Map<String, Value>,
+    principal: &str,
+    digest: &str,
+    args: &Map<String, Value>,
+    flow: &Flow<'_>,
+) -> Result<Option<StatePayload>, Cow<'static, str>> {
+    let codec = &inst.shared.codec;
+    match params.get(REQUEST_STATE) {
+        None => Ok(None),
+        Some(Value::String(s)) => match codec.verify(s, principal, flow.method, digest) {
+            Ok(p) => Ok(Some(p)),
+            Err(e) => {
+                let msg = explain_pinned(codec, s, &e, flow.pinned, args).unwrap_or_else(|| e.message());
+                tracing::debug!(tool = flow.name, "requestState refused: {msg}");
+                Err(msg.into())
+            }
+        },
+        Some(_) => Err("params.requestState must be the string from the previous input_required result, echoed byte for byte".into()),
+    }
+}
+
+/// What answering a leg's outcome needs of the leg.
+struct Leg<'a> {
+    inst: &'a Arc<Instance>,
+    params: &'a Map<String, Value>,
+    id: &'a RawValue,
+    principal: &'a str,
+    digest: &'a str,
+    /// The round a next `requestState` is minted for.
+    round: u32,
+    /// The client declared the tasks capability.
+    with_tasks: bool,
+}
+
+/// Answer a tool's outcome: a result, `input_required` with the next sealed state, an error, a
+/// stream, a task (started, or run inline for a client without tasks), or a ledger operation.
+async fn answer(leg: Leg<'_>, flow: &Flow<'_>, outcome: Outcome) -> Response<Body> {
+    let Leg { inst, id, .. } = leg;
     match outcome {
         Outcome::Complete(result) => inst.ok(id, result),
         Outcome::Ask { requests, data } => {
-            let round = call.round() + 1;
-            let token = shared
-                .codec
-                .mint(&principal, flow.method, &digest, round, data, &inst.id);
+            let token = inst.shared.codec.mint(
+                leg.principal,
+                flow.method,
+                leg.digest,
+                leg.round,
+                data,
+                &inst.id,
+            );
             let result = json!({ INPUT_REQUESTS: requests, REQUEST_STATE: token });
             json_response(
                 StatusCode::OK,
@@ -149,12 +221,12 @@ pub(super) async fn mrtr(
         }
         Outcome::Error(code, msg) => in_band(id, code, &msg, None),
         Outcome::NeedCapabilities(required) => reject(&missing_caps(required), Some(id)),
-        Outcome::Special(s) => super::stream::special(inst, params, id, s).await,
-        Outcome::Task(job) if with_tasks && flow.task != TaskSupport::Forbidden => {
-            tasks::start(inst, &principal, flow.name, job, id)
+        Outcome::Special(s) => super::stream::special(inst, leg.params, id, s).await,
+        Outcome::Task(job) if leg.with_tasks && flow.task != TaskSupport::Forbidden => {
+            tasks::start(inst, leg.principal, flow.name, job, id)
         }
         Outcome::Task(job) => tasks::inline(inst, flow.name, job, id).await,
-        Outcome::Ledger(op) => match tools::settle(op, &shared.ledger).await {
+        Outcome::Ledger(op) => match tools::settle(op, &inst.shared.ledger).await {
             Ok(result) => inst.ok(id, result),
             Err(msg) => in_band(id, codes::INTERNAL_ERROR, &msg, None),
         },

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use super::auth_keys::{AlgName, IntrospectionConfig, JwksConfig};
-use super::{humantime_serde_compat, ConfigError, Match, Pos};
+use super::{humantime_serde_compat, ConfigError, ErrAt, Match, Pos};
 
 /// The MCP listener acts as an OAuth 2.1 resource server (spec §Authorization).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
@@ -237,8 +237,21 @@ impl AuthConfig {
         file: &str,
     ) -> Result<(), ConfigError> {
         let err = |path: &str, message: String| ConfigError::at(file, at(path), message);
-        let absolute =
-            |u: &str| (u.starts_with("https://") || u.starts_with("http://")) && u.len() > 8;
+        self.check_issuer(&err)?;
+        self.check_introspection(&err)?;
+        self.check_tokens(&err)?;
+        self.check_forward(pools, &err)?;
+        if self.list_filter.max_bytes == 0 {
+            return Err(err(
+                "auth.list_filter.max_bytes",
+                "auth.list_filter.max_bytes: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The resource URI, the issuer, and exactly one source of its keys.
+    fn check_issuer(&self, err: &ErrAt) -> Result<(), ConfigError> {
         if !absolute(&self.resource) || self.resource.contains('#') {
             return Err(err("auth.resource", format!(
                 "auth.resource: {:?} must be this resource's absolute canonical URI without a fragment, e.g. https://mcp.example.com/mcp",
@@ -266,29 +279,41 @@ impl AuthConfig {
                 ))
             }
         }
-        if let Some(i) = &self.introspection {
-            if !absolute(&i.url) {
-                return Err(err(
-                    "auth.introspection.url",
-                    format!(
-                        "auth.introspection.url: {:?} is not an http:// or https:// URL",
-                        i.url
-                    ),
-                ));
-            }
-            if i.client_secret.is_some() && i.client_secret_file.is_some() {
-                return Err(err(
-                    "auth.introspection.client_secret",
-                    "auth.introspection: give client_secret or client_secret_file, not both".into(),
-                ));
-            }
-            if i.cache_size == 0 {
-                return Err(err(
-                    "auth.introspection.cache_size",
-                    "auth.introspection.cache_size: must be at least 1".into(),
-                ));
-            }
+        Ok(())
+    }
+
+    /// The introspection endpoint, when configured: a URL, one secret, a cache.
+    fn check_introspection(&self, err: &ErrAt) -> Result<(), ConfigError> {
+        let Some(i) = &self.introspection else {
+            return Ok(());
+        };
+        if !absolute(&i.url) {
+            return Err(err(
+                "auth.introspection.url",
+                format!(
+                    "auth.introspection.url: {:?} is not an http:// or https:// URL",
+                    i.url
+                ),
+            ));
         }
+        if i.client_secret.is_some() && i.client_secret_file.is_some() {
+            return Err(err(
+                "auth.introspection.client_secret",
+                "auth.introspection: give client_secret or client_secret_file, not both".into(),
+            ));
+        }
+        if i.cache_size == 0 {
+            return Err(err(
+                "auth.introspection.cache_size",
+                "auth.introspection.cache_size: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What a token must be: signed with a listed algorithm, naming its principal; and rule
+    /// names that are unique.
+    fn check_tokens(&self, err: &ErrAt) -> Result<(), ConfigError> {
         if self.algorithms.is_empty() {
             return Err(err(
                 "auth.algorithms",
@@ -309,6 +334,11 @@ impl AuthConfig {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// `auth.forward`: pools that exist (`pools`), valid header names other than Authorization.
+    fn check_forward(&self, pools: &[&str], err: &ErrAt) -> Result<(), ConfigError> {
         for (j, p) in self.forward.token_to_pools.iter().enumerate() {
             if !pools.contains(&p.as_str()) {
                 return Err(err(
@@ -331,12 +361,11 @@ impl AuthConfig {
                 return Err(err(&format!("auth.forward.headers.{h}"), "auth.forward.headers: Authorization cannot carry a claim; use token_to_pools to forward the token".into()));
             }
         }
-        if self.list_filter.max_bytes == 0 {
-            return Err(err(
-                "auth.list_filter.max_bytes",
-                "auth.list_filter.max_bytes: must be at least 1".into(),
-            ));
-        }
         Ok(())
     }
+}
+
+/// Whether `u` is an absolute http:// or https:// URL.
+fn absolute(u: &str) -> bool {
+    (u.starts_with("https://") || u.starts_with("http://")) && u.len() > 8
 }

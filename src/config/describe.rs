@@ -6,10 +6,29 @@ use std::fmt::Write as _;
 use super::{cache, redis, route_name, Balance, Config, HashKey, HealthCheckKind};
 use crate::config::Pattern;
 
+/// `*` for a pattern that matches anything.
+fn pat(p: &Option<Pattern>) -> String {
+    p.as_ref().map_or("*".to_string(), |p| p.to_string())
+}
+
 impl Config {
     /// The route table as `mcp-edge check` prints it.
     pub fn describe(&self) -> String {
         let mut out = String::new();
+        self.describe_listeners(&mut out);
+        self.describe_pools(&mut out);
+        self.describe_routes(&mut out);
+        if let Some(f) = &self.federation {
+            out.push_str(&f.describe());
+        }
+        self.describe_caches(&mut out);
+        self.describe_limits(&mut out);
+        self.describe_timeouts(&mut out);
+        out
+    }
+
+    /// Listeners, threads, auth, origins and the upstream header.
+    fn describe_listeners(&self, out: &mut String) {
         let admin = self
             .listen
             .admin
@@ -39,6 +58,10 @@ impl Config {
             "upstream header  {}",
             self.upstream_header.as_deref().unwrap_or("off")
         );
+    }
+
+    /// Each pool: its balancing, instances, health checks, credentials, weights and slow start.
+    fn describe_pools(&self, out: &mut String) {
         let _ = writeln!(out, "\npools");
         for (name, p) in &self.pools {
             let mut policy = match p.balance {
@@ -78,13 +101,16 @@ impl Config {
                 let _ = writeln!(out, "  {:<12} {w}; {ramp}", "");
             }
         }
+    }
+
+    /// The route table (first match wins), then the default route.
+    fn describe_routes(&self, out: &mut String) {
         let _ = writeln!(out, "\nroutes (first match wins)");
         let _ = writeln!(
             out,
             "  {:<4} {:<16} {:<20} {:<24} {:<12} check",
             "#", "route", "method", "name", "pool"
         );
-        let pat = |p: &Option<Pattern>| p.as_ref().map_or("*".to_string(), |p| p.to_string());
         for (i, r) in self.routes.iter().enumerate() {
             let sample = r.validation.unwrap_or(self.validation).sample;
             let _ = writeln!(
@@ -119,9 +145,10 @@ impl Config {
                 );
             }
         }
-        if let Some(f) = &self.federation {
-            out.push_str(&f.describe());
-        }
+    }
+
+    /// The cache settings of each route and of the default route.
+    fn describe_caches(&self, out: &mut String) {
         let caches = self
             .routes
             .iter()
@@ -135,6 +162,10 @@ impl Config {
         for (name, c) in caches {
             let _ = writeln!(out, "{}", cache::describe(&name, &c.unwrap_or_default()));
         }
+    }
+
+    /// Body and header limits, retries, rate limits and Redis.
+    fn describe_limits(&self, out: &mut String) {
         let _ = writeln!(
             out,
             "\nlimits    body {} bytes, headers {} bytes",
@@ -178,6 +209,10 @@ impl Config {
         if let Some(r) = &self.redis {
             let _ = writeln!(out, "{}", redis::describe(r));
         }
+    }
+
+    /// Connect, read, write and idle timeouts, and shutdown timing.
+    fn describe_timeouts(&self, out: &mut String) {
         let t = &self.timeouts;
         let _ = writeln!(
             out,
@@ -189,10 +224,10 @@ impl Config {
             "          client write {:?}; shutdown: grace {:?}, wind down {:?}",
             t.downstream_write, self.shutdown.grace_period, self.shutdown.wind_down
         );
-        out
     }
 }
 
+/// How often a route's requests are checked against their bodies.
 fn describe_sample(s: f64) -> String {
     if s >= 1.0 {
         "every request".into()

@@ -195,6 +195,10 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// How a validation check names the offending key: its path (for the line and column) and the
+/// message.
+pub(crate) type ErrAt<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
+
 impl ConfigError {
     /// An error at `pos` (None: the file as a whole).
     pub fn at(file: &str, pos: Option<Pos>, message: impl Into<String>) -> ConfigError {

@@ -5,13 +5,65 @@
 use std::net::ToSocketAddrs;
 
 use super::{
-    concurrency, connections, flows, redis, route_name, tls, Balance, Config, ConfigError, HashKey,
-    HealthCheckKind, KeyPart, Positions,
+    concurrency, connections, flows, redis, route_name, tls, Balance, Config, ConfigError, ErrAt,
+    HashKey, HealthCheckKind, KeyPart, Positions,
 };
 
 impl Config {
+    /// Every check, in order; the first that fails answers.
     pub(super) fn validate(&self, pos: &Positions, file: &str) -> Result<(), ConfigError> {
         let err = |path: &str, message: String| ConfigError::at(file, pos.near(path), message);
+        self.check_top(&err)?;
+        for (name, pool) in &self.pools {
+            self.check_pool(name, pool, &err)?;
+        }
+        if self.timeouts.request_head.is_zero() {
+            return Err(err(
+                "timeouts.request_head",
+                "timeouts.request_head: must be above 0s (0s would refuse every request); \
+                 use e.g. `request_head: 10s`"
+                    .into(),
+            ));
+        }
+        self.check_caches(&err)?;
+        self.check_routes(&err)?;
+        let route_names: Vec<String> = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| route_name(r, i))
+            .chain(std::iter::once("default".to_string()))
+            .collect();
+        self.check_rate_limits(&route_names, &err)?;
+        if let Err((_, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
+            let path = path_of(&message).to_string();
+            return Err(err(&path, message));
+        }
+        tls::check_listeners(&self.listen.tls, self.listen.mcp, self.listen.admin)
+            .and_then(|()| {
+                self.pools
+                    .iter()
+                    .try_for_each(|(n, p)| tls::check_pool(n, p.tls.as_ref(), p.http))
+            })
+            .map_err(|(key, msg)| err(&key, format!("{key}: {msg}")))?;
+        self.validate_auth(pos, file)?;
+        concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
+        flows::validate(&self.flows, &self.tracing, pos, file)?;
+        connections::validate(&self.connections, pos, file)?;
+        if let Some(f) = &self.federation {
+            f.validate(self, &err)?;
+        }
+        if self.limits.max_body_bytes == 0 {
+            return Err(err(
+                "limits.max_body_bytes",
+                "limits.max_body_bytes: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The top-level keys: `endpoint` is a path, `threads` at least 1, at least one pool.
+    fn check_top(&self, err: &ErrAt) -> Result<(), ConfigError> {
         if !self.endpoint.starts_with('/') {
             return Err(err(
                 "endpoint",
@@ -30,59 +82,67 @@ impl Config {
                 "pools: define at least one pool with instances".into(),
             ));
         }
-        for (name, pool) in &self.pools {
-            if pool.instances.is_empty() {
-                return Err(err(
-                    &format!("pools.{name}.instances"),
-                    format!("pools.{name}.instances: list at least one instance as host:port"),
-                ));
-            }
-            for (j, inst) in pool.instances.iter().enumerate() {
-                if inst
-                    .to_socket_addrs()
-                    .map(|mut a| a.next().is_none())
-                    .unwrap_or(true)
-                {
-                    return Err(err(&format!("pools.{name}.instances[{j}]"), format!(
-                        "pools.{name}.instances: {inst:?} is not a host:port that resolves (write e.g. 127.0.0.1:7001 or backend:7001)"
-                    )));
-                }
-            }
-            let h = &pool.health;
-            if h.check != HealthCheckKind::Off && (h.interval.is_zero() || h.timeout.is_zero()) {
-                return Err(err(
-                    &format!(
-                        "pools.{name}.health.{}",
-                        if h.interval.is_zero() {
-                            "interval"
-                        } else {
-                            "timeout"
-                        }
-                    ),
-                    format!(
-                        "pools.{name}.health: interval and timeout must be above 0s (0s would \
-                         probe without pause); use e.g. `interval: 2s`, or `check: off`"
-                    ),
-                ));
-            }
-            if pool.hash_key.is_some() && pool.balance != Balance::Hash {
-                return Err(err(&format!("pools.{name}.hash_key"), format!(
-                    "pools.{name}.hash_key: only used with `balance: hash`; add it or remove hash_key"
-                )));
-            }
-            check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
-            self.check_credentials(name, pool)
-                .map_err(|(key, msg)| err(&key, msg))?;
-        }
-        if self.timeouts.request_head.is_zero() {
+        Ok(())
+    }
+
+    /// One pool: instances that resolve, health timing, `hash_key` and the balancing keys,
+    /// credentials.
+    fn check_pool(
+        &self,
+        name: &str,
+        pool: &super::PoolConfig,
+        err: &ErrAt,
+    ) -> Result<(), ConfigError> {
+        if pool.instances.is_empty() {
             return Err(err(
-                "timeouts.request_head",
-                "timeouts.request_head: must be above 0s (0s would refuse every request); \
-                 use e.g. `request_head: 10s`"
-                    .into(),
+                &format!("pools.{name}.instances"),
+                format!("pools.{name}.instances: list at least one instance as host:port"),
             ));
         }
-        let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
+        for (j, inst) in pool.instances.iter().enumerate() {
+            if inst
+                .to_socket_addrs()
+                .map(|mut a| a.next().is_none())
+                .unwrap_or(true)
+            {
+                return Err(err(&format!("pools.{name}.instances[{j}]"), format!(
+                    "pools.{name}.instances: {inst:?} is not a host:port that resolves (write e.g. 127.0.0.1:7001 or backend:7001)"
+                )));
+            }
+        }
+        let h = &pool.health;
+        if h.check != HealthCheckKind::Off && (h.interval.is_zero() || h.timeout.is_zero()) {
+            return Err(err(
+                &format!(
+                    "pools.{name}.health.{}",
+                    if h.interval.is_zero() {
+                        "interval"
+                    } else {
+                        "timeout"
+                    }
+                ),
+                format!(
+                    "pools.{name}.health: interval and timeout must be above 0s (0s would \
+                     probe without pause); use e.g. `interval: 2s`, or `check: off`"
+                ),
+            ));
+        }
+        if pool.hash_key.is_some() && pool.balance != Balance::Hash {
+            return Err(err(
+                &format!("pools.{name}.hash_key"),
+                format!(
+                "pools.{name}.hash_key: only used with `balance: hash`; add it or remove hash_key"
+            ),
+            ));
+        }
+        check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
+        self.check_credentials(name, pool)
+            .map_err(|(key, msg)| err(&key, msg))?;
+        Ok(())
+    }
+
+    /// The `cache` settings of every route and of the default route.
+    fn check_caches(&self, err: &ErrAt) -> Result<(), ConfigError> {
         let caches = self
             .routes
             .iter()
@@ -98,6 +158,13 @@ impl Config {
                 return Err(err(&format!("{at}.cache.{key}"), message));
             }
         }
+        Ok(())
+    }
+
+    /// Routes and the default route: a validation share no lower than the global one, and a
+    /// pool that exists.
+    fn check_routes(&self, err: &ErrAt) -> Result<(), ConfigError> {
+        let known = || self.pools.keys().cloned().collect::<Vec<_>>().join(", ");
         for (i, r) in self.routes.iter().enumerate() {
             if let Some(v) = r.validation.filter(|v| v.sample < self.validation.sample) {
                 return Err(err(
@@ -141,13 +208,12 @@ impl Config {
                 ));
             }
         }
-        let route_names: Vec<String> = self
-            .routes
-            .iter()
-            .enumerate()
-            .map(|(i, r)| route_name(r, i))
-            .chain(std::iter::once("default".to_string()))
-            .collect();
+        Ok(())
+    }
+
+    /// `rate_limits`: a route they match exists (`route_names`), `max_keys` at least 1, unique
+    /// names.
+    fn check_rate_limits(&self, route_names: &[String], err: &ErrAt) -> Result<(), ConfigError> {
         for (i, l) in self.rate_limits.iter().enumerate() {
             if let Some(r) = &l.matcher.route {
                 if !route_names.contains(r) {
@@ -175,30 +241,6 @@ impl Config {
                     ),
                 ));
             }
-        }
-        if let Err((_, message)) = redis::validate(self.redis.as_ref(), &self.rate_limits) {
-            let path = path_of(&message).to_string();
-            return Err(err(&path, message));
-        }
-        tls::check_listeners(&self.listen.tls, self.listen.mcp, self.listen.admin)
-            .and_then(|()| {
-                self.pools
-                    .iter()
-                    .try_for_each(|(n, p)| tls::check_pool(n, p.tls.as_ref(), p.http))
-            })
-            .map_err(|(key, msg)| err(&key, format!("{key}: {msg}")))?;
-        self.validate_auth(pos, file)?;
-        concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
-        flows::validate(&self.flows, &self.tracing, pos, file)?;
-        connections::validate(&self.connections, pos, file)?;
-        if let Some(f) = &self.federation {
-            f.validate(self, &err)?;
-        }
-        if self.limits.max_body_bytes == 0 {
-            return Err(err(
-                "limits.max_body_bytes",
-                "limits.max_body_bytes: must be at least 1".into(),
-            ));
         }
         Ok(())
     }

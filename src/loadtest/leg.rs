@@ -10,6 +10,7 @@ use super::client::Answer;
 use super::measure::LegError;
 use super::reply::{
     error_message, instance_from_meta, json_payload, parse_reply, result_text, result_value, Reply,
+    ReplyProblem,
 };
 use super::run::Ctx;
 use super::tally::clip;
@@ -106,12 +107,10 @@ pub(super) async fn send_leg(
         headers.insert(http::header::AUTHORIZATION, principal.clone());
     }
     let req = ctx.http.request(headers, body);
-    let failed = Outcome::Failed { result: None };
     let (ans, mut instance) = match exchange(ctx, req).await {
         Ok(got) => got,
-        Err(e) => return (failed, Some(e), None),
+        Err(e) => return (Outcome::Failed { result: None }, Some(e), None),
     };
-    let status = ans.status.as_u16();
     let payload = json_payload(
         &ans.body,
         ans.headers
@@ -128,7 +127,22 @@ pub(super) async fn send_leg(
         };
         instance = meta.and_then(instance_from_meta).map(Bytes::from);
     }
-    let message = || error_message(&payload);
+    let (outcome, e) = classify(&ans, &payload, reply, mode);
+    (outcome, e, instance)
+}
+
+/// What an answer means for the flow: the outcome, and the error when the leg failed. A bad
+/// request expects its refusal; any other leg fails on an HTTP error status, else its reply
+/// says ([`read_reply`]).
+fn classify(
+    ans: &Answer,
+    payload: &[u8],
+    reply: Result<Reply<'_>, ReplyProblem>,
+    mode: LegMode,
+) -> (Outcome, Option<LegError>) {
+    let status = ans.status.as_u16();
+    let failed = Outcome::Failed { result: None };
+    let message = || error_message(payload);
     if mode.bad {
         // Expected: 400 with -32020. The id may be absent from a gateway's rejection.
         let code = match &reply {
@@ -140,7 +154,7 @@ pub(super) async fn send_leg(
             (200..=299, _) => err("bad_not_rejected", Some(status), code, message()),
             _ => err("bad_wrong_rejection", Some(status), code, message()),
         };
-        return (failed, e, instance);
+        return (failed, e);
     }
     if !ans.status.is_success() {
         let code = match reply {
@@ -149,55 +163,50 @@ pub(super) async fn send_leg(
         };
         let msg = message()
             .or_else(|| (!ans.body.is_empty()).then(|| clip(&String::from_utf8_lossy(&ans.body))));
-        return (
-            failed,
-            err("http_status", Some(status), code, msg),
-            instance,
-        );
+        return (failed, err("http_status", Some(status), code, msg));
     }
+    read_reply(payload, reply, status, mode)
+}
+
+/// The outcome of a reply with a success status: its result, input requests or task, or the
+/// error it carries.
+fn read_reply(
+    payload: &[u8],
+    reply: Result<Reply<'_>, ReplyProblem>,
+    status: u16,
+    mode: LegMode,
+) -> (Outcome, Option<LegError>) {
+    let failed = Outcome::Failed { result: None };
     match reply {
         Err(p) => {
-            let msg = format!("{:?}: {}", p, clip(&String::from_utf8_lossy(&payload)));
-            (
-                failed,
-                err(p.kind(), Some(status), None, Some(msg)),
-                instance,
-            )
+            let msg = format!("{:?}: {}", p, clip(&String::from_utf8_lossy(payload)));
+            (failed, err(p.kind(), Some(status), None, Some(msg)))
         }
         Ok(Reply::Error { code }) => (
             failed,
-            err("jsonrpc_error", Some(status), Some(code), message()),
-            instance,
+            err(
+                "jsonrpc_error",
+                Some(status),
+                Some(code),
+                error_message(payload),
+            ),
         ),
-        Ok(Reply::Complete { is_error: true, .. }) => {
-            let result = result_value(&payload);
-            if mode.tool_error_ok {
-                return (Outcome::Complete { result: None }, None, instance);
-            }
-            let text = result.as_ref().and_then(result_text);
-            let result = if mode.want_result { result } else { None };
-            (
-                Outcome::Failed { result },
-                err("tool_error", Some(status), None, text),
-                instance,
-            )
-        }
+        Ok(Reply::Complete { is_error: true, .. }) => tool_error(payload, status, mode),
         Ok(Reply::Complete {
             is_error: false, ..
         }) => {
             let result = if mode.want_result {
-                result_value(&payload)
+                result_value(payload)
             } else {
                 None
             };
-            (Outcome::Complete { result }, None, instance)
+            (Outcome::Complete { result }, None)
         }
         Ok(Reply::Task { task_id, .. }) => (
             Outcome::Task {
                 task_id: task_id.into_owned(),
             },
             None,
-            instance,
         ),
         Ok(Reply::InputRequired {
             input_requests,
@@ -209,7 +218,21 @@ pub(super) async fn send_leg(
                 request_state: request_state.map(str::to_owned),
             },
             None,
-            instance,
         ),
     }
+}
+
+/// A tool result with `isError`: the expected end after a decline or cancel, else a failed
+/// flow with the tool's text as the error.
+fn tool_error(payload: &[u8], status: u16, mode: LegMode) -> (Outcome, Option<LegError>) {
+    let result = result_value(payload);
+    if mode.tool_error_ok {
+        return (Outcome::Complete { result: None }, None);
+    }
+    let text = result.as_ref().and_then(result_text);
+    let result = if mode.want_result { result } else { None };
+    (
+        Outcome::Failed { result },
+        err("tool_error", Some(status), None, text),
+    )
 }

@@ -114,55 +114,11 @@ fn preflight_headers(opts: &LoadTestArgs, extra: &HeaderMap) -> anyhow::Result<H
 pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyhow::Result<Plan> {
     let extra = parse_headers(&opts.header)?;
     let want_auto = opts.tool.is_none() && opts.scenario == auto::AUTO;
-    let discovery = if opts.no_preflight {
-        if want_auto {
-            bail!("--scenario auto needs the preflight's tools/list; leave out --no-preflight");
-        }
-        None
-    } else {
-        let d = preflight::discover(http, &preflight_headers(opts, &extra)?, opts.timeout).await;
-        if print {
-            eprintln!("{}", d.summary());
-        }
-        Some(d)
-    };
-    let mut excluded = Vec::new();
-    let mut scenario = match (&opts.tool, want_auto) {
-        (Some(t), _) => Scenario::one_tool(t, opts.tool_args.as_deref(), &opts.answer)?,
-        (None, true) => {
-            let d = discovery.as_ref().expect("preflight ran");
-            if let Some(e) = &d.list_error {
-                return Err(PreflightError(format!(
-                    "--scenario auto needs the target's tools, but tools/list failed: {e}"
-                ))
-                .into());
-            }
-            let (s, ex) = auto::scenario(&d.tools, opts.include_destructive)
-                .map_err(|e| PreflightError(format!("{e:#}")))?;
-            if print && !ex.is_empty() {
-                let list: Vec<String> = ex.iter().map(|(n, w)| format!("{n} ({w})")).collect();
-                eprintln!("preflight: auto scenario leaves out {}", list.join(", "));
-            }
-            excluded = ex;
-            s
-        }
-        (None, false) => Scenario::load(&opts.scenario)?,
-    };
+    let discovery = discover(opts, http, &extra, want_auto, print).await?;
+    let (mut scenario, excluded) = choose_scenario(opts, discovery.as_ref(), want_auto, print)?;
     if let Some(d) = &discovery {
         d.check_scenario(&scenario)?;
-        // Tools that declare x-mcp-header get their Mcp-Param-* headers, unless the flow says.
-        for f in &mut scenario.flows {
-            let Some(tool) = f.tool.as_deref().and_then(|t| d.tool(t)) else {
-                continue;
-            };
-            if f.param_headers.is_empty() {
-                for (arg, suffix) in header_params(tool) {
-                    if f.arguments.contains_key(&arg) {
-                        f.param_headers.insert(suffix, arg);
-                    }
-                }
-            }
-        }
+        add_param_headers(&mut scenario, d);
     }
     let cli_checks = opts
         .check
@@ -175,45 +131,15 @@ pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyh
         (Some(p), None) => Some(Feed::load(p, opts.feed_order)?),
         (None, _) => None,
     };
+    let given = Given {
+        feed: feed.as_ref(),
+        discovery: discovery.as_ref(),
+        cli_checks: &cli_checks,
+        extra: &extra,
+    };
     let mut flows = Vec::with_capacity(scenario.flows.len());
     for spec in &scenario.flows {
-        let args = Value::Object(spec.arguments.clone());
-        feed::validate(&args, feed.as_ref())
-            .map_err(|e| anyhow::anyhow!("flow {:?}: {e}", spec.label()))?;
-        let out_schema = spec
-            .tool
-            .as_deref()
-            .and_then(|t| discovery.as_ref()?.tool(t)?.get("outputSchema"));
-        let mut checks = Vec::new();
-        for c in &spec.checks {
-            checks.push(
-                Check::compile(c, out_schema)
-                    .with_context(|| format!("flow {:?}, check {}", spec.label(), c.label()))?,
-            );
-        }
-        if spec.tool.is_some() {
-            for c in &cli_checks {
-                if c.output_schema && out_schema.is_none() {
-                    continue; // `--check schema` applies to tools that declare one.
-                }
-                checks.push(
-                    Check::compile(c, out_schema)
-                        .with_context(|| format!("--check {}", c.label()))?,
-                );
-            }
-        }
-        let mut tpl = FlowTemplate::new(spec)?;
-        add_headers(&mut tpl, &extra);
-        let label = tpl.label.clone();
-        for c in &mut checks {
-            c.label = format!("{label}: {}", c.label);
-        }
-        flows.push(FlowPlan {
-            tpl,
-            spec: spec.clone(),
-            dynamic: feed::has_templates(&args),
-            checks,
-        });
+        flows.push(compile_flow(spec, given)?);
     }
     Ok(Plan {
         scenario,
@@ -222,6 +148,127 @@ pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyh
         feed,
         extra,
         excluded,
+    })
+}
+
+/// The preflight against the target (its summary printed when `print`), or `None` with
+/// `--no-preflight` (refused when the scenario is `auto`, which needs it).
+async fn discover(
+    opts: &LoadTestArgs,
+    http: &Http,
+    extra: &HeaderMap,
+    want_auto: bool,
+    print: bool,
+) -> anyhow::Result<Option<Discovery>> {
+    if opts.no_preflight {
+        if want_auto {
+            bail!("--scenario auto needs the preflight's tools/list; leave out --no-preflight");
+        }
+        return Ok(None);
+    }
+    let d = preflight::discover(http, &preflight_headers(opts, extra)?, opts.timeout).await;
+    if print {
+        eprintln!("{}", d.summary());
+    }
+    Ok(Some(d))
+}
+
+/// The scenario to run: the `--tool` one-liner, `auto` (from the preflight's tools, with those
+/// left out and why), or a built-in or file.
+fn choose_scenario(
+    opts: &LoadTestArgs,
+    discovery: Option<&Discovery>,
+    want_auto: bool,
+    print: bool,
+) -> anyhow::Result<(Scenario, Vec<(String, &'static str)>)> {
+    let scenario = match (&opts.tool, want_auto) {
+        (Some(t), _) => Scenario::one_tool(t, opts.tool_args.as_deref(), &opts.answer)?,
+        (None, true) => {
+            let d = discovery.expect("preflight ran");
+            if let Some(e) = &d.list_error {
+                return Err(PreflightError(format!(
+                    "--scenario auto needs the target's tools, but tools/list failed: {e}"
+                ))
+                .into());
+            }
+            let (s, ex) = auto::scenario(&d.tools, opts.include_destructive)
+                .map_err(|e| PreflightError(format!("{e:#}")))?;
+            if print && !ex.is_empty() {
+                let list: Vec<String> = ex.iter().map(|(n, w)| format!("{n} ({w})")).collect();
+                eprintln!("preflight: auto scenario leaves out {}", list.join(", "));
+            }
+            return Ok((s, ex));
+        }
+        (None, false) => Scenario::load(&opts.scenario)?,
+    };
+    Ok((scenario, Vec::new()))
+}
+
+/// Tools that declare x-mcp-header get their Mcp-Param-* headers, unless the flow says.
+fn add_param_headers(scenario: &mut Scenario, d: &Discovery) {
+    for f in &mut scenario.flows {
+        let Some(tool) = f.tool.as_deref().and_then(|t| d.tool(t)) else {
+            continue;
+        };
+        if f.param_headers.is_empty() {
+            for (arg, suffix) in header_params(tool) {
+                if f.arguments.contains_key(&arg) {
+                    f.param_headers.insert(suffix, arg);
+                }
+            }
+        }
+    }
+}
+
+/// What every flow is compiled against.
+#[derive(Clone, Copy)]
+struct Given<'a> {
+    feed: Option<&'a Feed>,
+    discovery: Option<&'a Discovery>,
+    /// The `--check` options (applied to every tool flow).
+    cli_checks: &'a [CheckSpec],
+    /// The `-H` headers.
+    extra: &'a HeaderMap,
+}
+
+/// One flow compiled: its arguments checked against the feed, its content checks (its own,
+/// then the `--check` ones) against the tool's output schema, its template with the headers.
+fn compile_flow(spec: &FlowSpec, given: Given<'_>) -> anyhow::Result<FlowPlan> {
+    let args = Value::Object(spec.arguments.clone());
+    feed::validate(&args, given.feed)
+        .map_err(|e| anyhow::anyhow!("flow {:?}: {e}", spec.label()))?;
+    let out_schema = spec
+        .tool
+        .as_deref()
+        .and_then(|t| given.discovery?.tool(t)?.get("outputSchema"));
+    let mut checks = Vec::new();
+    for c in &spec.checks {
+        checks.push(
+            Check::compile(c, out_schema)
+                .with_context(|| format!("flow {:?}, check {}", spec.label(), c.label()))?,
+        );
+    }
+    if spec.tool.is_some() {
+        for c in given.cli_checks {
+            if c.output_schema && out_schema.is_none() {
+                continue; // `--check schema` applies to tools that declare one.
+            }
+            checks.push(
+                Check::compile(c, out_schema).with_context(|| format!("--check {}", c.label()))?,
+            );
+        }
+    }
+    let mut tpl = FlowTemplate::new(spec)?;
+    add_headers(&mut tpl, given.extra);
+    let label = tpl.label.clone();
+    for c in &mut checks {
+        c.label = format!("{label}: {}", c.label);
+    }
+    Ok(FlowPlan {
+        tpl,
+        spec: spec.clone(),
+        dynamic: feed::has_templates(&args),
+        checks,
     })
 }
 

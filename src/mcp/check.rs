@@ -54,6 +54,10 @@ fn clip(s: &str) -> &str {
     }
 }
 
+const PV: &str = "MCP-Protocol-Version";
+const MM: &str = "Mcp-Method";
+const MN: &str = "Mcp-Name";
+
 /// Check a request's headers against its body. `Ok` means the headers can be trusted: the
 /// method and name they claim are the ones the body carries.
 ///
@@ -66,14 +70,28 @@ pub fn check_request(
     env: &Envelope,
     policy: VersionPolicy,
 ) -> Result<(), Rejection> {
-    const PV: &str = "MCP-Protocol-Version";
-    const MM: &str = "Mcp-Method";
-    const MN: &str = "Mcp-Name";
     let method = env.method.as_deref().unwrap_or_default();
-    let body_version = env.protocol_version.as_deref();
+    legacy_initialize(claims, env, method, policy)?;
+    version_header(claims, env)?;
+    method_header(claims, env, method)?;
+    repeated_param(claims)?;
+    if env.is_notification() {
+        return Ok(());
+    }
+    version_served(claims, policy)?;
+    required_meta(env)?;
+    name_header(claims, env, method)
+}
 
-    // 0. A 2025-era client (`initialize`, no version header) learns which versions are served
-    //    (a modern-only server SHOULD list them in whatever error it answers initialize with).
+/// Step 0: a 2025-era client (`initialize`, no version header) learns which versions are served
+/// (a modern-only server SHOULD list them in whatever error it answers initialize with).
+#[inline]
+fn legacy_initialize(
+    claims: &Claims,
+    env: &Envelope,
+    method: &str,
+    policy: VersionPolicy,
+) -> Result<(), Rejection> {
     if method == "initialize" && matches!(claims.protocol_version, Claim::Absent) {
         let requested = env.legacy_version.as_deref().unwrap_or("");
         return Err(Rejection::unsupported_version(
@@ -81,8 +99,12 @@ pub fn check_request(
             requested,
         ));
     }
+    Ok(())
+}
 
-    // 1. Protocol version header against the body.
+/// Step 1: the protocol version header against the body's `_meta` protocolVersion.
+#[inline]
+fn version_header(claims: &Claims, env: &Envelope) -> Result<(), Rejection> {
     match &claims.protocol_version {
         Claim::Invalid(p) => return Err(problem(PV, "protocol-version-invalid", *p)),
         Claim::Absent if !env.is_notification() => {
@@ -93,7 +115,7 @@ pub fn check_request(
             ))
         }
         Claim::Present(h) => {
-            if let Some(b) = body_version {
+            if let Some(b) = env.protocol_version.as_deref() {
                 if b != h.as_ref() {
                     return Err(mismatch(
                         PV,
@@ -107,44 +129,55 @@ pub fn check_request(
         }
         Claim::Absent => {}
     }
+    Ok(())
+}
 
-    // 2. Mcp-Method.
+/// Step 2: the `Mcp-Method` header's presence and value against the body's method.
+#[inline]
+fn method_header(claims: &Claims, env: &Envelope, method: &str) -> Result<(), Rejection> {
     match &claims.method {
-        Claim::Invalid(p) => return Err(problem(MM, "mcp-method-invalid", *p)),
+        Claim::Invalid(p) => Err(problem(MM, "mcp-method-invalid", *p)),
         Claim::Absent if !env.is_notification() => {
-            return Err(missing(MM, "mcp-method-missing", "on every request"))
+            Err(missing(MM, "mcp-method-missing", "on every request"))
         }
         Claim::Present(h) if h.as_ref() != method => {
-            return Err(mismatch(MM, "mcp-method-mismatch", h, "method", method))
+            Err(mismatch(MM, "mcp-method-mismatch", h, "method", method))
         }
-        _ => {}
+        _ => Ok(()),
     }
-    // 2b. An Mcp-Param-* header mirrors one argument: a second copy could be read instead.
-    if let Some(name) = claims.repeated_param {
-        return Err(Rejection::header_mismatch(
+}
+
+/// Step 2b: an Mcp-Param-* header mirrors one argument: a second copy could be read instead.
+#[inline]
+fn repeated_param(claims: &Claims) -> Result<(), Rejection> {
+    match claims.repeated_param {
+        Some(name) => Err(Rejection::header_mismatch(
             "mcp-param-invalid",
             format!("The {name} header appears more than once; send it once"),
         )
-        .with_data(json!({ "header": name })));
+        .with_data(json!({ "header": name }))),
+        None => Ok(()),
     }
-    if env.is_notification() {
-        return Ok(());
-    }
+}
 
-    // 3. Header and body agree; is the version served?
-    if let Some(v) = claims.protocol_version.value() {
-        if !policy.accepts(v) {
-            return Err(Rejection::unsupported_version(policy.supported(), v));
-        }
+/// Step 3: header and body agree; is the version served?
+#[inline]
+fn version_served(claims: &Claims, policy: VersionPolicy) -> Result<(), Rejection> {
+    match claims.protocol_version.value() {
+        Some(v) if !policy.accepts(v) => Err(Rejection::unsupported_version(policy.supported(), v)),
+        _ => Ok(()),
     }
+}
 
-    // 4. Required _meta fields.
+/// Step 4: the `_meta` fields every request of this revision carries.
+#[inline]
+fn required_meta(env: &Envelope) -> Result<(), Rejection> {
     if !env.has_meta {
         return Err(Rejection::invalid_meta(
             "params._meta is required on every request of revision 2026-07-28",
         ));
     }
-    if body_version.is_none() {
+    if env.protocol_version.is_none() {
         return Err(Rejection::invalid_meta(
             "params._meta[\"io.modelcontextprotocol/protocolVersion\"] is required (a string)",
         ));
@@ -154,26 +187,28 @@ pub fn check_request(
             "params._meta[\"io.modelcontextprotocol/clientCapabilities\"] is required (an object, {} for none)",
         ));
     }
-
-    // 5. Mcp-Name on the three methods that require it.
-    if let Some(field) = name_field(method) {
-        let want = env.mcp_name();
-        match &claims.name {
-            Claim::Invalid(p) => return Err(problem(MN, "mcp-name-invalid", *p)),
-            Claim::Absent => return Err(missing(MN, "mcp-name-missing", &format!("on {method}"))),
-            Claim::Present(h) if Some(h.as_ref()) != want => {
-                return Err(mismatch(
-                    MN,
-                    "mcp-name-mismatch",
-                    h,
-                    field.path(),
-                    want.unwrap_or("(missing)"),
-                ))
-            }
-            _ => {}
-        }
-    }
     Ok(())
+}
+
+/// Step 5: `Mcp-Name` on the three methods that require it, against the body's name field.
+#[inline]
+fn name_header(claims: &Claims, env: &Envelope, method: &str) -> Result<(), Rejection> {
+    let Some(field) = name_field(method) else {
+        return Ok(());
+    };
+    let want = env.mcp_name();
+    match &claims.name {
+        Claim::Invalid(p) => Err(problem(MN, "mcp-name-invalid", *p)),
+        Claim::Absent => Err(missing(MN, "mcp-name-missing", &format!("on {method}"))),
+        Claim::Present(h) if Some(h.as_ref()) != want => Err(mismatch(
+            MN,
+            "mcp-name-mismatch",
+            h,
+            field.path(),
+            want.unwrap_or("(missing)"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

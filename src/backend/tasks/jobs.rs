@@ -100,53 +100,8 @@ pub async fn run(job: Job, ctx: &mut TaskCtx) -> Result<JobEnd, Stop> {
                 "protocol_error_job hit an internal error, as it always does".into(),
             ))
         }
-        Job::ConfirmDelete { filename } => {
-            let q = elicit(
-                format!("Delete {filename}?"),
-                json!({"confirm": {"type": "boolean"}}),
-                &["confirm"],
-            );
-            let answers = ctx.ask(one("confirm_delete", q)).await?;
-            let yes = accepted(answers.get("confirm_delete"))
-                .and_then(|c| c.get("confirm"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            Ok(text(if yes {
-                format!("Deleted {filename}")
-            } else {
-                format!("Kept {filename}: the deletion was not confirmed")
-            }))
-        }
-        Job::MultiInput => {
-            let mut reqs = Map::new();
-            reqs.insert(
-                "name".into(),
-                elicit(
-                    "What is your name?".into(),
-                    json!({"name": {"type": "string"}}),
-                    &["name"],
-                ),
-            );
-            reqs.insert(
-                "confirm".into(),
-                elicit(
-                    "Shall we go on?".into(),
-                    json!({"confirm": {"type": "boolean"}}),
-                    &["confirm"],
-                ),
-            );
-            let answers = ctx.ask(reqs).await?;
-            let mut keys: Vec<&String> = answers.keys().collect();
-            keys.sort();
-            Ok(text(format!(
-                "multi_input received {} answers ({})",
-                keys.len(),
-                keys.iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )))
-        }
+        Job::ConfirmDelete { filename } => Ok(confirm_delete(&filename, ctx).await?),
+        Job::MultiInput => Ok(multi_input(ctx).await?),
         Job::Greeting { name } => {
             ctx.sleep(Duration::from_millis(300)).await?;
             Ok(text(format!("Hello, {name}! (from a task)")))
@@ -155,34 +110,94 @@ pub async fn run(job: Job, ctx: &mut TaskCtx) -> Result<JobEnd, Stop> {
             service,
             environment,
             seconds,
-        } => {
-            let q = elicit(
-                format!("Type the service name to confirm deploying {service} to {environment}"),
-                json!({"confirmation": {"type": "string"}}),
-                &["confirmation"],
-            );
-            let answers = ctx.ask(one("confirm", q)).await?;
-            let typed = accepted(answers.get("confirm"))
-                .and_then(|c| c.get("confirmation"))
-                .and_then(Value::as_str);
-            if typed != Some(service.as_str()) {
-                let mut r = text(format!(
-                    "Nothing was deployed: the confirmation {typed:?} did not match {service:?}"
-                ));
-                r["isError"] = Value::Bool(true);
-                return Ok(Ok(r));
-            }
-            const STEPS: u32 = 5;
-            for step in 1..=STEPS {
-                ctx.sleep(secs(seconds) / STEPS).await?;
-                ctx.progress(format!(
-                    "Deploying {service} to {environment}: step {step}/{STEPS} ({}%)",
-                    step * 100 / STEPS
-                ));
-            }
-            Ok(text(format!("Deployed {service} to {environment}")))
-        }
+        } => Ok(deploy(&service, &environment, seconds, ctx).await?),
     })
+}
+
+/// `confirm_delete`: ask whether to delete `filename` (one elicitation), then say what was done.
+async fn confirm_delete(filename: &str, ctx: &mut TaskCtx) -> Result<Value, Stop> {
+    let q = elicit(
+        format!("Delete {filename}?"),
+        json!({"confirm": {"type": "boolean"}}),
+        &["confirm"],
+    );
+    let answers = ctx.ask(one("confirm_delete", q)).await?;
+    let yes = accepted(answers.get("confirm_delete"))
+        .and_then(|c| c.get("confirm"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(text(if yes {
+        format!("Deleted {filename}")
+    } else {
+        format!("Kept {filename}: the deletion was not confirmed")
+    }))
+}
+
+/// `multi_input`: ask two questions at once, then list the answers received.
+async fn multi_input(ctx: &mut TaskCtx) -> Result<Value, Stop> {
+    let mut reqs = Map::new();
+    reqs.insert(
+        "name".into(),
+        elicit(
+            "What is your name?".into(),
+            json!({"name": {"type": "string"}}),
+            &["name"],
+        ),
+    );
+    reqs.insert(
+        "confirm".into(),
+        elicit(
+            "Shall we go on?".into(),
+            json!({"confirm": {"type": "boolean"}}),
+            &["confirm"],
+        ),
+    );
+    let answers = ctx.ask(reqs).await?;
+    let mut keys: Vec<&String> = answers.keys().collect();
+    keys.sort();
+    Ok(text(format!(
+        "multi_input received {} answers ({})",
+        keys.len(),
+        keys.iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// `deploy_async`: confirm by the typed service name (a tool error when it does not match), then
+/// roll out in steps over `seconds`, reporting progress.
+async fn deploy(
+    service: &str,
+    environment: &str,
+    seconds: f64,
+    ctx: &mut TaskCtx,
+) -> Result<Value, Stop> {
+    let q = elicit(
+        format!("Type the service name to confirm deploying {service} to {environment}"),
+        json!({"confirmation": {"type": "string"}}),
+        &["confirmation"],
+    );
+    let answers = ctx.ask(one("confirm", q)).await?;
+    let typed = accepted(answers.get("confirm"))
+        .and_then(|c| c.get("confirmation"))
+        .and_then(Value::as_str);
+    if typed != Some(service) {
+        let mut r = text(format!(
+            "Nothing was deployed: the confirmation {typed:?} did not match {service:?}"
+        ));
+        r["isError"] = Value::Bool(true);
+        return Ok(r);
+    }
+    const STEPS: u32 = 5;
+    for step in 1..=STEPS {
+        ctx.sleep(secs(seconds) / STEPS).await?;
+        ctx.progress(format!(
+            "Deploying {service} to {environment}: step {step}/{STEPS} ({}%)",
+            step * 100 / STEPS
+        ));
+    }
+    Ok(text(format!("Deployed {service} to {environment}")))
 }
 
 /// Drive `job` on its task to a terminal status (a cancelled job leaves `cancelled`).

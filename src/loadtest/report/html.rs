@@ -113,9 +113,29 @@ fn header(o: &mut String, r: &Report, checks: &[(&str, bool, String)]) {
     );
 }
 
+/// The page: head, title line, summary cards, checks, the extra sections, charts, tables, footer.
 pub fn render(r: &Report) -> String {
-    let m = &r.measures;
     let mut o = String::with_capacity(64 * 1024);
+    head(&mut o, r);
+    let checks = r.check_results(&r.args);
+    header(&mut o, r, &checks);
+    cards(&mut o, r);
+    checks_section(&mut o, &checks);
+    o.push_str(&super::html_extra::sections(r));
+    charts(&mut o, r);
+    latency_table(&mut o, r);
+    operations_table(&mut o, r);
+    o.push_str(&super::tasks::html(r, LAT_HEAD, lat_cells));
+    o.push_str(r#"<div class="grid2">"#);
+    errors_table(&mut o, r);
+    flows_table(&mut o, r);
+    o.push_str("</div>");
+    footer(&mut o, r);
+    o
+}
+
+/// The document's start: doctype, `<head>` (title, inline CSS), and the opening of `<main>`.
+fn head(o: &mut String, r: &Report) {
     o.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     o.push_str(r#"<meta name="viewport" content="width=device-width,initial-scale=1">"#);
     let _ = write!(
@@ -123,20 +143,21 @@ pub fn render(r: &Report) -> String {
         "<title>mcp-edge loadtest · {}</title><style>{CSS}</style></head><body><main>",
         esc(&r.scenario.name)
     );
+}
 
-    let checks = r.check_results(&r.args);
-    header(&mut o, r, &checks);
-
+/// The summary cards: request rate, flows, error rate, retries elsewhere, p99s.
+fn cards(o: &mut String, r: &Report) {
+    let m = &r.measures;
     o.push_str(r#"<div class="cards">"#);
     card(
-        &mut o,
+        o,
         "requests / s",
         &format!("{:.0}", r.request_rate()),
         &format!("{} requests", r.requests()),
         "",
     );
     card(
-        &mut o,
+        o,
         "flows completed",
         &m.flows_completed.to_string(),
         &format!(
@@ -147,7 +168,7 @@ pub fn render(r: &Report) -> String {
     );
     let er_class = if r.errors() == 0 { "good" } else { "bad" };
     card(
-        &mut o,
+        o,
         "error rate",
         &format!("{:.2}%", r.error_rate() * 100.0),
         &format!("{} errors", r.errors()),
@@ -163,14 +184,14 @@ pub fn render(r: &Report) -> String {
         ),
         None => ("-".into(), "no instance named".into()),
     };
-    card(&mut o, "retries elsewhere", &cross, &cross_sub, "");
+    card(o, "retries elsewhere", &cross, &cross_sub, "");
     for (label, s) in [
         ("p99 retry leg", r.latency(LegKind::Retry)),
         ("p99 whole flow", r.flow_latency()),
     ] {
         if s.count > 0 {
             card(
-                &mut o,
+                o,
                 label,
                 &format!("{} ms", num(s.p99_ms)),
                 &format!("p50 {} ms", num(s.p50_ms)),
@@ -179,23 +200,28 @@ pub fn render(r: &Report) -> String {
         }
     }
     o.push_str("</div>");
+}
 
-    if !checks.is_empty() {
-        o.push_str(r#"<section><h2>Checks</h2><ul class="checks">"#);
-        for (name, ok, why) in &checks {
-            let (c, t) = if *ok { ("ok", "PASS") } else { ("ko", "FAIL") };
-            let _ = write!(
-                o,
-                r#"<li><span class="{c}">{t}</span> <code>{}</code> {}</li>"#,
-                esc(name),
-                esc(why)
-            );
-        }
-        o.push_str("</ul></section>");
+/// The checks asked for, each PASS or FAIL with its reason (nothing when none were asked for).
+fn checks_section(o: &mut String, checks: &[(&str, bool, String)]) {
+    if checks.is_empty() {
+        return;
     }
+    o.push_str(r#"<section><h2>Checks</h2><ul class="checks">"#);
+    for (name, ok, why) in checks {
+        let (c, t) = if *ok { ("ok", "PASS") } else { ("ko", "FAIL") };
+        let _ = write!(
+            o,
+            r#"<li><span class="{c}">{t}</span> <code>{}</code> {}</li>"#,
+            esc(name),
+            esc(why)
+        );
+    }
+    o.push_str("</ul></section>");
+}
 
-    o.push_str(&super::html_extra::sections(r));
-
+/// The chart sections: latency by percentile, throughput (and p99) over time, where legs landed.
+fn charts(o: &mut String, r: &Report) {
     o.push_str(r#"<section><h2>Latency by percentile</h2><p class="note">Each leg of an MRTR flow is a separate request; a whole flow runs from the (intended) start of leg 1 to the complete answer. The x axis stretches the tail: each step is one more nine.</p>"#);
     o.push_str(&percentile_chart(r));
     o.push_str("</section>");
@@ -216,12 +242,15 @@ pub fn render(r: &Report) -> String {
     );
     o.push_str(&instance_chart(r));
     o.push_str("</section>");
+}
 
+/// The latency table: one row per kind of leg sent, then whole flows.
+fn latency_table(o: &mut String, r: &Report) {
     o.push_str(r#"<section><h2>Latency (ms)</h2><table><tr><th>leg kind</th>"#);
     o.push_str(LAT_HEAD);
     o.push_str("</tr>");
     for k in [LegKind::First, LegKind::Retry, LegKind::Plain, LegKind::Bad] {
-        let l = m.leg(k);
+        let l = r.measures.leg(k);
         if l.requests > 0 {
             let _ = write!(
                 o,
@@ -240,7 +269,10 @@ pub fn render(r: &Report) -> String {
         fl.count,
         lat_cells(&fl)
     );
+}
 
+/// The latency table by operation, with the flows each completed.
+fn operations_table(o: &mut String, r: &Report) {
     o.push_str(r#"<section><h2>Per operation (all legs, ms)</h2><table><tr><th>operation</th>"#);
     o.push_str(LAT_HEAD);
     o.push_str("<th>flows ok</th></tr>");
@@ -256,9 +288,12 @@ pub fn render(r: &Report) -> String {
         );
     }
     o.push_str("</table></section>");
-    o.push_str(&super::tasks::html(r, LAT_HEAD, lat_cells));
+}
 
-    o.push_str(r#"<div class="grid2"><section><h2>Errors</h2>"#);
+/// The errors section: counts by kind, HTTP status, JSON-RPC code and leg (or "None.").
+fn errors_table(o: &mut String, r: &Report) {
+    let m = &r.measures;
+    o.push_str(r#"<section><h2>Errors</h2>"#);
     if r.errors() == 0 {
         o.push_str(r#"<p class="empty">None.</p>"#);
     } else {
@@ -284,9 +319,13 @@ pub fn render(r: &Report) -> String {
         }
         o.push_str("</table>");
     }
-    o.push_str(
-        r#"</section><section><h2>Flows</h2><table><tr><th>outcome</th><th>count</th></tr>"#,
-    );
+    o.push_str("</section>");
+}
+
+/// The flows section: outcomes, legs per completed flow, bad requests.
+fn flows_table(o: &mut String, r: &Report) {
+    let m = &r.measures;
+    o.push_str(r#"<section><h2>Flows</h2><table><tr><th>outcome</th><th>count</th></tr>"#);
     for (k, v) in [
         ("started", m.flows_started),
         ("completed", m.flows_completed),
@@ -310,8 +349,11 @@ pub fn render(r: &Report) -> String {
             m.bad_sent, m.bad_rejected
         );
     }
-    o.push_str("</table></section></div>");
+    o.push_str("</table></section>");
+}
 
+/// The footer: report schema, principals, timeout, round bound; and the end of the document.
+fn footer(o: &mut String, r: &Report) {
     let _ = write!(
         o,
         "<footer>mcp-edge loadtest · report schema {} · {} principals · timeout {:.1} s · max {} legs per flow</footer>",
@@ -321,7 +363,6 @@ pub fn render(r: &Report) -> String {
         r.scenario.max_rounds
     );
     o.push_str("</main></body></html>\n");
-    o
 }
 
 #[cfg(test)]

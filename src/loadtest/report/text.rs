@@ -68,9 +68,26 @@ pub(super) const LAT_HEADER: [&str; 9] = [
     "", "count", "errors", "mean", "p50", "p90", "p99", "p99.9", "max",
 ];
 
+/// The summary: one section after another, each only when it has something to say.
 pub fn render(r: &Report) -> String {
-    let m = &r.measures;
     let mut out = String::new();
+    headline(&mut out, r);
+    latency(&mut out, r);
+    per_operation(&mut out, r);
+    landing(&mut out, r);
+    out.push_str(&super::tasks::text(r));
+    errors(&mut out, r);
+    error_groups(&mut out, r);
+    content_checks(&mut out, r);
+    stages(&mut out, r);
+    checks(&mut out, r);
+    out
+}
+
+/// The target, scenario and mode; totals of requests, errors and flows; discovery, what the auto
+/// scenario left out, and the bad requests sent.
+fn headline(out: &mut String, r: &Report) {
+    let m = &r.measures;
     let _ = writeln!(
         out,
         "mcp-edge loadtest · {} · scenario {} · {}",
@@ -116,7 +133,11 @@ pub fn render(r: &Report) -> String {
         );
     }
     out.push('\n');
+}
 
+/// The latency table: one row per kind of leg sent, whole flows, and the bad requests.
+fn latency(out: &mut String, r: &Report) {
+    let m = &r.measures;
     let _ = writeln!(out, "Latency (ms)");
     let mut rows = vec![LAT_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for k in [LegKind::First, LegKind::Retry, LegKind::Plain] {
@@ -139,7 +160,10 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str(&table(&rows, 1));
     out.push('\n');
+}
 
+/// The latency table by operation, with the flows each completed.
+fn per_operation(out: &mut String, r: &Report) {
     let _ = writeln!(out, "Per operation (all legs, ms)");
     let mut rows = vec![LAT_HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     rows[0].push("flows ok".into());
@@ -154,8 +178,11 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str(&table(&rows, 1));
     out.push('\n');
+}
 
-    let l = &m.landing;
+/// Where retry legs landed (relative to their first leg) and the legs per instance.
+fn landing(out: &mut String, r: &Report) {
+    let l = &r.measures.landing;
     let _ = writeln!(out, "Landing");
     match l.cross_fraction() {
         Some(frac) => {
@@ -196,64 +223,78 @@ pub fn render(r: &Report) -> String {
         }
         out.push_str(&table(&rows, 1));
     }
-    out.push_str(&super::tasks::text(r));
+}
 
-    if r.errors() > 0 {
-        out.push('\n');
-        let _ = writeln!(out, "Errors");
-        let by_leg: Vec<String> = LegKind::ALL
-            .iter()
-            .filter(|k| m.leg(**k).errors > 0)
-            .map(|k| format!("{} {}", k.name(), m.leg(*k).errors))
-            .collect();
-        if !by_leg.is_empty() {
-            let _ = writeln!(out, "  by leg:    {}", by_leg.join(" · "));
-        }
-        let kinds: Vec<String> = m
-            .errors_by_kind
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(out, "  by kind:   {}", kinds.join(" · "));
-        if !m.errors_by_status.is_empty() {
-            let s: Vec<String> = m
-                .errors_by_status
-                .iter()
-                .map(|(k, v)| format!("{k} ×{v}"))
-                .collect();
-            let _ = writeln!(out, "  by status: {}", s.join(" · "));
-        }
-        if !m.errors_by_code.is_empty() {
-            let s: Vec<String> = m
-                .errors_by_code
-                .iter()
-                .map(|(k, v)| format!("{k} ×{v}"))
-                .collect();
-            let _ = writeln!(out, "  by code:   {}", s.join(" · "));
-        }
+/// The errors counted by leg, kind, HTTP status and JSON-RPC code (when there were any).
+fn errors(out: &mut String, r: &Report) {
+    if r.errors() == 0 {
+        return;
     }
-    let groups = m.tally.error_groups();
-    if !groups.is_empty() {
-        out.push('\n');
-        let _ = writeln!(out, "Errors by message (most common first)");
-        for (k, n) in groups.iter().take(MAX_GROUP_ROWS) {
-            let _ = writeln!(out, "  {n:>7} × {}", super::error_label(k));
-        }
-        if groups.len() > MAX_GROUP_ROWS {
-            let _ = writeln!(
-                out,
-                "  … {} more groups (see the JSON report)",
-                groups.len() - MAX_GROUP_ROWS
-            );
-        }
+    let m = &r.measures;
+    out.push('\n');
+    let _ = writeln!(out, "Errors");
+    let by_leg: Vec<String> = LegKind::ALL
+        .iter()
+        .filter(|k| m.leg(**k).errors > 0)
+        .map(|k| format!("{} {}", k.name(), m.leg(*k).errors))
+        .collect();
+    if !by_leg.is_empty() {
+        let _ = writeln!(out, "  by leg:    {}", by_leg.join(" · "));
     }
-    if !m.tally.checks.is_empty() {
+    let kinds: Vec<String> = m
+        .errors_by_kind
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(out, "  by kind:   {}", kinds.join(" · "));
+    if !m.errors_by_status.is_empty() {
+        let s: Vec<String> = m
+            .errors_by_status
+            .iter()
+            .map(|(k, v)| format!("{k} ×{v}"))
+            .collect();
+        let _ = writeln!(out, "  by status: {}", s.join(" · "));
+    }
+    if !m.errors_by_code.is_empty() {
+        let s: Vec<String> = m
+            .errors_by_code
+            .iter()
+            .map(|(k, v)| format!("{k} ×{v}"))
+            .collect();
+        let _ = writeln!(out, "  by code:   {}", s.join(" · "));
+    }
+}
+
+/// The most common error messages (at most [`MAX_GROUP_ROWS`] of them).
+fn error_groups(out: &mut String, r: &Report) {
+    let groups = r.measures.tally.error_groups();
+    if groups.is_empty() {
+        return;
+    }
+    out.push('\n');
+    let _ = writeln!(out, "Errors by message (most common first)");
+    for (k, n) in groups.iter().take(MAX_GROUP_ROWS) {
+        let _ = writeln!(out, "  {n:>7} × {}", super::error_label(k));
+    }
+    if groups.len() > MAX_GROUP_ROWS {
+        let _ = writeln!(
+            out,
+            "  … {} more groups (see the JSON report)",
+            groups.len() - MAX_GROUP_ROWS
+        );
+    }
+}
+
+/// The content checks' table, and the elicitations declined or cancelled on purpose.
+fn content_checks(out: &mut String, r: &Report) {
+    let t = &r.measures.tally;
+    if !t.checks.is_empty() {
         out.push('\n');
         let _ = writeln!(out, "Content checks");
         let mut rows = vec![["check", "passed", "failed", "first failure"]
             .map(String::from)
             .to_vec()];
-        for (label, c) in &m.tally.checks {
+        for (label, c) in &t.checks {
             rows.push(vec![
                 label.clone(),
                 c.passed.to_string(),
@@ -263,52 +304,61 @@ pub fn render(r: &Report) -> String {
         }
         out.push_str(&table(&rows, 1));
     }
-    if m.tally.declined + m.tally.cancelled > 0 {
+    if t.declined + t.cancelled > 0 {
         let _ = writeln!(
             out,
             "  elicitations answered on purpose: {} declined · {} cancelled flows",
-            m.tally.declined, m.tally.cancelled
+            t.declined, t.cancelled
         );
     }
-    if let Some(stages) = &r.args.stages {
-        out.push('\n');
-        let _ = writeln!(out, "Stages");
-        let mut rows = vec![[
-            "stage", "span", "target", "requests", "errors", "flows ok", "p50", "p99",
-        ]
-        .map(String::from)
-        .to_vec()];
-        for (i, st) in stages.0.iter().enumerate() {
-            let (a, b) = stages.span(i);
-            let t = m.tally.stages.get(i);
-            let lat = t.map(|t| LatencySummary::of(&t.hist)).unwrap_or_default();
-            let dash = |v: f64| {
-                if lat.count == 0 {
-                    "-".to_string()
-                } else {
-                    f(v)
-                }
-            };
-            rows.push(vec![
-                (i + 1).to_string(),
-                format!("{:.0}-{:.0}s", a.as_secs_f64(), b.as_secs_f64()),
-                f(st.target),
-                t.map_or(0, |t| t.requests).to_string(),
-                t.map_or(0, |t| t.errors).to_string(),
-                t.map_or(0, |t| t.flows_completed).to_string(),
-                dash(lat.p50_ms),
-                dash(lat.p99_ms),
-            ]);
-        }
-        out.push_str(&table(&rows, 2));
+}
+
+/// One row per stage of a staged run: its span, target rate, counts and latency.
+fn stages(out: &mut String, r: &Report) {
+    let Some(stages) = &r.args.stages else {
+        return;
+    };
+    out.push('\n');
+    let _ = writeln!(out, "Stages");
+    let mut rows = vec![[
+        "stage", "span", "target", "requests", "errors", "flows ok", "p50", "p99",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for (i, st) in stages.0.iter().enumerate() {
+        let (a, b) = stages.span(i);
+        let t = r.measures.tally.stages.get(i);
+        let lat = t.map(|t| LatencySummary::of(&t.hist)).unwrap_or_default();
+        let dash = |v: f64| {
+            if lat.count == 0 {
+                "-".to_string()
+            } else {
+                f(v)
+            }
+        };
+        rows.push(vec![
+            (i + 1).to_string(),
+            format!("{:.0}-{:.0}s", a.as_secs_f64(), b.as_secs_f64()),
+            f(st.target),
+            t.map_or(0, |t| t.requests).to_string(),
+            t.map_or(0, |t| t.errors).to_string(),
+            t.map_or(0, |t| t.flows_completed).to_string(),
+            dash(lat.p50_ms),
+            dash(lat.p99_ms),
+        ]);
     }
+    out.push_str(&table(&rows, 2));
+}
+
+/// The pass/fail line of each check the run's arguments asked for.
+fn checks(out: &mut String, r: &Report) {
     let checks = r.check_results(&r.args);
-    if !checks.is_empty() {
-        out.push('\n');
-        let _ = writeln!(out, "Checks");
-        for (name, ok, why) in checks {
-            let _ = writeln!(out, "  {} {name}: {why}", if ok { "PASS" } else { "FAIL" });
-        }
+    if checks.is_empty() {
+        return;
     }
-    out
+    out.push('\n');
+    let _ = writeln!(out, "Checks");
+    for (name, ok, why) in checks {
+        let _ = writeln!(out, "  {} {name}: {why}", if ok { "PASS" } else { "FAIL" });
+    }
 }

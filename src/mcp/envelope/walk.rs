@@ -45,9 +45,20 @@ pub(super) fn parse_with(
         }
         (Err(e), None) => return Err(EnvelopeError::Parse(e.to_string())),
     }
-    let env = st.env;
-    if st.jsonrpc.as_deref() != Some("2.0") {
-        let message = match st.jsonrpc {
+    let env = required_members(st.env, st.jsonrpc, st.has_result_or_error)?;
+    Ok((env, st.params))
+}
+
+/// The members every request must carry, once the walk accepted the document: `"jsonrpc":
+/// "2.0"`, a string `method` (a response object is refused as such), and an `id` unless the
+/// method is a notification.
+fn required_members(
+    env: Envelope,
+    jsonrpc: Option<String>,
+    has_result_or_error: bool,
+) -> Result<Envelope, EnvelopeError> {
+    if jsonrpc.as_deref() != Some("2.0") {
+        let message = match jsonrpc {
             None => "the \"jsonrpc\" member is missing (must be \"2.0\")".to_string(),
             Some(_) => "\"jsonrpc\" must be \"2.0\"".to_string(),
         };
@@ -58,7 +69,7 @@ pub(super) fn parse_with(
         });
     }
     if env.method.is_none() {
-        let (reason, message) = if st.has_result_or_error {
+        let (reason, message) = if has_result_or_error {
             (
                 "response-object",
                 "a JSON-RPC response object cannot be sent to a server",
@@ -86,7 +97,7 @@ pub(super) fn parse_with(
             id: None,
         });
     }
-    Ok((env, st.params))
+    Ok(env)
 }
 
 #[derive(Default)]
@@ -152,97 +163,121 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
         };
         while let Some(Key(k)) = map.next_key()? {
             check_new_key(&mut st.faults, &mut seen, &k, at)?;
-            match (self.level, k.as_ref()) {
-                (Level::Params, "name") => {
-                    st.env.name = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Params, "uri") => {
-                    st.env.uri = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Params, "taskId") => {
-                    st.env.task_id = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Params, "_meta") => {
-                    st.env.has_meta = map.next_value_seed(Fields {
-                        st: &mut *st,
-                        depth,
-                        level: Level::Meta,
-                    })?
-                }
-                (Level::Params, "protocolVersion") => {
-                    st.env.legacy_version = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Params, "requestState") => {
-                    st.env.has_request_state = true;
-                    let state = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?;
-                    st.env.request_state_digest =
-                        state.as_deref().map(super::super::digest::state_digest);
-                }
-                (Level::Params, "inputResponses") => {
-                    st.env.has_input_responses = true;
-                    map.next_value_seed(Walk {
-                        faults: &mut st.faults,
-                        depth,
-                    })?;
-                }
-                (Level::Meta, meta::PROTOCOL_VERSION) => {
-                    st.env.protocol_version = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Meta, meta::TRACEPARENT) => {
-                    st.env.traceparent = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Meta, meta::TRACESTATE) => {
-                    st.env.tracestate = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
-                (Level::Meta, meta::CLIENT_CAPABILITIES) => {
-                    st.env.has_client_capabilities = map.next_value_seed(Fields {
-                        st: &mut *st,
-                        depth,
-                        level: Level::Opaque,
-                    })?;
-                }
-                (level, other) => {
-                    let known = match level {
-                        Level::Params => PARAMS_MEMBERS,
-                        Level::Meta => META_MEMBERS,
-                        Level::Opaque => &[],
-                    };
-                    if let Some(m) = case_variant_of(other, known) {
-                        return Err(case_variant(&mut st.faults, other, m, at));
-                    }
-                    map.next_value_seed(Walk {
-                        faults: &mut st.faults,
-                        depth,
-                    })?
-                }
+            let kept = match self.level {
+                Level::Params => params_member(&mut map, st, &k, depth)?,
+                Level::Meta => meta_member(&mut map, st, &k, depth)?,
+                Level::Opaque => false,
+            };
+            if !kept {
+                other_member(&mut map, st, self.level, &k, depth, at)?;
             }
         }
         Ok(true)
     }
+}
+
+/// The next value as a string if it is one (any other value is walked and gives `None`).
+#[inline]
+fn next_string<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    faults: &mut Faults,
+    depth: usize,
+) -> Result<Option<String>, A::Error> {
+    map.next_value_seed(MaybeString { faults, depth })
+}
+
+/// Walk the next value without keeping it.
+#[inline]
+fn skip_value<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    faults: &mut Faults,
+    depth: usize,
+) -> Result<(), A::Error> {
+    map.next_value_seed(Walk { faults, depth })
+}
+
+/// Read the value of `params` member `k` into the envelope if the envelope keeps it. Returns
+/// whether it did (`false`: the value is still to be read).
+#[inline]
+fn params_member<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    st: &mut State,
+    k: &str,
+    depth: usize,
+) -> Result<bool, A::Error> {
+    match k {
+        "name" => st.env.name = next_string(map, &mut st.faults, depth)?,
+        "uri" => st.env.uri = next_string(map, &mut st.faults, depth)?,
+        "taskId" => st.env.task_id = next_string(map, &mut st.faults, depth)?,
+        "_meta" => {
+            st.env.has_meta = map.next_value_seed(Fields {
+                st: &mut *st,
+                depth,
+                level: Level::Meta,
+            })?
+        }
+        "protocolVersion" => st.env.legacy_version = next_string(map, &mut st.faults, depth)?,
+        "requestState" => {
+            st.env.has_request_state = true;
+            let state = next_string(map, &mut st.faults, depth)?;
+            st.env.request_state_digest = state.as_deref().map(super::super::digest::state_digest);
+        }
+        "inputResponses" => {
+            st.env.has_input_responses = true;
+            skip_value(map, &mut st.faults, depth)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Read the value of `params._meta` member `k` into the envelope if the envelope keeps it.
+/// Returns whether it did (`false`: the value is still to be read).
+#[inline]
+fn meta_member<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    st: &mut State,
+    k: &str,
+    depth: usize,
+) -> Result<bool, A::Error> {
+    match k {
+        meta::PROTOCOL_VERSION => {
+            st.env.protocol_version = next_string(map, &mut st.faults, depth)?
+        }
+        meta::TRACEPARENT => st.env.traceparent = next_string(map, &mut st.faults, depth)?,
+        meta::TRACESTATE => st.env.tracestate = next_string(map, &mut st.faults, depth)?,
+        meta::CLIENT_CAPABILITIES => {
+            st.env.has_client_capabilities = map.next_value_seed(Fields {
+                st: &mut *st,
+                depth,
+                level: Level::Opaque,
+            })?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A member the envelope does not keep: refused if it is a case variant of a known member of its
+/// object, else walked.
+#[inline]
+fn other_member<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    st: &mut State,
+    level: Level,
+    k: &str,
+    depth: usize,
+    at: &str,
+) -> Result<(), A::Error> {
+    let known = match level {
+        Level::Params => PARAMS_MEMBERS,
+        Level::Meta => META_MEMBERS,
+        Level::Opaque => &[],
+    };
+    if let Some(m) = case_variant_of(k, known) {
+        return Err(case_variant(&mut st.faults, k, m, at));
+    }
+    skip_value(map, &mut st.faults, depth)
 }
 
 /// The top level: one object (a batch array or a scalar is refused).
@@ -302,73 +337,67 @@ impl<'de, 's> Visitor<'de> for Top<'s> {
             check_new_key(&mut st.faults, &mut seen, &k, "the request object")?;
             match k.as_ref() {
                 "jsonrpc" => {
-                    st.jsonrpc = Some(
-                        map.next_value_seed(MaybeString {
-                            faults: &mut st.faults,
-                            depth: 1,
-                        })?
-                        .unwrap_or_default(),
-                    )
+                    st.jsonrpc = Some(next_string(&mut map, &mut st.faults, 1)?.unwrap_or_default())
                 }
-                "method" => {
-                    st.env.method = map.next_value_seed(MaybeString {
-                        faults: &mut st.faults,
-                        depth: 1,
-                    })?
-                }
-                "id" => {
-                    let raw: Box<RawValue> = map.next_value()?;
-                    let first = raw.get().as_bytes().first().copied().unwrap_or(b' ');
-                    if !(first == b'"' || first == b'-' || first.is_ascii_digit()) {
-                        return Err(st
-                            .faults
-                            .fail("bad-id", "\"id\" must be a string or an integer".into()));
-                    }
-                    st.env.id = Some(raw);
-                }
-                "params" if st.keep_params => {
-                    match map.next_value_seed(keep::Build::params(&mut *st))? {
-                        serde_json::Value::Object(m) => {
-                            keep::fill(&mut st.env, &m);
-                            st.params = m;
-                        }
-                        _ => {
-                            return Err(st
-                                .faults
-                                .fail("bad-params", "\"params\" must be an object".into()))
-                        }
-                    }
-                }
+                "method" => st.env.method = next_string(&mut map, &mut st.faults, 1)?,
+                "id" => top_id(&mut map, st)?,
+                "params" if st.keep_params => kept_params(&mut map, st)?,
                 "params" => {
                     if !map.next_value_seed(Fields {
                         st: &mut *st,
                         depth: 1,
                         level: Level::Params,
                     })? {
-                        return Err(st
-                            .faults
-                            .fail("bad-params", "\"params\" must be an object".into()));
+                        return Err(not_object_params(st));
                     }
                 }
                 "result" | "error" => {
                     st.has_result_or_error = true;
-                    map.next_value_seed(Walk {
-                        faults: &mut st.faults,
-                        depth: 1,
-                    })?;
+                    skip_value(&mut map, &mut st.faults, 1)?;
                 }
                 other => {
                     if let Some(m) = case_variant_of(other, TOP_MEMBERS) {
                         let at = "the request object";
                         return Err(case_variant(&mut st.faults, other, m, at));
                     }
-                    map.next_value_seed(Walk {
-                        faults: &mut st.faults,
-                        depth: 1,
-                    })?
+                    skip_value(&mut map, &mut st.faults, 1)?
                 }
             }
         }
         Ok(())
     }
+}
+
+/// The request's `id`, kept raw; refused unless it is a string or a number.
+#[inline]
+fn top_id<'de, A: MapAccess<'de>>(map: &mut A, st: &mut State) -> Result<(), A::Error> {
+    let raw: Box<RawValue> = map.next_value()?;
+    let first = raw.get().as_bytes().first().copied().unwrap_or(b' ');
+    if !(first == b'"' || first == b'-' || first.is_ascii_digit()) {
+        return Err(st
+            .faults
+            .fail("bad-id", "\"id\" must be a string or an integer".into()));
+    }
+    st.env.id = Some(raw);
+    Ok(())
+}
+
+/// `params` built into [`State::params`] (and the envelope filled from it); refused unless it is
+/// an object.
+#[inline]
+fn kept_params<'de, A: MapAccess<'de>>(map: &mut A, st: &mut State) -> Result<(), A::Error> {
+    match map.next_value_seed(keep::Build::params(&mut *st))? {
+        serde_json::Value::Object(m) => {
+            keep::fill(&mut st.env, &m);
+            st.params = m;
+            Ok(())
+        }
+        _ => Err(not_object_params(st)),
+    }
+}
+
+/// The refusal of a `params` that is not an object.
+fn not_object_params<E: de::Error>(st: &mut State) -> E {
+    st.faults
+        .fail("bad-params", "\"params\" must be an object".into())
 }

@@ -19,13 +19,16 @@ use super::answer::ElicitAction;
 use super::client::Http;
 use super::feed::Feed;
 use super::flow::run_one;
-use super::measure::{new_hist, Measures};
+use super::measure::Measures;
 use super::plan::{self, FlowPlan};
 use super::progress::Progress;
 use super::report::Report;
 use super::shard::{self, Shard};
 use super::stages::Stages;
 use super::LoadTestArgs;
+
+mod ticker;
+use ticker::Ticker;
 
 /// Measurement shards: workers pick one by index; each has its own lock.
 const SHARDS: usize = 8;
@@ -150,110 +153,19 @@ fn reap(set: &mut JoinSet<()>) {
 pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow::Result<Report> {
     opts.validate()?;
     let http = Http::connect(&opts.target, opts.http_client, &opts.tls_options()).await?;
-    let plan = plan::build(opts, &http, show_progress).await?;
-    let scenario = plan.scenario;
-    let flows = plan.flows;
-    let mut cumulative = Vec::with_capacity(flows.len());
-    let mut acc = 0u64;
-    for f in &flows {
-        acc += u64::from(f.tpl.weight);
-        cumulative.push(acc);
-    }
-    let bad_template = flows.iter().position(|f| f.tpl.is_call()).unwrap_or(0);
-    let principals = opts
-        .principal_tokens()
-        .iter()
-        .map(|t| {
-            HeaderValue::from_str(&format!("Bearer {t}"))
-                .with_context(|| format!("invalid principal token {t:?}"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let upstream_header = HeaderName::from_bytes(opts.upstream_header.as_bytes())
-        .with_context(|| format!("invalid --upstream-header {:?}", opts.upstream_header))?;
-    let labels: Vec<String> = flows.iter().map(|f| f.tpl.label.clone()).collect();
-    if let Some(at) = opts.start_at {
-        // After the preflight, so that every shard's first flow leaves at the same moment.
-        let wait = shard::wait_until(at, SystemTime::now())
-            .context("the preflight ended after --start-at")?;
-        tokio::time::sleep(wait).await;
-    }
-    let the_shard = opts.shard_or_whole();
-    let start = Instant::now();
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let ctx = Arc::new(Ctx {
-        http,
+    let plan::Plan {
+        scenario,
         flows,
-        feed: plan.feed,
-        user_authorization: plan.extra.contains_key(http::header::AUTHORIZATION),
-        extra_headers: plan.extra,
-        decline_share: opts.decline_share,
-        cancel_share: opts.cancel_share,
-        task_cancel_share: opts.task_cancel_share,
-        task_limit: opts.task_limit,
-        stages: opts.stages.clone(),
-        cumulative,
-        total_weight: acc,
-        bad_template,
-        principals,
-        upstream_header,
-        timeout: opts.timeout,
-        max_rounds: scenario.max_rounds,
-        bad_share: opts.bad_share,
-        next_id: AtomicU64::new(1),
-        claimed: AtomicU64::new(0),
-        flow_limit: opts.flows.map(|f| the_shard.part(f)),
-        shard: the_shard,
-        deadline: opts.effective_duration().map(|d| start + d),
-        start,
-        shards: (0..SHARDS)
-            .map(|_| Mutex::new(Measures::new(&labels)))
-            .collect(),
-        live: Live::default(),
-    });
-
-    // The ticker: p99 of each second for the timeline, and the live display.
-    let p99s: Arc<Mutex<Vec<Option<u64>>>> = Arc::default();
-    // Each second's histogram, encoded (a few hundred bytes), so shards' timelines merge exactly.
-    let windows: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let ticker = {
-        let ctx = ctx.clone();
-        let p99s = p99s.clone();
-        let windows = windows.clone();
-        let mut progress = Progress::new(show_progress, opts);
-        tokio::spawn(async move {
-            let first = tokio::time::Instant::from_std(ctx.start) + Duration::from_secs(1);
-            let mut iv = tokio::time::interval_at(first, Duration::from_secs(1));
-            let mut tick = 0u64;
-            loop {
-                let stop = tokio::select! {
-                    _ = iv.tick() => false,
-                    _ = &mut stop_rx => true,
-                };
-                tick += 1;
-                let mut window = new_hist();
-                for s in &ctx.shards {
-                    let mut m = s.lock().expect("measures lock");
-                    let _ = window.add(&m.window);
-                    m.window.reset();
-                }
-                let p99 = (!window.is_empty()).then(|| window.value_at_quantile(0.99));
-                // On stop this is the last, partial second (kept when legs were answered in it).
-                if !stop || p99.is_some() {
-                    p99s.lock().expect("p99 lock").push(p99);
-                    let w = super::wire::encode(&window).unwrap_or_default();
-                    windows.lock().expect("windows lock").push(w);
-                }
-                if stop {
-                    break;
-                }
-                progress.tick(&ctx, p99, tick);
-            }
-            progress.finish();
-        })
-    };
+        discovery,
+        feed,
+        extra,
+        excluded,
+    } = plan::build(opts, &http, show_progress).await?;
+    let labels: Vec<String> = flows.iter().map(|f| f.tpl.label.clone()).collect();
+    let (ctx, started_unix_ms) =
+        start(opts, http, flows, feed, extra, scenario.max_rounds, &labels).await?;
+    let ctx = Arc::new(ctx);
+    let ticker = Ticker::spawn(&ctx, Progress::new(show_progress, opts));
 
     let mut set = JoinSet::new();
     match opts.rate {
@@ -267,6 +179,116 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
         // A followed task ends within its limit, then one cancel and one poll.
         grace = grace.max(opts.task_limit + opts.timeout.saturating_mul(2));
     }
+    drain(&mut set, grace).await;
+    let elapsed = ctx.start.elapsed();
+    let (mut p99_timeline, mut windows) = ticker.stop().await;
+
+    let mut total = Measures::new(&labels);
+    for s in &ctx.shards {
+        total.merge(&s.lock().expect("measures lock"));
+    }
+    p99_timeline.truncate(total.timeline.len().max(1));
+    windows.truncate(p99_timeline.len());
+    let mut report = Report::new(
+        opts.clone(),
+        scenario,
+        started_unix_ms,
+        elapsed,
+        total,
+        p99_timeline,
+    );
+    report.discovery = discovery;
+    report.excluded = excluded;
+    report.windows = windows;
+    Ok(report)
+}
+
+/// Everything the run's workers share, checked before the start (principal tokens, the upstream
+/// header), then the start (at `--start-at`, when given). Also the start as unix ms.
+async fn start(
+    opts: &LoadTestArgs,
+    http: Http,
+    flows: Vec<FlowPlan>,
+    feed: Option<Feed>,
+    extra: http::HeaderMap,
+    max_rounds: u32,
+    labels: &[String],
+) -> anyhow::Result<(Ctx, u64)> {
+    let (cumulative, total_weight) = cumulative_weights(&flows);
+    let bad_template = flows.iter().position(|f| f.tpl.is_call()).unwrap_or(0);
+    let principals = principals(opts)?;
+    let upstream_header = HeaderName::from_bytes(opts.upstream_header.as_bytes())
+        .with_context(|| format!("invalid --upstream-header {:?}", opts.upstream_header))?;
+    if let Some(at) = opts.start_at {
+        // After the preflight, so that every shard's first flow leaves at the same moment.
+        let wait = shard::wait_until(at, SystemTime::now())
+            .context("the preflight ended after --start-at")?;
+        tokio::time::sleep(wait).await;
+    }
+    let the_shard = opts.shard_or_whole();
+    let start = Instant::now();
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let ctx = Ctx {
+        http,
+        flows,
+        feed,
+        user_authorization: extra.contains_key(http::header::AUTHORIZATION),
+        extra_headers: extra,
+        decline_share: opts.decline_share,
+        cancel_share: opts.cancel_share,
+        task_cancel_share: opts.task_cancel_share,
+        task_limit: opts.task_limit,
+        stages: opts.stages.clone(),
+        cumulative,
+        total_weight,
+        bad_template,
+        principals,
+        upstream_header,
+        timeout: opts.timeout,
+        max_rounds,
+        bad_share: opts.bad_share,
+        next_id: AtomicU64::new(1),
+        claimed: AtomicU64::new(0),
+        flow_limit: opts.flows.map(|f| the_shard.part(f)),
+        shard: the_shard,
+        deadline: opts.effective_duration().map(|d| start + d),
+        start,
+        shards: (0..SHARDS)
+            .map(|_| Mutex::new(Measures::new(labels)))
+            .collect(),
+        live: Live::default(),
+    };
+    Ok((ctx, started_unix_ms))
+}
+
+/// The running sums of the flows' weights (what [`super::scenario::pick_weighted`] picks from),
+/// and their total.
+fn cumulative_weights(flows: &[FlowPlan]) -> (Vec<u64>, u64) {
+    let mut cumulative = Vec::with_capacity(flows.len());
+    let mut acc = 0u64;
+    for f in flows {
+        acc += u64::from(f.tpl.weight);
+        cumulative.push(acc);
+    }
+    (cumulative, acc)
+}
+
+/// The `Authorization` value of each principal token.
+fn principals(opts: &LoadTestArgs) -> anyhow::Result<Vec<HeaderValue>> {
+    opts.principal_tokens()
+        .iter()
+        .map(|t| {
+            HeaderValue::from_str(&format!("Bearer {t}"))
+                .with_context(|| format!("invalid principal token {t:?}"))
+        })
+        .collect()
+}
+
+/// Wait up to `grace` for the flows in progress (a panic in one is raised here), then abort
+/// those still running.
+async fn drain(set: &mut JoinSet<()>, grace: Duration) {
     let drained = tokio::time::timeout(grace, async {
         while let Some(r) = set.join_next().await {
             if let Err(e) = r {
@@ -282,30 +304,6 @@ pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow:
         set.abort_all();
         while set.join_next().await.is_some() {}
     }
-    let elapsed = start.elapsed();
-    let _ = stop_tx.send(());
-    let _ = ticker.await;
-
-    let mut total = Measures::new(&labels);
-    for s in &ctx.shards {
-        total.merge(&s.lock().expect("measures lock"));
-    }
-    let mut p99_timeline = p99s.lock().expect("p99 lock").clone();
-    p99_timeline.truncate(total.timeline.len().max(1));
-    let mut windows = windows.lock().expect("windows lock").clone();
-    windows.truncate(p99_timeline.len());
-    let mut report = Report::new(
-        opts.clone(),
-        scenario,
-        started_unix_ms,
-        elapsed,
-        total,
-        p99_timeline,
-    );
-    report.discovery = plan.discovery;
-    report.excluded = plan.excluded;
-    report.windows = windows;
-    Ok(report)
 }
 
 /// The closed loop: this shard's workers (run-wide worker `w` is shard `w mod N`'s), each
