@@ -150,15 +150,7 @@ async fn exchange(
         .map_err(|e| e.into_up())?;
     *written = true;
 
-    // The response head (informational ones are skipped), while watching for the client leaving.
-    let mut head = loop {
-        until_client_leaves(session, up.read_response_header()).await?;
-        if !up.informational() {
-            break up.take_response().ok_or_else(|| {
-                Error::explain(ErrorType::InvalidHTTPHeader, "no response head").into_up()
-            })?;
-        }
-    };
+    let mut head = read_head(session, &mut up).await?;
     response::on_header(ctx, &mut head)?;
     frame_for_client(session, &mut head)?;
     let hand_over = detached::takes(session, &head);
@@ -181,8 +173,29 @@ async fn exchange(
         return Ok(None);
     }
 
-    // The body, chunk by chunk as it arrives (SSE events are not held back); the response
-    // stage sees its end also when there is no body (the list filter may answer then).
+    stream_body(session, ctx, &mut up).await?;
+    Ok(up.into_reusable())
+}
+
+/// The response head (informational ones are skipped), while watching for the client leaving.
+async fn read_head(session: &mut Session, up: &mut H1Session) -> Result<ResponseHeader> {
+    loop {
+        until_client_leaves(session, up.read_response_header()).await?;
+        if !up.informational() {
+            return up.take_response().ok_or_else(|| {
+                Error::explain(ErrorType::InvalidHTTPHeader, "no response head").into_up()
+            });
+        }
+    }
+}
+
+/// The body, chunk by chunk as it arrives (SSE events are not held back); the response stage
+/// sees its end also when there is no body (the list filter may answer then).
+async fn stream_body(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    up: &mut H1Session,
+) -> Result<()> {
     let mut end = up.response_finished();
     loop {
         let mut chunk = match end {
@@ -196,10 +209,9 @@ async fn exchange(
             wrote.map_err(|e| e.into_down())?;
         }
         if end {
-            break;
+            return Ok(());
         }
     }
-    Ok(up.into_reusable())
 }
 
 /// The response head as the client gets it: HTTP/1.1 (the client's session writes its own

@@ -7,7 +7,7 @@
 use pingora::proxy::{FailToProxy, Session};
 use pingora::{Error, ErrorType};
 
-use crate::gateway::stages::answer::{self, respond};
+use crate::gateway::stages::answer::{self, respond, Refusal};
 use crate::gateway::stages::request::Progress;
 use crate::gateway::stages::request::RequestCtx;
 use crate::gateway::stages::{cache, inspect};
@@ -47,38 +47,10 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
         };
     }
     let downstream = answer::is_downstream(e);
-    let mut drained_id = None;
-    if ctx.answer.is_none() && !ctx.progress.body_read() && !downstream {
-        // The upstream failed before the body was read (e.g. it could not be reached): read
-        // it now, bounded, to echo the request id and keep the client connection usable.
-        let limit = ctx.gw.config.limits.max_body_bytes;
-        if let Ok(body) = inspect::read_whole(session, limit).await {
-            ctx.body_len = body.len();
-            ctx.progress = Progress::Drained;
-            drained_id = inspect::id_of(&body);
-        }
-    }
+    let drained_id = drain_for_id(session, ctx, downstream).await;
     let (rej, id) = match ctx.answer.take() {
         Some(refusal) => refusal,
-        None => {
-            let id = drained_id
-                .or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()))
-                .or_else(|| unchecked_id(ctx));
-            let rej = match upstream_tls::handshake_failure(e) {
-                Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
-                None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
-            };
-            if let (Some(idx), false) = (ctx.instance, downstream) {
-                let pool = &ctx.gw.pools[ctx.pool];
-                let inst = &pool.instances[idx].name;
-                ctx.gw
-                    .metrics
-                    .upstream_errors
-                    .with_label_values(&[&pool.name, inst, rej.reason])
-                    .inc();
-            }
-            (rej, id)
-        }
+        None => upstream_refusal(ctx, e, downstream, drained_id),
     };
     if downstream
         && matches!(
@@ -118,6 +90,50 @@ pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> F
         error_code: status,
         can_reuse_downstream: false,
     }
+}
+
+/// The upstream failed before the body was read (e.g. it could not be reached): read it now,
+/// bounded, to echo the request id and keep the client connection usable.
+async fn drain_for_id(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    downstream: bool,
+) -> Option<Box<serde_json::value::RawValue>> {
+    if ctx.answer.is_some() || ctx.progress.body_read() || downstream {
+        return None;
+    }
+    let limit = ctx.gw.config.limits.max_body_bytes;
+    let body = inspect::read_whole(session, limit).await.ok()?;
+    ctx.body_len = body.len();
+    ctx.progress = Progress::Drained;
+    inspect::id_of(&body)
+}
+
+/// The answer for an upstream failure (blamed on the upstream, its TLS handshake, or the
+/// client when `downstream`), counted on the instance it came from.
+fn upstream_refusal(
+    ctx: &RequestCtx,
+    e: &Error,
+    downstream: bool,
+    drained_id: Option<Box<serde_json::value::RawValue>>,
+) -> Refusal {
+    let id = drained_id
+        .or_else(|| ctx.progress.envelope().and_then(|e| e.id.clone()))
+        .or_else(|| unchecked_id(ctx));
+    let rej = match upstream_tls::handshake_failure(e) {
+        Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
+        None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
+    };
+    if let (Some(idx), false) = (ctx.instance, downstream) {
+        let pool = &ctx.gw.pools[ctx.pool];
+        let inst = &pool.instances[idx].name;
+        ctx.gw
+            .metrics
+            .upstream_errors
+            .with_label_values(&[&pool.name, inst, rej.reason])
+            .inc();
+    }
+    (rej, id)
 }
 
 /// The id of a sampled-out body read whole (it was not parsed for the check).
