@@ -6,8 +6,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,24 +16,13 @@ pub const MAX_BODY: usize = 1024 * 1024;
 
 /// The TLS client settings for https sources: the Mozilla roots, plus `ca_file`'s certificates.
 pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
+    let mut roots = match ca_file {
+        Some(path) => {
+            crate::tls_util::read_roots(path).map_err(|e| anyhow::anyhow!("ca_file: {e}"))?
+        }
+        None => rustls::RootCertStore::empty(),
+    };
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = ca_file {
-        let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(path)
-            .and_then(|it| it.collect())
-            .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
-        if certs.is_empty() {
-            anyhow::bail!(
-                "auth.jwks.ca_file: {} holds no PEM certificate",
-                path.display()
-            );
-        }
-        for c in certs {
-            roots
-                .add(c)
-                .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
-        }
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
