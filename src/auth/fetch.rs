@@ -2,6 +2,17 @@
 //! a token request ([`crate::credentials`], which also reads refusals: [`send_status`]).
 //! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
 //! [`MAX_BODY`] bytes, all within a timeout.
+//!
+//! Why this is a client of its own, not the one of the gateway's other own calls (health
+//! probes, federation: `gateway::transport::upstream_h1::oneshot`): that one lives in the
+//! gateway's transport layer, which `auth` must not import (nor `credentials`, whose token
+//! requests go through this module); it writes MCP POSTs to an instance the
+//! balancer already resolved, over the pool's TLS settings, and reads answers with the upstream
+//! leg's pingora-typed parser. Here the peer is any URL an operator configures (its host
+//! resolved here, the Mozilla roots plus `ca_file`), the requests are a GET and form POSTs, and
+//! a `Cache-Control` is read. Sharing would mean moving the gateway's HTTP/1.1 reader below both
+//! layers: not worth it for two small exchanges. What they do share is the CA-bundle reader
+//! ([`crate::tls_util::read_roots`]).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
