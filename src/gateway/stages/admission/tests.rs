@@ -222,3 +222,21 @@ fn a_key_header_sent_twice_or_under_a_folding_name_is_refused() {
     let twice = [GOOD, &[("x-tenant", "a"), ("x-tenant", "b")]].concat();
     assert!(admit_cfg(&head("POST", "/mcp", &twice), &plain).is_ok());
 }
+
+#[test]
+fn origins_by_the_one_rule_in_any_case() {
+    // `config::OriginsConfig::allows`, the backend's rule too: scheme and host in any case.
+    for origin in [
+        "http://localhost:6274",
+        "HTTP://LocalHost:6274",
+        "https://[::1]",
+    ] {
+        let h = [GOOD, &[("origin", origin)]].concat();
+        assert!(
+            admit_cfg(&head("POST", "/mcp", &h), &config()).is_ok(),
+            "{origin}"
+        );
+    }
+    let h = [GOOD, &[("origin", "http://localhost.evil.example")]].concat();
+    assert_eq!(refused(head("POST", "/mcp", &h)), (403, "origin-refused"));
+}
