@@ -129,6 +129,18 @@ impl ResultScanner {
         }
     }
 
+    /// The scanner for a response whose `Content-Type` is `content_type` (read with
+    /// [`super::media`]): JSON or an event stream; `follow`: flows or tracing want the whole
+    /// verdict (otherwise only `input_required` is looked for, and an event stream not at all).
+    pub fn for_response(content_type: &[u8], follow: bool) -> Option<Self> {
+        match (super::media::is_json(content_type), follow) {
+            (true, true) => Some(Self::json()),
+            (true, false) => Some(Self::input_required_only()),
+            (false, true) if super::sse::is_event_stream(content_type) => Some(Self::sse()),
+            _ => None,
+        }
+    }
+
     pub fn feed(&mut self, chunk: &[u8]) {
         if let Some(light) = self.light.as_mut() {
             if !light.found() {
@@ -343,6 +355,45 @@ mod tests {
                 s.feed(&bom.as_bytes()[split..]);
                 assert_eq!(s.verdict(), want, "split at {split}, {eol:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_scanner_follows_the_content_type_in_any_spelling() {
+        let input_required = br#"{"result":{"resultType":"input_required","requestState":"s"}}"#;
+        for json in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            " application/json ",
+            "APPLICATION/JSON;charset=UTF-8",
+        ] {
+            for follow in [true, false] {
+                let mut s = ResultScanner::for_response(json.as_bytes(), follow).expect(json);
+                s.feed(input_required);
+                assert!(s.found(), "{json} {follow}");
+            }
+        }
+        let sse = b"data: {\"result\":{\"resultType\":\"input_required\"}}\n\n";
+        for stream in [
+            "text/event-stream",
+            "Text/Event-Stream; charset=utf-8",
+            " text/event-stream",
+        ] {
+            let mut s = ResultScanner::for_response(stream.as_bytes(), true).expect(stream);
+            s.feed(sse);
+            assert!(s.found(), "{stream}");
+            assert!(ResultScanner::for_response(stream.as_bytes(), false).is_none());
+        }
+        for other in [
+            "application/json-seq",
+            "text/plain",
+            "",
+            "application/jsonx",
+        ] {
+            assert!(
+                ResultScanner::for_response(other.as_bytes(), true).is_none(),
+                "{other}"
+            );
         }
     }
 }

@@ -240,3 +240,20 @@ fn origins_by_the_one_rule_in_any_case() {
     let h = [GOOD, &[("origin", "http://localhost.evil.example")]].concat();
     assert_eq!(refused(head("POST", "/mcp", &h)), (403, "origin-refused"));
 }
+
+#[test]
+fn no_spelling_of_json_is_refused() {
+    // Admission does not read the request's `Content-Type` (the gateway forwards it; the
+    // backend checks it, and the gateway reads the response's, through `mcp::media`).
+    for ct in [
+        "application/json",
+        "Application/JSON; charset=utf-8",
+        " application/json ",
+    ] {
+        let h = [GOOD, &[("content-type", ct)]].concat();
+        assert!(
+            admit_cfg(&head("POST", "/mcp", &h), &config()).is_ok(),
+            "{ct}"
+        );
+    }
+}
