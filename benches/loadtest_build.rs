@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use mcp_edge::loadtest::client::Http;
 use mcp_edge::loadtest::flows::{FlowTemplate, RetryParts};
-use mcp_edge::loadtest::{HttpClientKind, Scenario};
+use mcp_edge::loadtest::Scenario;
 
 fn bench(c: &mut Criterion) {
     let spec = Scenario::builtin("echo").expect("built-in scenario").flows[0].clone();
@@ -15,12 +15,7 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let http = rt
-        .block_on(Http::new(
-            "http://127.0.0.1:8080/mcp",
-            HttpClientKind::Direct,
-        ))
-        .unwrap();
+    let http = rt.block_on(Http::new("http://127.0.0.1:8080/mcp")).unwrap();
     let state = format!("\"{}\"", "s".repeat(200));
     let retry = RetryParts {
         input_responses: Some(br#"{"elicit-1":{"action":"accept","content":{"name":"octocat"}}}"#),

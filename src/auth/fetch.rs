@@ -2,12 +2,22 @@
 //! a token request ([`crate::credentials`], which also reads refusals: [`send_status`]).
 //! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
 //! [`MAX_BODY`] bytes, all within a timeout.
+//!
+//! Why this is a client of its own, not the one of the gateway's other own calls (health
+//! probes, federation: `gateway::transport::upstream_h1::oneshot`): that one lives in the
+//! gateway's transport layer, which `auth` must not import (nor `credentials`, whose token
+//! requests go through this module); it writes MCP POSTs to an instance the
+//! balancer already resolved, over the pool's TLS settings, and reads answers with the upstream
+//! leg's pingora-typed parser. Here the peer is any URL an operator configures (its host
+//! resolved here, the Mozilla roots plus `ca_file`), the requests are a GET and form POSTs, and
+//! a `Cache-Control` is read. Sharing would mean moving the gateway's HTTP/1.1 reader below both
+//! layers: not worth it for two small exchanges. What they do share is the CA-bundle reader
+//! ([`crate::tls_util::read_roots`]).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,24 +27,13 @@ pub const MAX_BODY: usize = 1024 * 1024;
 
 /// The TLS client settings for https sources: the Mozilla roots, plus `ca_file`'s certificates.
 pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
+    let mut roots = match ca_file {
+        Some(path) => {
+            crate::tls_util::read_roots(path).map_err(|e| anyhow::anyhow!("ca_file: {e}"))?
+        }
+        None => rustls::RootCertStore::empty(),
+    };
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = ca_file {
-        let certs: Vec<CertificateDer> = CertificateDer::pem_file_iter(path)
-            .and_then(|it| it.collect())
-            .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
-        if certs.is_empty() {
-            anyhow::bail!(
-                "auth.jwks.ca_file: {} holds no PEM certificate",
-                path.display()
-            );
-        }
-        for c in certs {
-            roots
-                .add(c)
-                .map_err(|e| anyhow::anyhow!("auth.jwks.ca_file: {}: {e}", path.display()))?;
-        }
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

@@ -59,8 +59,9 @@ use super::tasks::TaskStore;
 pub struct Shared {
     pub codec: StateCodec,
     pub ledger: Ledger,
-    /// Extra allowed `Origin` values (`*` = any); localhost origins are always allowed.
-    pub origins: Vec<String>,
+    /// Allowed `Origin` values: the local ones and `--allow-origin` (`*` = any), matched by the
+    /// gateway's rule ([`crate::config::OriginsConfig::allows`]).
+    pub origins: crate::config::OriginsConfig,
     /// Allowed `Host` names (without port); `None` = not checked.
     pub hosts: Option<Vec<String>>,
     pub changes: broadcast::Sender<Change>,
@@ -330,13 +331,6 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| crate::mcp::media::is_json(v.as_bytes()))
 }
 
-fn is_loopback_name(host: &str) -> bool {
-    matches!(
-        host.to_ascii_lowercase().as_str(),
-        "localhost" | "127.0.0.1" | "[::1]" | "::1"
-    )
-}
-
 /// Split `host[:port]` (with `[v6]` literals) and return the host.
 fn host_part(authority: &str) -> &str {
     if authority.starts_with('[') {
@@ -359,16 +353,8 @@ fn check_origin_and_host(headers: &HeaderMap, shared: &Shared) -> Option<Respons
         ))
     };
     if let Some(origin) = headers.get(h::ORIGIN) {
-        let o = origin.to_str().unwrap_or("");
-        let allowed = shared
-            .origins
-            .iter()
-            .any(|a| a == "*" || a.eq_ignore_ascii_case(o))
-            || o.split_once("://").is_some_and(|(scheme, rest)| {
-                matches!(scheme, "http" | "https")
-                    && is_loopback_name(host_part(rest.trim_end_matches('/')))
-            });
-        if !allowed {
+        if !shared.origins.allows(origin.as_bytes()) {
+            let o = origin.to_str().unwrap_or("");
             return forbidden(format!(
                 "Origin {o:?} is not allowed to call this MCP server; start it with --allow-origin {o} if this page should have access"
             ));

@@ -172,7 +172,7 @@ impl Pool {
             codec: StateCodec::new(opts.key.clone(), opts.state_ttl),
             ledger,
             principal_header,
-            origins: opts.allow_origins.clone(),
+            origins: crate::config::OriginsConfig::local_and(&opts.allow_origins),
             hosts,
             changes,
             tasks: tasks::TaskStore::new(opts.task_ttl),

@@ -68,6 +68,27 @@ impl Default for OriginsConfig {
     }
 }
 
+impl OriginsConfig {
+    /// The local origins (the default) and `extra` (the reference backend's `--allow-origin`).
+    pub fn local_and(extra: &[String]) -> Self {
+        let mut allow = default_origins();
+        allow.extend(extra.iter().map(|o| Pattern::parse(o)));
+        OriginsConfig { allow }
+    }
+
+    /// The one `Origin` rule, of the gateway (`origins.allow`) and of the reference backend
+    /// (the local origins and `--allow-origin`): a request that carries `Origin` must match one
+    /// of the patterns, scheme and host in any case (RFC 6454 §4: they are case-insensitive;
+    /// browsers send them lower-case). A value that is not text matches only `*`.
+    pub fn allows(&self, origin: &[u8]) -> bool {
+        let origin = std::str::from_utf8(origin).ok().filter(|o| o.is_ascii());
+        let origin = origin.unwrap_or("");
+        self.allow
+            .iter()
+            .any(|p| p.matches_ignore_ascii_case(origin))
+    }
+}
+
 fn default_origins() -> Vec<Pattern> {
     [
         "http://localhost",
@@ -81,4 +102,38 @@ fn default_origins() -> Vec<Pattern> {
     .flat_map(|o| [o.to_string(), o.replacen("http://", "https://", 1)])
     .map(|o| Pattern::parse(&o))
     .collect()
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::OriginsConfig;
+
+    #[test]
+    fn local_origins_in_any_case_others_only_when_listed() {
+        let local = OriginsConfig::default();
+        for yes in [
+            "http://localhost",
+            "http://localhost:6274",
+            "https://127.0.0.1:8443",
+            "http://[::1]:3000",
+            "HTTP://LocalHost:6274",
+        ] {
+            assert!(local.allows(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "https://evil.example",
+            "http://localhost.evil.example",
+            "null",
+            "",
+            "http://l\u{f6}calhost",
+        ] {
+            assert!(!local.allows(no.as_bytes()), "{no}");
+        }
+        assert!(!local.allows(b"http://localhost\xff"));
+        let backend = OriginsConfig::local_and(&["https://App.example.com".into()]);
+        assert!(backend.allows(b"https://app.example.com"));
+        assert!(backend.allows(b"http://localhost:1"));
+        assert!(!backend.allows(b"https://other.example.com"));
+        assert!(OriginsConfig::local_and(&["*".into()]).allows(b"https://any.example"));
+    }
 }

@@ -32,13 +32,28 @@ impl Pattern {
             Pattern::Any => true,
             Pattern::Exact(e) => e == v,
             Pattern::Prefix(p) => v.starts_with(p.as_str()),
-            Pattern::Glob(g) => glob(g, v),
+            Pattern::Glob(g) => glob(g, v, false),
+        }
+    }
+
+    /// [`Pattern::matches`] with ASCII letters compared case-insensitively (an `Origin`'s
+    /// scheme and host).
+    pub fn matches_ignore_ascii_case(&self, v: &str) -> bool {
+        match self {
+            Pattern::Any => true,
+            Pattern::Exact(e) => e.eq_ignore_ascii_case(v),
+            Pattern::Prefix(p) => v
+                .as_bytes()
+                .get(..p.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes())),
+            Pattern::Glob(g) => glob(g, v, true),
         }
     }
 }
 
-/// Iterative glob match with backtracking to the last `*`; `?` is one character. No allocation.
-fn glob(p: &str, v: &str) -> bool {
+/// Iterative glob match with backtracking to the last `*`; `?` is one character (`fold`: ASCII
+/// letters in either case). No allocation.
+fn glob(p: &str, v: &str, fold: bool) -> bool {
     let first = |s: &str, i: usize| s[i..].chars().next();
     let (mut pi, mut vi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -49,7 +64,7 @@ fn glob(p: &str, v: &str) -> bool {
                 pi += 1;
                 continue;
             }
-            Some(pc) if pc == '?' || pc == vc => {
+            Some(pc) if pc == '?' || pc == vc || (fold && pc.eq_ignore_ascii_case(&vc)) => {
                 pi += pc.len_utf8();
                 vi += vc.len_utf8();
                 continue;
@@ -107,5 +122,14 @@ mod tests {
         assert!(Pattern::parse("m?t?o").matches("météo"));
         assert!(Pattern::parse("file:///srv/*.toml").matches("file:///srv/app/config.toml"));
         assert!(Pattern::parse("*").matches(""));
+        assert!(!Pattern::parse("Tools/*").matches("tools/list"));
+        assert!(Pattern::parse("Tools/*").matches_ignore_ascii_case("tools/list"));
+        assert!(
+            Pattern::parse("http://LOCALHOST:*").matches_ignore_ascii_case("HTTP://localhost:1")
+        );
+        assert!(
+            Pattern::parse("https://App.example").matches_ignore_ascii_case("https://app.EXAMPLE")
+        );
+        assert!(!Pattern::parse("é*").matches_ignore_ascii_case("É"));
     }
 }

@@ -9,7 +9,7 @@ use anyhow::bail;
 use clap::Parser;
 
 use super::shard::{self, Shard};
-use super::{client::HttpClientKind, feed, stages, tls, wire};
+use super::{feed, stages, tls, wire};
 use crate::mcp::header::DEFAULT_UPSTREAM_HEADER;
 
 /// Default target URL.
@@ -180,9 +180,6 @@ pub struct LoadTestArgs {
     /// Open loop: at most this many flows in flight (later ones wait, timed from their intended start).
     #[arg(long, default_value_t = 10_000, hide = true)]
     pub max_in_flight: usize,
-    /// HTTP client implementation.
-    #[arg(long, value_enum, default_value_t = HttpClientKind::Direct, hide = true)]
-    pub http_client: HttpClientKind,
 }
 
 fn ser_header_names<S: serde::Serializer>(h: &[String], s: S) -> Result<S::Ok, S::Error> {

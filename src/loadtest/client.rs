@@ -1,7 +1,6 @@
 //! The HTTP/1.1 client of the load tester: connection reuse, one request in, status + headers +
-//! whole body out. Two implementations, chosen with the hidden `--http-client` option:
-//! `direct` (our own pool of `hyper::client::conn::http1` connections, the default: measured
-//! faster) and `pooled` (`hyper_util`'s legacy `Client` with a pooled `HttpConnector`).
+//! whole body out, over its own pool of `hyper::client::conn::http1` connections (or
+//! [`super::tls`]'s for https).
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -11,32 +10,9 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 
 use super::tls::{TlsOptions, TlsPool};
-
-/// Which client implementation to use.
-#[derive(
-    clap::ValueEnum,
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum HttpClientKind {
-    /// A pool of hyper http1 connections owned by the load tester.
-    #[default]
-    Direct,
-    /// hyper_util's legacy pooled client.
-    Pooled,
-}
 
 /// A complete answer.
 #[derive(Debug)]
@@ -50,7 +26,6 @@ pub struct Answer {
 
 enum Inner {
     Direct(Mutex<Vec<SendRequest<Full<Bytes>>>>),
-    Pooled(Client<HttpConnector, Full<Bytes>>),
     Tls(TlsPool),
 }
 
@@ -59,22 +34,18 @@ pub struct Http {
     inner: Inner,
     addr: SocketAddr,
     host: HeaderValue,
-    /// Absolute URI (pooled client) or origin-form path (direct connections).
+    /// The origin-form path.
     uri: Uri,
 }
 
 impl Http {
     /// Resolve a plain `http://` target once and prepare the client.
-    pub async fn new(target: &str, kind: HttpClientKind) -> anyhow::Result<Http> {
-        Http::connect(target, kind, &TlsOptions::default()).await
+    pub async fn new(target: &str) -> anyhow::Result<Http> {
+        Http::connect(target, &TlsOptions::default()).await
     }
 
     /// Resolve the target once and prepare the client: `http://`, or `https://` with `tls`.
-    pub async fn connect(
-        target: &str,
-        kind: HttpClientKind,
-        tls: &TlsOptions,
-    ) -> anyhow::Result<Http> {
+    pub async fn connect(target: &str, tls: &TlsOptions) -> anyhow::Result<Http> {
         let uri: Uri = target
             .parse()
             .with_context(|| format!("invalid target URL {target:?}"))?;
@@ -101,25 +72,12 @@ impl Http {
                 uri: path,
             });
         }
-        let (inner, uri) = match kind {
-            HttpClientKind::Direct => {
-                let path = uri.path_and_query().map_or("/", |p| p.as_str());
-                (Inner::Direct(Mutex::new(Vec::new())), path.parse()?)
-            }
-            HttpClientKind::Pooled => {
-                let mut conn = HttpConnector::new();
-                conn.set_nodelay(true);
-                let client = Client::builder(TokioExecutor::new())
-                    .pool_max_idle_per_host(usize::MAX)
-                    .build(conn);
-                (Inner::Pooled(client), uri)
-            }
-        };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
         Ok(Http {
-            inner,
+            inner: Inner::Direct(Mutex::new(Vec::new())),
             addr,
             host,
-            uri,
+            uri: path.parse()?,
         })
     }
 
@@ -137,17 +95,6 @@ impl Http {
     pub async fn send(&self, req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
         match &self.inner {
             Inner::Tls(pool) => pool.send(req).await,
-            Inner::Pooled(client) => {
-                let resp = client.request(req).await?;
-                let (parts, body) = resp.into_parts();
-                let body = body.collect().await?.to_bytes();
-                Ok(Answer {
-                    status: parts.status,
-                    headers: parts.headers,
-                    body,
-                    version: parts.version,
-                })
-            }
             Inner::Direct(idle) => {
                 let mut sender = match self.take_idle(idle) {
                     Some(s) => s,

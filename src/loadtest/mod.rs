@@ -22,8 +22,8 @@
 //!   shards' reports added up exactly).
 //!
 //! Speed (2-core machine, release build, against `examples/loadtest_trivial_target.rs` on the
-//! same machine, 64 connections, 5 s, `--scenario echo`): about 46 000 requests/s with the
-//! default `direct` client and 38 000-40 000 with `pooled`; `wrk -t2 -c64` with the same POST
+//! same machine, 64 connections, 5 s, `--scenario echo`): about 46 000 requests/s (38 000-40 000
+//! with hyper_util's pooled client, which it no longer has); `wrk -t2 -c64` with the same POST
 //! body does 58 000-62 000 and `wrk -t1 -c64` 42 600. The tester builds every body, parses
 //! every reply and records every leg; the target shares the two cores.
 
@@ -59,7 +59,6 @@ pub mod wire;
 use anyhow::Context as _;
 
 pub use args::{parse_rate_limit, LoadTestArgs, MaybeRate, DEFAULT_DURATION, DEFAULT_TARGET};
-pub use client::HttpClientKind;
 pub use flows::{FlowSpec, Scenario, BUILTIN_SCENARIOS};
 pub use preflight::PreflightError;
 pub use report::Report;

@@ -1,5 +1,5 @@
 //! Reading a reply: the JSON-RPC payload of a response body (the body itself, or the last
-//! event of an SSE stream, read with [`crate::mcp::sse`]), what it says ([`Reply`]: complete,
+//! response event of an SSE stream, read with [`crate::mcp::sse`]), what it says ([`Reply`]: complete,
 //! input required, a task, error) and which instance served it. Pure; no I/O.
 
 use std::borrow::Cow;
@@ -11,15 +11,10 @@ use serde_json::value::RawValue;
 use crate::mcp::{meta, result_type, sse};
 
 /// The JSON-RPC payload of a response body: the body itself for `application/json`, the data of
-/// the last `data:` event for `text/event-stream`.
+/// the last response event for `text/event-stream` ([`sse::response_of`]; empty when no event is
+/// a response).
 pub fn json_payload<'a>(body: &'a [u8], content_type: Option<&[u8]>) -> Cow<'a, [u8]> {
-    if !content_type.is_some_and(sse::is_event_stream) {
-        return Cow::Borrowed(body);
-    }
-    match sse::events(body).pop() {
-        None => Cow::Borrowed(&[]),
-        Some(ev) => Cow::Owned(ev.data),
-    }
+    sse::response_of(content_type, body).unwrap_or(Cow::Borrowed(&[]))
 }
 
 #[derive(Deserialize)]
@@ -258,10 +253,14 @@ mod tests {
     }
 
     #[test]
-    fn sse_payload_is_the_last_data_event() {
+    fn sse_payload_is_the_last_response_event() {
         let body = b": keepalive\r\n\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":5,\"result\":{}}\r\n\r\n";
         let p = json_payload(body, Some(b"text/event-stream; charset=utf-8"));
         assert_eq!(&*p, b"{\"jsonrpc\":\"2.0\",\n\"id\":5,\"result\":{}}");
+        assert!(parse_reply(&p, 5).is_ok());
+        // A notification after the response is not the payload (it was, before).
+        let late = b"data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n";
+        let p = json_payload(late, Some(b"text/event-stream"));
         assert!(parse_reply(&p, 5).is_ok());
         let plain = br#"{"a":1}"#;
         assert_eq!(&*json_payload(plain, Some(b"application/json")), plain);

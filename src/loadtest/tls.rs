@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use bytes::Bytes;
 use http::{Request, Uri};
 use http_body_util::{BodyExt, Full};
@@ -41,26 +41,16 @@ pub fn client_config(opts: &TlsOptions) -> anyhow::Result<ClientConfig> {
             )))
             .with_no_client_auth()
     } else {
-        let mut roots = RootCertStore::empty();
-        match &opts.cacert {
+        let roots = match &opts.cacert {
             Some(p) => {
-                let pem = std::fs::read(p)
-                    .with_context(|| format!("reading --cacert {}", p.display()))?;
-                let mut n = 0;
-                for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                    let cert =
-                        cert.with_context(|| format!("--cacert {}: bad PEM", p.display()))?;
-                    roots.add(cert).with_context(|| {
-                        format!("--cacert {}: not a CA certificate", p.display())
-                    })?;
-                    n += 1;
-                }
-                if n == 0 {
-                    bail!("--cacert {}: no certificate in the file", p.display());
-                }
+                crate::tls_util::read_roots(p).map_err(|e| anyhow::anyhow!("--cacert {e}"))?
             }
-            None => roots.roots = webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        }
+            None => {
+                let mut r = RootCertStore::empty();
+                r.roots = webpki_roots::TLS_SERVER_ROOTS.to_vec();
+                r
+            }
+        };
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

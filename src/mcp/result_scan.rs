@@ -8,9 +8,13 @@
 //! so look-alikes inside content (`"text":"\"resultType\":\"input_required\""`) or deeper
 //! objects are not taken for them. Memory is fixed: a key is compared in a 16-byte buffer and the
 //! state is hashed as it passes. `text/event-stream` bodies are read event by event (the `data:`
-//! lines of each); the last event that is a response (`result` or `error`) decides.
+//! lines of each, with the one line reader, [`super::sse::Lines`]); the last event that is a
+//! response (`result` or `error`) decides, the rule of [`super::sse::response_of`], which reads
+//! a body in hand; this one cannot hold the body, so it applies the rule with its own JSON
+//! tokenizer as the bytes pass.
 
 use super::json_scan::JsonScan;
+use super::sse::{Field, Lines, Piece};
 
 /// What the response was, as far as MRTR flows are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,7 +97,8 @@ pub const SCAN_LIMIT: usize = 4 << 20;
 #[derive(Debug, Default)]
 pub struct ResultScanner {
     json: JsonScan,
-    sse: Option<SseLines>,
+    /// The event-stream line reader (the one of [`super::sse`]), for an SSE body.
+    sse: Option<Lines>,
     verdict: Verdict,
     scanned: usize,
     /// Only `input_required` is looked for, the old way (flows and tracing off).
@@ -119,8 +124,20 @@ impl ResultScanner {
     /// A scanner for a `text/event-stream` body.
     pub fn sse() -> Self {
         ResultScanner {
-            sse: Some(SseLines::default()),
+            sse: Some(Lines::default()),
             ..Self::default()
+        }
+    }
+
+    /// The scanner for a response whose `Content-Type` is `content_type` (read with
+    /// [`super::media`]): JSON or an event stream; `follow`: flows or tracing want the whole
+    /// verdict (otherwise only `input_required` is looked for, and an event stream not at all).
+    pub fn for_response(content_type: &[u8], follow: bool) -> Option<Self> {
+        match (super::media::is_json(content_type), follow) {
+            (true, true) => Some(Self::json()),
+            (true, false) => Some(Self::input_required_only()),
+            (false, true) if super::sse::is_event_stream(content_type) => Some(Self::sse()),
+            _ => None,
         }
     }
 
@@ -140,32 +157,19 @@ impl ResultScanner {
             self.json.feed(chunk);
             return;
         };
-        let mut i = 0;
-        while i < chunk.len() {
-            if sse.in_data_body() {
-                // The rest of a data line goes to the JSON reader in one piece.
-                let rest = &chunk[i..];
-                let n = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
-                if n > 0 {
-                    self.json.feed(&rest[..n]);
-                    sse.col += n;
-                    i += n;
-                    continue;
+        let (json, verdict) = (&mut self.json, &mut self.verdict);
+        sse.feed(chunk, |p| match p {
+            Piece::Value(Field::Data, d) => json.feed(d),
+            // Data lines are joined with `\n` (JSON whitespace between them).
+            Piece::End(Field::Data) => json.step(b'\n'),
+            Piece::Dispatch => {
+                let v = std::mem::take(json).verdict();
+                if v.kind != ResultKind::Unknown {
+                    *verdict = v;
                 }
             }
-            let b = chunk[i];
-            i += 1;
-            match sse.step(b) {
-                SseByte::Data(d) => self.json.step(d),
-                SseByte::Skip => {}
-                SseByte::EventEnd => {
-                    let v = std::mem::take(&mut self.json).verdict();
-                    if v.kind != ResultKind::Unknown {
-                        self.verdict = v;
-                    }
-                }
-            }
-        }
+            Piece::Value(..) | Piece::End(_) => {}
+        });
     }
 
     /// The verdict so far (for SSE, the last complete event that was a response; for JSON, the
@@ -204,77 +208,6 @@ impl ResultScanner {
     /// `resultType` is `input_required` (the old scanner's question).
     pub fn found(&self) -> bool {
         self.verdict().kind == ResultKind::InputRequired
-    }
-}
-
-enum SseByte {
-    Data(u8),
-    Skip,
-    EventEnd,
-}
-
-/// Splits an event stream into the bytes of its `data:` lines (joined by `\n`, as the spec
-/// joins them) and event ends (a blank line). `\r` is ignored.
-#[derive(Debug, Default)]
-struct SseLines {
-    /// Bytes of the current line seen (0: at a line start).
-    col: usize,
-    /// This line is a `data:` line (its prefix is done).
-    data: bool,
-    /// This line cannot be a `data:` line.
-    other: bool,
-    /// A data line was seen in this event (the next one is joined with `\n`).
-    has_data: bool,
-}
-
-const DATA: &[u8] = b"data:";
-
-impl SseLines {
-    /// Past `data:` and its optional space: the bytes up to the line's end are data.
-    fn in_data_body(&self) -> bool {
-        self.data && self.col > DATA.len()
-    }
-
-    fn step(&mut self, b: u8) -> SseByte {
-        if b == b'\r' {
-            return SseByte::Skip;
-        }
-        if b == b'\n' {
-            let blank = self.col == 0;
-            let was_data = self.data;
-            self.col = 0;
-            self.data = false;
-            self.other = false;
-            if blank {
-                self.has_data = false;
-                return SseByte::EventEnd;
-            }
-            return if was_data {
-                SseByte::Data(b'\n')
-            } else {
-                SseByte::Skip
-            };
-        }
-        self.col += 1;
-        if self.data {
-            // One space after the colon is part of the syntax, not of the data.
-            if self.col == DATA.len() + 1 && b == b' ' {
-                return SseByte::Skip;
-            }
-            return SseByte::Data(b);
-        }
-        if self.other {
-            return SseByte::Skip;
-        }
-        if b == DATA[self.col - 1] {
-            if self.col == DATA.len() {
-                self.data = true;
-                self.has_data = true;
-            }
-        } else {
-            self.other = true;
-        }
-        SseByte::Skip
     }
 }
 
@@ -389,5 +322,78 @@ mod tests {
         // The stream ended without the blank line: the pending event still counts.
         let unterminated = "data: {\"id\":1,\"result\":{\"resultType\":\"complete\"}}\n";
         assert_eq!(all_chunkings(unterminated, true).kind, ResultKind::Complete);
+    }
+
+    #[test]
+    fn sse_line_ends_and_a_bom_do_not_change_the_verdict() {
+        // Before the one line reader, a CR alone ended no line here (CR-only streams gave
+        // Unknown) and a BOM hid the first `data:` line.
+        let lines = [
+            ": keep-alive",
+            "",
+            "event: message",
+            "data: {\"jsonrpc\":\"2.0\",\"id\":1,",
+            "data: \"result\":{\"resultType\":\"input_required\",\"requestState\":\"abc\"}}",
+            "",
+            "data: {\"method\":\"notifications/message\",\"params\":{}}",
+            "",
+        ];
+        let want = Verdict {
+            kind: ResultKind::InputRequired,
+            state_digest: Some(state_digest("abc")),
+            ..Verdict::default()
+        };
+        for eol in ["\n", "\r", "\r\n"] {
+            let body: String = lines.iter().flat_map(|l| [*l, eol]).collect();
+            assert_eq!(all_chunkings(&body, true), want, "{eol:?}");
+            let bom = format!("\u{feff}{body}");
+            assert_eq!(all_chunkings(&bom, true), want, "BOM, {eol:?}");
+            // Two chunks at every split index.
+            for split in 0..=bom.len() {
+                let mut s = ResultScanner::sse();
+                s.feed(&bom.as_bytes()[..split]);
+                s.feed(&bom.as_bytes()[split..]);
+                assert_eq!(s.verdict(), want, "split at {split}, {eol:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_scanner_follows_the_content_type_in_any_spelling() {
+        let input_required = br#"{"result":{"resultType":"input_required","requestState":"s"}}"#;
+        for json in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            " application/json ",
+            "APPLICATION/JSON;charset=UTF-8",
+        ] {
+            for follow in [true, false] {
+                let mut s = ResultScanner::for_response(json.as_bytes(), follow).expect(json);
+                s.feed(input_required);
+                assert!(s.found(), "{json} {follow}");
+            }
+        }
+        let sse = b"data: {\"result\":{\"resultType\":\"input_required\"}}\n\n";
+        for stream in [
+            "text/event-stream",
+            "Text/Event-Stream; charset=utf-8",
+            " text/event-stream",
+        ] {
+            let mut s = ResultScanner::for_response(stream.as_bytes(), true).expect(stream);
+            s.feed(sse);
+            assert!(s.found(), "{stream}");
+            assert!(ResultScanner::for_response(stream.as_bytes(), false).is_none());
+        }
+        for other in [
+            "application/json-seq",
+            "text/plain",
+            "",
+            "application/jsonx",
+        ] {
+            assert!(
+                ResultScanner::for_response(other.as_bytes(), true).is_none(),
+                "{other}"
+            );
+        }
     }
 }

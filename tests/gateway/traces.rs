@@ -137,9 +137,7 @@ fn attr(s: &Span, key: &str) -> Option<String> {
     })
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use mcp_edge::mcp::hex::encode as hex;
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT: &str = "00f067aa0ba902b7";

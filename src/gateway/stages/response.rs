@@ -60,12 +60,7 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
     if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
         // With flows and tracing off, only the input_required metric needs the body.
         let follow = gw.flows.is_some() || gw.tracing.is_some();
-        ctx.scanner = match (crate::mcp::media::is_json(ct), follow) {
-            (true, true) => Some(ResultScanner::json()),
-            (true, false) => Some(ResultScanner::input_required_only()),
-            (false, true) if crate::mcp::sse::is_event_stream(ct) => Some(ResultScanner::sse()),
-            _ => None,
-        };
+        ctx.scanner = ResultScanner::for_response(ct, follow);
     }
     auth::on_response_header(ctx, upstream_response);
     // The edge cache: collect a cacheable response, watch streams for invalidations.

@@ -21,7 +21,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
-use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -85,21 +85,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Read a PEM certificate chain; an error names the file.
-pub fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let name = path.display();
-    std::fs::metadata(path)
-        .map_err(|e| format!("{name}: cannot read the certificate file: {e}"))?;
-    let chain = CertificateDer::pem_file_iter(path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{name}: not a PEM certificate file ({e})"))?;
-    if chain.is_empty() {
-        return Err(format!(
-            "{name}: holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
-        ));
-    }
-    Ok(chain)
-}
+pub use crate::tls_util::{read_chain, read_roots};
 
 /// Read a PEM private key; an error names the file.
 pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
@@ -129,17 +115,6 @@ pub fn describe_cert(der: &[u8], file: &str) -> Result<CertInfo, String> {
         names,
         not_after: cert.validity().not_after.timestamp(),
     })
-}
-
-/// A CA bundle as a root store; an error names the file.
-pub fn read_roots(path: &Path) -> Result<RootCertStore, String> {
-    let mut roots = RootCertStore::empty();
-    for c in read_chain(path)? {
-        roots
-            .add(c)
-            .map_err(|e| format!("{}: a CA certificate is not usable: {e}", path.display()))?;
-    }
-    Ok(roots)
 }
 
 /// Load and check one listener's TLS files.

@@ -152,7 +152,7 @@ fn reap(set: &mut JoinSet<()>) {
 /// Run the load described by `opts` and return the report.
 pub(crate) async fn execute(opts: &LoadTestArgs, show_progress: bool) -> anyhow::Result<Report> {
     opts.validate()?;
-    let http = Http::connect(&opts.target, opts.http_client, &opts.tls_options()).await?;
+    let http = Http::connect(&opts.target, &opts.tls_options()).await?;
     let plan::Plan {
         scenario,
         flows,

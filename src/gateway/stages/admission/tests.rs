@@ -222,3 +222,36 @@ fn a_key_header_sent_twice_or_under_a_folding_name_is_refused() {
     let twice = [GOOD, &[("x-tenant", "a"), ("x-tenant", "b")]].concat();
     assert!(admit_cfg(&head("POST", "/mcp", &twice), &plain).is_ok());
 }
+
+/// Whether a good head with `name: value` for each of `values` is admitted, value by value.
+fn admitted_with(name: &str, values: &[&str]) -> Vec<bool> {
+    let admit_one = |v: &&str| {
+        let h = [GOOD, &[(name, *v)]].concat();
+        admit_cfg(&head("POST", "/mcp", &h), &config()).is_ok()
+    };
+    values.iter().map(admit_one).collect()
+}
+
+#[test]
+fn origins_by_the_one_rule_in_any_case() {
+    // `config::OriginsConfig::allows`, the backend's rule too: scheme and host in any case.
+    let origins = [
+        "http://localhost:6274",
+        "HTTP://LocalHost:6274",
+        "https://[::1]",
+        "http://localhost.evil.example",
+    ];
+    assert_eq!(admitted_with("origin", &origins), [true, true, true, false]);
+}
+
+#[test]
+fn no_spelling_of_json_is_refused() {
+    // Admission does not read the request's `Content-Type` (the gateway forwards it; the
+    // backend checks it, and the gateway reads the response's, through `mcp::media`).
+    let json = [
+        "application/json",
+        "Application/JSON; charset=utf-8",
+        " application/json ",
+    ];
+    assert_eq!(admitted_with("content-type", &json), [true; 3]);
+}

@@ -1,23 +1,25 @@
 //! Spots the notifications that invalidate cached results (`notifications/*/list_changed`,
-//! `notifications/resources/updated`) in an SSE stream as its chunks pass by. Chunks are not
-//! held back: the scanner copies only the `data:` lines of the current event, at most
-//! [`MAX_EVENT`] bytes (a longer event is skipped, it cannot be a small notification anyway).
+//! `notifications/resources/updated`) in an SSE stream as its chunks pass by, read with the one
+//! event-stream reader ([`crate::mcp::sse::Lines`]). Chunks are not held back: the scanner copies
+//! only the `data:` lines of the current event, at most [`MAX_EVENT`] bytes (a longer event is
+//! skipped, it cannot be a small notification anyway).
 
 use serde::Deserialize;
 
 use crate::mcp::caching::{invalidated_by, Invalidation};
+use crate::mcp::sse::{Field, Lines, Piece};
 
 /// The largest event data the scanner looks at.
 pub const MAX_EVENT: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
 pub struct NotificationScanner {
-    /// The current line, until its end.
-    line: Vec<u8>,
-    /// The current line is too long and is being skipped.
-    skipping: bool,
+    /// The event-stream line reader (the one of [`crate::mcp::sse`]).
+    lines: Lines,
     /// The `data:` of the current event.
     data: Vec<u8>,
+    /// The current line is a `data` line whose join with the previous one was done.
+    data_open: bool,
     too_big: bool,
 }
 
@@ -37,44 +39,30 @@ struct NoteParams {
 impl NotificationScanner {
     /// Scan the next chunk, pushing what each complete notification in it invalidates.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Invalidation>) {
-        for &b in chunk {
-            if b == b'\n' {
-                self.end_line(out);
-            } else if !self.skipping {
-                if self.line.len() >= MAX_EVENT {
-                    self.skipping = true;
-                    self.line.clear();
-                } else {
-                    self.line.push(b);
-                }
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.feed(chunk, |p| match p {
+            Piece::Value(Field::Data, d) => self.data_piece(d),
+            Piece::End(Field::Data) => {
+                self.data_piece(b"");
+                self.data_open = false;
             }
-        }
+            Piece::Dispatch => self.dispatch(out),
+            Piece::Value(..) | Piece::End(_) => {}
+        });
+        self.lines = lines;
     }
 
-    fn end_line(&mut self, out: &mut Vec<Invalidation>) {
-        if std::mem::take(&mut self.skipping) {
+    fn data_piece(&mut self, d: &[u8]) {
+        let join = !self.data_open && !self.data.is_empty();
+        self.data_open = true;
+        if self.too_big || self.data.len() + usize::from(join) + d.len() >= MAX_EVENT {
             self.too_big = true;
             return;
         }
-        let mut line = std::mem::take(&mut self.line);
-        if line.last() == Some(&b'\r') {
-            line.pop();
+        if join {
+            self.data.push(b'\n');
         }
-        if line.is_empty() {
-            self.dispatch(out);
-        } else if let Some(d) = line.strip_prefix(b"data:") {
-            let d = d.strip_prefix(b" ").unwrap_or(d);
-            if self.data.len() + d.len() + 1 > MAX_EVENT {
-                self.too_big = true;
-            } else {
-                if !self.data.is_empty() {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(d);
-            }
-        }
-        self.line = line;
-        self.line.clear();
+        self.data.extend_from_slice(d);
     }
 
     fn dispatch(&mut self, out: &mut Vec<Invalidation>) {
@@ -142,5 +130,41 @@ mod tests {
         s.feed(&big, &mut out);
         s.feed(next, &mut out);
         assert_eq!(out, vec![Invalidation::Lists(&[PROMPTS_LIST])]);
+    }
+
+    #[test]
+    fn cr_lf_crlf_and_a_bom_at_every_split_point() {
+        // Before the one line reader, this scanner ended lines at LF only: a CR-only stream
+        // invalidated nothing.
+        let want = vec![
+            Invalidation::Lists(&[TOOLS_LIST]),
+            Invalidation::Resource("file:///a".into()),
+        ];
+        for eol in ["\n", "\r", "\r\n"] {
+            let body = [
+                ": keep-alive",
+                "",
+                "event: message",
+                "data: {\"method\":\"notifications/tools/list_changed\"}",
+                "",
+                "data: {\"method\":\"notifications/resources/updated\",",
+                "data: \"params\":{\"uri\":\"file:///a\"}}",
+                "",
+            ]
+            .iter()
+            .flat_map(|l| [*l, eol])
+            .collect::<String>();
+            let body = format!("\u{feff}{body}");
+            let body = body.as_bytes();
+            for cut in 0..=body.len() {
+                assert_eq!(
+                    scan(&[&body[..cut], &body[cut..]]),
+                    want,
+                    "{eol:?} cut at {cut}"
+                );
+            }
+            let bytes: Vec<&[u8]> = body.chunks(1).collect();
+            assert_eq!(scan(&bytes), want, "{eol:?} byte by byte");
+        }
     }
 }

@@ -132,20 +132,12 @@ pub fn instances(gw: &Gateway, p: usize) -> Vec<usize> {
     usable
 }
 
-/// The JSON-RPC response in an answer body (JSON, or the response event of an SSE stream).
+/// The JSON-RPC response in an answer body ([`sse::response_of`]: JSON, or the last response
+/// event of an SSE stream), parsed.
 fn response_of(content_type: &[u8], body: &[u8]) -> Result<Value, String> {
-    if sse::is_event_stream(content_type) {
-        for ev in sse::events(body) {
-            let Ok(v) = serde_json::from_slice::<Value>(&ev.data) else {
-                continue;
-            };
-            if v.get("result").is_some() || v.get("error").is_some() {
-                return Ok(v);
-            }
-        }
-        return Err("the event stream carried no JSON-RPC response".into());
-    }
-    serde_json::from_slice(body).map_err(|e| format!("the answer is not JSON: {e}"))
+    let payload = sse::response_of(Some(content_type), body)
+        .ok_or("the event stream carried no JSON-RPC response")?;
+    serde_json::from_slice(&payload).map_err(|e| format!("the answer is not JSON: {e}"))
 }
 
 /// Send `method` to a usable instance of pool `p` (another one if the first cannot be reached)
