@@ -8,14 +8,13 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::value::RawValue;
 use std::fmt;
 
-use super::super::meta;
 use super::super::strict::{
-    case_variant, case_variant_of, check_new_key, scalars, Faults, Key, MaybeString, SeenKeys, Walk,
+    case_variant, case_variant_of, check_new_key, scalars, Faults, Key, SeenKeys, Walk,
 };
-use super::{
-    is_notification_method, keep, Envelope, EnvelopeError, META_MEMBERS, PARAMS_MEMBERS,
-    TOP_MEMBERS,
-};
+use super::{is_notification_method, keep, Envelope, EnvelopeError, TOP_MEMBERS};
+
+mod members;
+use members::{meta_member, next_string, other_member, params_member, skip_value};
 
 /// [`super::parse`] without the fast scan: the reference reading.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
@@ -174,110 +173,6 @@ impl<'de, 's> Visitor<'de> for Fields<'s> {
         }
         Ok(true)
     }
-}
-
-/// The next value as a string if it is one (any other value is walked and gives `None`).
-#[inline]
-fn next_string<'de, A: MapAccess<'de>>(
-    map: &mut A,
-    faults: &mut Faults,
-    depth: usize,
-) -> Result<Option<String>, A::Error> {
-    map.next_value_seed(MaybeString { faults, depth })
-}
-
-/// Walk the next value without keeping it.
-#[inline]
-fn skip_value<'de, A: MapAccess<'de>>(
-    map: &mut A,
-    faults: &mut Faults,
-    depth: usize,
-) -> Result<(), A::Error> {
-    map.next_value_seed(Walk { faults, depth })
-}
-
-/// Read the value of `params` member `k` into the envelope if the envelope keeps it. Returns
-/// whether it did (`false`: the value is still to be read).
-#[inline]
-fn params_member<'de, A: MapAccess<'de>>(
-    map: &mut A,
-    st: &mut State,
-    k: &str,
-    depth: usize,
-) -> Result<bool, A::Error> {
-    match k {
-        "name" => st.env.name = next_string(map, &mut st.faults, depth)?,
-        "uri" => st.env.uri = next_string(map, &mut st.faults, depth)?,
-        "taskId" => st.env.task_id = next_string(map, &mut st.faults, depth)?,
-        "_meta" => {
-            st.env.has_meta = map.next_value_seed(Fields {
-                st: &mut *st,
-                depth,
-                level: Level::Meta,
-            })?
-        }
-        "protocolVersion" => st.env.legacy_version = next_string(map, &mut st.faults, depth)?,
-        "requestState" => {
-            st.env.has_request_state = true;
-            let state = next_string(map, &mut st.faults, depth)?;
-            st.env.request_state_digest = state.as_deref().map(super::super::digest::state_digest);
-        }
-        "inputResponses" => {
-            st.env.has_input_responses = true;
-            skip_value(map, &mut st.faults, depth)?;
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
-}
-
-/// Read the value of `params._meta` member `k` into the envelope if the envelope keeps it.
-/// Returns whether it did (`false`: the value is still to be read).
-#[inline]
-fn meta_member<'de, A: MapAccess<'de>>(
-    map: &mut A,
-    st: &mut State,
-    k: &str,
-    depth: usize,
-) -> Result<bool, A::Error> {
-    match k {
-        meta::PROTOCOL_VERSION => {
-            st.env.protocol_version = next_string(map, &mut st.faults, depth)?
-        }
-        meta::TRACEPARENT => st.env.traceparent = next_string(map, &mut st.faults, depth)?,
-        meta::TRACESTATE => st.env.tracestate = next_string(map, &mut st.faults, depth)?,
-        meta::CLIENT_CAPABILITIES => {
-            st.env.has_client_capabilities = map.next_value_seed(Fields {
-                st: &mut *st,
-                depth,
-                level: Level::Opaque,
-            })?;
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
-}
-
-/// A member the envelope does not keep: refused if it is a case variant of a known member of its
-/// object, else walked.
-#[inline]
-fn other_member<'de, A: MapAccess<'de>>(
-    map: &mut A,
-    st: &mut State,
-    level: Level,
-    k: &str,
-    depth: usize,
-    at: &str,
-) -> Result<(), A::Error> {
-    let known = match level {
-        Level::Params => PARAMS_MEMBERS,
-        Level::Meta => META_MEMBERS,
-        Level::Opaque => &[],
-    };
-    if let Some(m) = case_variant_of(k, known) {
-        return Err(case_variant(&mut st.faults, k, m, at));
-    }
-    skip_value(map, &mut st.faults, depth)
 }
 
 /// The top level: one object (a batch array or a scalar is refused).
