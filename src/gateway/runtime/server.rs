@@ -2,10 +2,9 @@
 //! config reload, and a handle to run a gateway inside another program (the demo, tests,
 //! `embedded`); how a process stops and hands its listeners over is `shutdown`.
 //!
-//! **Reload.** The running [`Gateway`] sits behind [`Live`]. Each request takes the
-//! current one when it starts and keeps it to the end, so a reload applies to new requests while
-//! requests in flight finish on the config they started with. A config that fails to load is
-//! refused with a log line naming the error, and the old one keeps serving. Rate-limit buckets
+//! **Reload.** The running [`Gateway`] sits behind [`Live`], which says how a reload swaps it
+//! (requests in flight finish on their own; a config that fails to load leaves the old one
+//! serving); this module triggers it (SIGHUP, DNS, `POST /-/reload`). Rate-limit buckets
 //! and instance health carry over for limits and pools whose settings did not change. The
 //! listen addresses, `threads` and `work_stealing` need a restart (a warning says so).
 
