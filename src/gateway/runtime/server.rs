@@ -4,7 +4,7 @@
 //!
 //! **Reload.** The running [`Gateway`] sits behind [`Live`], which says how a reload swaps it
 //! (requests in flight finish on their own; a config that fails to load leaves the old one
-//! serving); this module triggers it (SIGHUP, DNS, `POST /-/reload`). Rate-limit buckets
+//! serving). SIGHUP triggers one here; `dns` and `admin` (`POST /-/reload`) do too. Rate-limit buckets
 //! and instance health carry over for limits and pools whose settings did not change. The
 //! listen addresses, `threads` and `work_stealing` need a restart (a warning says so).
 
