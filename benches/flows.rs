@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::stages::observe as follow;
+use mcp_edge::gateway::journey::observe as follow;
 use mcp_edge::gateway::telemetry::flows::{FlowStore, Leg, SpanRef};
 use mcp_edge::gateway::telemetry::metrics::Outcome;
 use mcp_edge::gateway::telemetry::trace::{self, SpanInfo, Tracing};

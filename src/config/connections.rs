@@ -27,13 +27,13 @@ pub struct ConnectionsConfig {
     /// Plain HTTP/1.1 connections wait for their next request holding only their socket; the
     /// request pipeline's state is allocated when a request arrives (`gateway::transport::parked`), and an
     /// SSE stream on such a connection goes on without it once its head is written
-    /// (`gateway::stages::detached`). `false`: pingora's own loop, which holds that state for the
+    /// (`gateway::journey::detached`). `false`: pingora's own loop, which holds that state for the
     /// connection's whole life, open streams included.
     #[serde(default = "d_park_idle")]
     pub park_idle: bool,
     /// Who carries requests to plain (non-TLS) HTTP/1.1 pools: `direct`, a request whose body
     /// is in hand is forwarded straight from the gateway's first phase on its own HTTP/1.1
-    /// client (`gateway::stages::direct`, `gateway::transport::upstream_h1`: head and body in
+    /// client (`gateway::journey::direct`, `gateway::transport::upstream_h1`: head and body in
     /// one write, its own keep-alive pool), the rest through pingora's proxy pipe; or
     /// `pingora`, pingora's pipe and client for every request (kept to compare against and as
     /// a way back; 0.32x nginx against the direct leg's 0.40x in docs/benchmarks.md). TLS and

@@ -10,19 +10,19 @@ use pingora::upstreams::peer::HttpPeer;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::stages::answer::{self, too_large};
-use super::stages::live::Live;
-use super::stages::request::Progress;
-use super::stages::request::RequestCtx;
-use super::stages::state::Gateway;
-use super::stages::steps::{
+use super::journey::live::Live;
+use super::journey::request::Progress;
+use super::journey::request::RequestCtx;
+use super::journey::state::Gateway;
+use super::journey::steps::{
     cut_off, hold_chunk, invite_body, keep_alive_policy, read_before_upstream, refuse,
     refuse_with_id, select_route, settle_doomed,
 };
-use super::stages::{
-    admission, auth, concurrency, credentials, direct, failure, federation, forward, inspect,
-    limit, observe, response, route, validate,
+use super::journey::{
+    auth, concurrency, credentials, direct, failure, federation, forward, observe, response,
 };
+use super::stages::answer::{self, too_large};
+use super::stages::{admission, inspect, limit, route, validate};
 use super::transport::upstream_h1;
 
 /// The pingora service.

@@ -1,4 +1,4 @@
-//! An event stream that leaves pingora's request pipeline (`gateway::stages::detached`: on a parked
+//! An event stream that leaves pingora's request pipeline (`gateway::journey::detached`: on a parked
 //! plain HTTP/1.1 connection, the rest of an SSE response runs without the pipeline's state), on
 //! the wire against a raw upstream (`support::raw`): events arrive one by one as the upstream
 //! sends them, the stream is counted when it ends, the client connection then serves its next
@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::support::http::{read_reply, SseStream};
 use crate::support::raw::{gateway, ok_json, peer_has_read, Raw};
 use crate::support::*;
-use mcp_edge::gateway::stages::detached;
+use mcp_edge::gateway::journey::detached;
 
 const HEAD: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";

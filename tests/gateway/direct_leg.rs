@@ -1,5 +1,5 @@
 //! The direct leg (`connections.upstream_leg: direct`, the default: a body in hand forwarded
-//! from the gateway's first phase, `gateway::stages::direct`) on the wire, against a raw upstream
+//! from the gateway's first phase, `gateway::journey::direct`) on the wire, against a raw upstream
 //! (`support::raw`): a request written whole is never re-sent, a client that leaves closes the
 //! upstream request, a sampled-out small body is read whole (so an error answer names it), an
 //! empty answer leaves both connections reusable, the instance is chosen on the client's

@@ -10,7 +10,7 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use std::sync::Arc;
 
-use crate::gateway::stages::live::Live;
+use crate::gateway::journey::live::Live;
 
 pub struct AdminApp {
     pub(crate) live: Arc<Live>,
@@ -86,7 +86,7 @@ async fn explain(app: &AdminApp, session: &mut ServerSession) -> Response<Vec<u8
 /// With an admin token configured, whether the request carries it (`Authorization: Bearer`);
 /// without one, every request may.
 fn may_change_state(
-    gw: &crate::gateway::stages::state::Gateway,
+    gw: &crate::gateway::journey::state::Gateway,
     headers: &http::HeaderMap,
 ) -> bool {
     use sha2::Digest;
@@ -141,11 +141,11 @@ impl ServeHttp for AdminApp {
             }
             "/metrics" => {
                 gw.sweep_flows();
-                crate::gateway::stages::federation::refresh::publish(&gw);
+                crate::gateway::journey::federation::refresh::publish(&gw);
                 gw.metrics.balance.publish(&gw.pools);
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
-            "/catalog" => text(200, "application/json", crate::gateway::stages::federation::report::catalog_json(&gw)),
+            "/catalog" => text(200, "application/json", crate::gateway::journey::federation::report::catalog_json(&gw)),
             "/" => Response::builder()
                 .status(302)
                 .header(http::header::LOCATION, "/ui")
@@ -158,7 +158,7 @@ impl ServeHttp for AdminApp {
             "/-/explain" if post => explain(self, session).await,
             "/-/cache/purge" | "/-/reload" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
-                let (status, msg) = crate::gateway::stages::cache::purge_endpoint(&gw, session.req_header().uri.query());
+                let (status, msg) = crate::gateway::stages::cache::purge_endpoint(&gw.cache, session.req_header().uri.query());
                 text(status, "text/plain", msg)
             }
             "/-/reload" if post => match self.live.reload_in_background().await {

@@ -11,9 +11,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::state::Gateway;
 
-use crate::gateway::stages::live::Live;
+use crate::gateway::journey::live::Live;
 
 /// The pools whose instances resolve to other addresses now: `(pool, instance, old, new)`.
 pub fn changes(gw: &Gateway) -> Vec<(String, String, SocketAddr, SocketAddr)> {

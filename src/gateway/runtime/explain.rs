@@ -3,7 +3,7 @@
 //!
 //! Each stage is the proxy's own function, asked without its side effects: limits are peeked
 //! ([`crate::gateway::stages::limit::Limit::peek`]: no token spent, no key added), the cache is only read
-//! ([`crate::gateway::stages::cache::flow::would_hit`]), the header↔body check counts no metric, nothing reaches an
+//! ([`crate::gateway::journey::cache::would_hit`]), the header↔body check counts no metric, nothing reaches an
 //! instance. Auth verifies the token for real (it may fetch the JWKS or introspect, as a request
 //! would), and the balancer's pick is a sample: round robin moves on by one, least-loaded draws
 //! at random. The answer names the caller by its verified subject, never by its token, and
@@ -20,11 +20,11 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::limit::{LimitInput, Verdict};
-use crate::gateway::stages::request::RequestCtx;
 use crate::gateway::stages::route::RouteRef;
-use crate::gateway::stages::state::Gateway;
 use crate::mcp::{envelope, Rejection};
 
 /// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
@@ -121,7 +121,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
         return check_only(walk, headers, q.body.as_bytes());
     }
     let Some(route_ref) =
-        crate::gateway::stages::steps::select_route(gw, &mut ctx, parts.uri.path())
+        crate::gateway::journey::steps::select_route(gw, &mut ctx, parts.uri.path())
     else {
         let rej =
             crate::gateway::stages::route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
@@ -195,9 +195,8 @@ fn checked(
             json!({"by": "the federated endpoint's merged list"}),
         );
     }
-    match crate::gateway::stages::cache::flow::would_hit(
-        gw, route_ref, ctx.pool, method, headers, body,
-    ) {
+    match crate::gateway::journey::cache::would_hit(gw, route_ref, ctx.pool, method, headers, body)
+    {
         Some(true) => {
             return walk.done(
                 "answered",

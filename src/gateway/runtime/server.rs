@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HealthCheckKind};
+use crate::gateway::journey::live::Live;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::proxy::Proxy;
 use crate::gateway::runtime::admin;
 use crate::gateway::stages::health::{self, Change};
-use crate::gateway::stages::live::Live;
-use crate::gateway::stages::state::Gateway;
 use crate::gateway::transport::head_deadline::HeadDeadlineApp;
 use crate::gateway::transport::listeners::Listeners;
 use crate::gateway::transport::{parked, upstream_h1};
@@ -225,7 +225,7 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     ));
     server.add_service(pingora::services::background::background_service(
         "federation catalogs",
-        crate::gateway::stages::federation::refresh::CatalogRefresh { live: live.clone() },
+        crate::gateway::journey::federation::refresh::CatalogRefresh { live: live.clone() },
     ));
     server.add_service(pingora::services::background::background_service(
         "dns refresh",

@@ -47,7 +47,34 @@ pub struct Admitted {
 /// Admit or refuse a request head; `keys` are the config's key headers
 /// ([`Config::key_headers`], computed once per gateway).
 pub fn admit(req: &Parts, config: &Config, keys: &[HeaderName]) -> Result<Admitted, Rejection> {
-    let limits = &config.limits;
+    addressed(req, config)?;
+    shape(req, config.auth.is_some())?;
+    crate::gateway::transport::h2_to_h1::admit(req)?;
+    key_headers_once(req, keys)?;
+    let content_length = sizes(req, &config.limits)?;
+    let expects_continue = req
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+
+    let claims = Claims::read(&req.headers);
+    let method = claims.method.value().map(str::to_owned);
+    let name = match method.as_deref().and_then(name_field) {
+        Some(_) => claims.name.value().map(str::to_owned),
+        None => None,
+    };
+    Ok(Admitted {
+        doomed: claims.doomed(POLICY),
+        method,
+        name,
+        expects_continue,
+        content_length,
+    })
+}
+
+/// The request is addressed to an MCP endpoint of this gateway: its path (the endpoint or a
+/// federated one), `POST`, and an allowed `Origin` when it has one.
+fn addressed(req: &Parts, config: &Config) -> Result<(), Rejection> {
     let path = req.uri.path();
     let federated = || {
         let f = config.federation.iter().flat_map(|f| &f.endpoints);
@@ -77,23 +104,25 @@ pub fn admit(req: &Parts, config: &Config, keys: &[HeaderName]) -> Result<Admitt
             msg,
         ));
     }
-    if let Some(origin) = req.headers.get(http::header::ORIGIN) {
-        if !config.origins.allows(origin.as_bytes()) {
+    match req.headers.get(http::header::ORIGIN) {
+        Some(origin) if !config.origins.allows(origin.as_bytes()) => {
             let origin = origin.to_str().unwrap_or("");
             let msg = format!(
                 "Origin {origin:?} is not allowed to call this gateway; add it to origins.allow"
             );
-            return Err(Rejection::new(
+            Err(Rejection::new(
                 403,
                 codes::INVALID_REQUEST,
                 "origin-refused",
                 msg,
-            ));
+            ))
         }
+        _ => Ok(()),
     }
-    shape(req, config.auth.is_some())?;
-    crate::gateway::transport::h2_to_h1::admit(req)?;
-    key_headers_once(req, keys)?;
+}
+
+/// The head's size and the body's declared one within the limits; the declared length.
+fn sizes(req: &Parts, limits: &crate::config::Limits) -> Result<Option<usize>, Rejection> {
     let header_bytes: usize = req
         .headers
         .iter()
@@ -119,24 +148,7 @@ pub fn admit(req: &Parts, config: &Config, keys: &[HeaderName]) -> Result<Admitt
     if content_length.is_some_and(|n| n > limits.max_body_bytes) {
         return Err(too_large(limits.max_body_bytes));
     }
-    let expects_continue = req
-        .headers
-        .get(http::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-
-    let claims = Claims::read(&req.headers);
-    let method = claims.method.value().map(str::to_owned);
-    let name = match method.as_deref().and_then(name_field) {
-        Some(_) => claims.name.value().map(str::to_owned),
-        None => None,
-    };
-    Ok(Admitted {
-        doomed: claims.doomed(POLICY),
-        method,
-        name,
-        expects_continue,
-        content_length,
-    })
+    Ok(content_length)
 }
 
 /// Refuse header shapes that two readers could read differently. With `auth` on, a second

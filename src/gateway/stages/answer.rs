@@ -19,6 +19,16 @@ use crate::mcp::{codes, Rejection};
 /// A refusal, with the request id to echo when it could be read.
 pub type Refusal = (Rejection, Option<Box<RawValue>>);
 
+/// A stage's word on a request that has passed the body check: carry on, refuse it with this
+/// answer (which `journey::steps::refuse`, the one place a refusal becomes the client's answer,
+/// writes with the request's id), or the stage answered it itself (a cache hit, a merged list).
+#[derive(Debug)]
+pub enum Verdict {
+    Next,
+    Refuse(Rejection),
+    Answered,
+}
+
 /// The body is over `limits.max_body_bytes`.
 pub fn too_large(limit: usize) -> Rejection {
     Rejection::new(

@@ -237,30 +237,6 @@ pub fn build(
         .collect()
 }
 
-/// The concurrency step of `request_filter`: take a slot of every limit covering the request
-/// (held in the context until it is finished), or the refusal (503) and its `Retry-After`.
-pub async fn take_slots(
-    gw: &crate::gateway::stages::state::Gateway,
-    ctx: &mut crate::gateway::stages::request::RequestCtx,
-    route: &str,
-) -> Option<(Rejection, String)> {
-    if gw.concurrency.is_empty() {
-        return None;
-    }
-    let input = ConcurrencyInput {
-        route,
-        method: ctx.method.as_deref(),
-        name: ctx.name.as_deref(),
-    };
-    match admit(&gw.concurrency, &gw.metrics.concurrency, &input).await {
-        Ok(slots) => {
-            ctx.slots = Some(slots);
-            None
-        }
-        Err(shed) => Some(refusal(&shed)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

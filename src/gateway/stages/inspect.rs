@@ -165,7 +165,7 @@ pub fn declared_length(session: &Session, content_length: Option<usize>) -> Opti
 }
 
 /// Body bytes one request holds against its gateway's budget (`limits.max_held_bytes`, counted
-/// in [`crate::gateway::stages::state::Gateway::held`], which a reload carries over); released when dropped.
+/// in [`crate::gateway::journey::state::Gateway::held`], which a reload carries over); released when dropped.
 #[derive(Debug, Default)]
 pub struct Held {
     counter: Option<Arc<AtomicUsize>>,

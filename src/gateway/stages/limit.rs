@@ -335,9 +335,9 @@ mod tests;
 /// The rate-limit step of `request_filter`: the refusal (429) and its `Retry-After` value when
 /// the request is over a limit, on what its headers claim.
 pub async fn over_limit(
-    gw: &crate::gateway::stages::state::Gateway,
+    gw: &crate::gateway::journey::state::Gateway,
     session: &pingora::proxy::Session,
-    ctx: &crate::gateway::stages::request::RequestCtx,
+    ctx: &crate::gateway::journey::request::RequestCtx,
     route: &str,
 ) -> Option<(crate::mcp::Rejection, String)> {
     if gw.limits.is_empty() {

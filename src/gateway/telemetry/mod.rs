@@ -1,6 +1,6 @@
 //! Telemetry, the lowest layer: what the gateway records about the requests it serves. Every
 //! layer above may write here; nothing here reads a request's context or a stage's state (the
-//! observe stage, [`super::stages::observe`], turns a finished request into these records).
+//! observe stage, [`super::journey::observe`], turns a finished request into these records).
 //!
 //! - [`metrics`]: the Prometheus registry and its families, one [`metrics::Outcome`] per answer,
 //!   the access-log line; [`labels`] keeps their label values bounded.

@@ -1,5 +1,5 @@
 //! One finished request, as every record of it sees it: the metrics, the access log, the
-//! refusal ring and the span all read this one value (filled in by `stages::observe`).
+//! refusal ring and the span all read this one value (filled in by `journey::observe`).
 
 use std::time::Duration;
 

@@ -13,7 +13,7 @@
 //! connections are handed to pingora's own loop unchanged (a TLS layer may hold decrypted bytes
 //! a peek cannot see; an h2c listener peeks for the HTTP/2 preface itself).
 //!
-//! A response that streams for long (an SSE stream, [`crate::gateway::stages::detached`]) may leave the
+//! A response that streams for long (an SSE stream, [`crate::gateway::journey::detached`]) may leave the
 //! pipeline too: the request hands its stream over ([`detach`]) and answers the pipeline as
 //! done; the pipeline's state is freed, and the parked loop runs the handed-over stream, then
 //! carries on with the connection it gives back.

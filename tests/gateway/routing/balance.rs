@@ -81,7 +81,10 @@ fn least_loaded_avoids_a_slow_instance_and_returns_when_it_is_fast_again() {
         let labels = format!("upstream=\"{}\"", up.addrs[i]);
         sample(&m, "mcp_edge_upstream_latency_ewma_seconds", &[&labels])
     };
-    assert!(ewma(2) > 5.0 * ewma(0), "{} vs {}", ewma(2), ewma(0));
+    // Every answer of instance 2 took the injected 80 ms more than the others' would: its
+    // average is above theirs by at least half of that (a ratio would depend on how loaded the
+    // machine running the test is: the fast instance's own latency grows with it).
+    assert!(ewma(2) > ewma(0) + 0.04, "{} vs {}", ewma(2), ewma(0));
     // Fast again: once its average has decayed it is tried, seen fast, and takes its share.
     up.set_delay(2, Duration::ZERO);
     let deadline = Instant::now() + Duration::from_secs(20);

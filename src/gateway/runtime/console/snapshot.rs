@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::UNIX_EPOCH;
 
-use crate::gateway::stages::live::Live;
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::live::Live;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::telemetry::recent;
 
 /// The label value `name` of one sample.
@@ -202,9 +202,9 @@ pub fn snapshot(live: &Live) -> String {
     gw.metrics.balance.publish(&gw.pools);
     let all = gw.metrics.registry.gather();
     let catalog: Value = match &gw.federation {
-        Some(_) => serde_json::from_str(&crate::gateway::stages::federation::report::catalog_json(
-            &gw,
-        ))
+        Some(_) => serde_json::from_str(
+            &crate::gateway::journey::federation::report::catalog_json(&gw),
+        )
         .unwrap_or(Value::Null),
         None => Value::Null,
     };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{build_server, Live, StartOptions};
 use crate::config::Config;
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::state::Gateway;
 
 /// A shutdown trigger for an embedded gateway; `graceful` drains like SIGTERM.
 struct Trigger {

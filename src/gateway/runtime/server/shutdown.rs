@@ -78,7 +78,7 @@ fn exit_when_drained() {
     let mut idle = 0;
     while idle < 5 {
         std::thread::sleep(Duration::from_millis(50));
-        idle = if crate::gateway::stages::request::in_flight() == 0 {
+        idle = if crate::gateway::journey::request::in_flight() == 0 {
             idle + 1
         } else {
             0

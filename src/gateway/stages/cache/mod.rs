@@ -4,8 +4,8 @@
 //!
 //! - [`key`]: what of a request decides its result; [`entry`]: one stored response, and how a
 //!   hit is rendered from it; [`sse`]: invalidating notifications spotted on proxied streams;
-//!   [`flow`]: the per-request steps the proxy calls (lookup, coalescing, storing);
-//!   `answer`: writing a hit, a stale entry, or an `Mcp-Param-*` refusal.
+//!   [`flow`]: one request's cache state and the rules for a lookup and a miss's response
+//!   (the steps that apply them to a request, and write a hit, are `journey::cache`).
 //! - Each route has its own store ([`RouteCache`], a `moka` cache bounded by bytes and
 //!   entries). A reload keeps a route's store when the route, its pool's instances and its
 //!   cache settings did not change, and drops it otherwise.
@@ -13,7 +13,6 @@
 //!   coalescing), per-pool generations (an invalidation makes in-flight fetches unstorable),
 //!   the learned tool parameters, and every live store (for invalidations and purges).
 
-mod answer;
 pub mod entry;
 pub mod flow;
 pub mod key;
@@ -241,10 +240,7 @@ impl Shared {
 /// one method, or (with `name`) the `resources/read` of one uri. Keys and values are
 /// percent-decoded ([`crate::mcp::query::decode_component`]). Pairs split on `&` only: this
 /// endpoint is its own and only reader, so a `;` stays part of a uri.
-pub fn purge_endpoint(
-    gw: &crate::gateway::stages::state::Gateway,
-    query: Option<&str>,
-) -> (u16, String) {
+pub fn purge_endpoint(cache: &CacheSet, query: Option<&str>) -> (u16, String) {
     let (mut method, mut name) = (None, None);
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -276,7 +272,7 @@ pub fn purge_endpoint(
     if name.is_some() && method.as_deref().is_some_and(|m| m != RESOURCES_READ) {
         return (400, "purge: name= selects a resources/read uri; use it with method=resources/read or alone\n".into());
     }
-    let stores = gw.cache.shared.purge(method.clone(), name.clone());
+    let stores = cache.shared.purge(method.clone(), name.clone());
     let what = match (&method, &name) {
         (_, Some(n)) => format!("resources/read of {n:?}"),
         (Some(m), None) => format!("{m} entries"),

@@ -1,40 +1,31 @@
 //! Federation: one endpoint in front of several *different* MCP servers, each its own pool.
 //!
-//! The gateway learns what each pool serves from the pool itself ([`catalog`], [`fetch`],
-//! refreshed by [`refresh`] when lists run out of freshness, on `list_changed`, on reload),
-//! and from that one fact it does three things:
+//! The gateway learns what each pool serves from the pool itself ([`catalog`]: the lists as
+//! fetched, their freshness), and from that one fact it does three things (the steps that do
+//! them to a request, and the fetching, are `journey::federation`):
 //! - **routes** `tools/call`, `prompts/get` and `resources/read` (by URI, also through a
 //!   pool's URI templates) to the pool that serves the name, by hash lookup in the endpoint's
 //!   [`view::View`] — after the explicit routes of `gateway.yaml`, which still come first;
 //! - **answers** `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`
-//!   and `server/discover` itself, merging the pools' results ([`answer`]): a pool's list is
-//!   served from the catalog only while the pool's own `ttlMs`/`cacheScope` allow it, and
-//!   fetched again for the answer otherwise; the merged result carries the smallest remaining
-//!   freshness and `private` when any part was private or the list was filtered per caller;
-//! - **merges** `subscriptions/listen`: one client stream carrying every pool's notifications
-//!   ([`listen`]);
+//!   and `server/discover` itself, merging the pools' results: a pool's list is served from
+//!   the catalog only while the pool's own `ttlMs`/`cacheScope` allow it, and fetched again for
+//!   the answer otherwise; the merged result carries the smallest remaining freshness and
+//!   `private` when any part was private or the list was filtered per caller ([`cursor`]
+//!   pages it);
+//! - **merges** `subscriptions/listen`: one client stream carrying every pool's notifications;
 //! - **names** entries under the endpoint's collision policy (`prefix`, `priority`,
 //!   `refuse`); with `prefix`, a call's `Mcp-Name` and body name are set back to the server's
 //!   name after the header↔body check ([`crate::mcp::rewrite`]), the one body edit the gateway
 //!   makes.
 //!
-//! Stage order: admission finds the endpoint by path; [`route`] decides in `request_filter`'s
-//! route step; [`on_checked`] runs right after the body check (answer, rename or re-route).
+//! This module owns the endpoints of one generation ([`Federation`], [`Endpoint`]) and what a
+//! request on one is to become ([`Federated`]).
 
-pub mod answer;
 pub mod catalog;
-mod checked;
-mod cursor;
-pub mod fetch;
-mod listen;
-pub mod refresh;
-pub mod report;
-mod route;
+pub mod cursor;
 pub mod view;
 
 pub use crate::gateway::telemetry::metrics::federation::FederationMetrics;
-pub use checked::{needs_body_first, on_checked};
-pub use route::{enter, route, Decision};
 
 use arc_swap::ArcSwap;
 use std::sync::atomic::Ordering;

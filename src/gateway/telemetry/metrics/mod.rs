@@ -1,6 +1,6 @@
 //! The gateway's metrics: the Prometheus registry, its families (the stages' own in the submodules),
 //! one [`Outcome`] per finished request, and the access-log line (the observe stage,
-//! `stages::observe`, fills them in).
+//! `journey::observe`, fills them in).
 //!
 //! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
 //! `name` takes the names written in the config plus the first `metrics.name_label_limit` other

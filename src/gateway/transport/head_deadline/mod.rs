@@ -103,7 +103,7 @@ pub fn timeout_answer(limit: Duration) -> Vec<u8> {
 }
 
 /// What the deadline reads of the live gateway, at each connection (implemented by
-/// `stages::live::Live`, so that a reload's timeouts apply to the next connection).
+/// `journey::live::Live`, so that a reload's timeouts apply to the next connection).
 pub trait Settings: Send + Sync + 'static {
     /// How long a request head may take (`timeouts.request_head`).
     fn request_head(&self) -> Duration;

@@ -1,5 +1,5 @@
 //! The gateway's own HTTP/1.1 client for plain (non-TLS) HTTP/1.1 pools: the direct leg
-//! (`stages::direct`) sends every request it takes on it, and the gateway's own calls
+//! (`journey::direct`) sends every request it takes on it, and the gateway's own calls
 //! (health checks, federation catalogs) use its [`oneshot`] requests.
 //!
 //! What it does differently from pingora's HTTP/1.1 client, and why (the profile in

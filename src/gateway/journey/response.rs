@@ -1,6 +1,6 @@
 //! Response stage: what the gateway does to an upstream's response on its way to the client,
 //! the same whichever leg carried it (pingora's proxy pipe, through `response_filter` and
-//! `response_body_filter`, or the direct leg, [`crate::gateway::stages::direct`]).
+//! `response_body_filter`, or the direct leg, [`crate::gateway::journey::direct`]).
 //!
 //! On the head: the instance's latency, the header naming the instance, passive health, the
 //! scanner that watches a JSON or SSE result for its MRTR flow, the caller's list filter and
@@ -14,9 +14,9 @@ use pingora::Result;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
 
-use crate::gateway::stages::{auth, cache};
+use crate::gateway::journey::{auth, cache};
 
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
 
 /// The response head, before it is written to the client.
 pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -> Result<()> {
@@ -64,7 +64,7 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
     }
     auth::on_response_header(ctx, upstream_response);
     // The edge cache: collect a cacheable response, watch streams for invalidations.
-    cache::flow::on_response_header(ctx, upstream_response)
+    cache::on_response_header(ctx, upstream_response)
 }
 
 /// One chunk of the response body (`None` at the end, or when the list filter holds it).
@@ -73,5 +73,5 @@ pub fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bo
     if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
         scanner.feed(chunk);
     }
-    cache::flow::on_response_body(ctx, body.as_ref(), end_of_stream);
+    cache::on_response_body(ctx, body.as_ref(), end_of_stream);
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::fetch;
-use crate::gateway::stages::request::RequestCtx;
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::transport::upstream_h1::oneshot::Streaming;
 use crate::mcp::response::{sse_event, SSE_KEEPALIVE};
 use crate::mcp::{meta, methods, sse};
@@ -30,7 +30,7 @@ pub async fn fan_in(
     e: usize,
     body: &[u8],
     auth: super::fetch::Caller,
-) -> Result<bool> {
+) -> Result<()> {
     let gw = ctx.gw.clone();
     let pools = gw
         .federation
@@ -87,7 +87,7 @@ pub async fn fan_in(
     }
     tasks.abort_all();
     session.write_response_body(None, true).await?;
-    Ok(true)
+    Ok(())
 }
 
 /// Pool `p`'s listen stream, its notifications sent to `tx` as they arrive.

@@ -2,8 +2,10 @@
 //! `subscriptions/listen`), refuse a name no pool serves, route `completion/complete` by its
 //! `ref`, and put the server's own name back into a prefixed call's body.
 
-use super::{answer, Federated};
-use crate::gateway::stages::request::RequestCtx;
+use super::answer;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::stages::answer::Verdict;
+use crate::gateway::stages::federation::Federated;
 use crate::gateway::stages::route::RouteRef;
 use crate::mcp::{codes, methods, Rejection};
 
@@ -15,38 +17,33 @@ pub fn needs_body_first(ctx: &RequestCtx, plan: crate::gateway::stages::inspect:
     ctx.federated.as_deref().is_some_and(acts) && matches!(plan, Plan::Hold | Plan::Stream)
 }
 
-/// After the body check, on a federated endpoint (`Some`: answered): a merged answer, or the
-/// server's name put back into a prefixed call, or `completion/complete` routed by its `ref`.
+/// After the body check, on a federated endpoint: a merged answer, or the server's name put
+/// back into a prefixed call, or `completion/complete` routed by its `ref`, or a refusal.
 pub async fn on_checked(
     session: &mut pingora::proxy::Session,
     ctx: &mut RequestCtx,
     body: &bytes::Bytes,
-) -> pingora::Result<Option<bool>> {
+) -> pingora::Result<Verdict> {
     let Some(f) = ctx.federated.clone() else {
-        return Ok(None);
+        return Ok(Verdict::Next);
     };
     if let Some(rej) = f.refuse {
-        let id = ctx.progress.take_id();
-        return crate::gateway::stages::steps::refuse(session, ctx, rej, id)
-            .await
-            .map(Some);
+        return Ok(Verdict::Refuse(rej));
     }
     if f.answer {
-        return answer::respond(session, ctx, f.endpoint, body)
-            .await
-            .map(Some);
+        return answer::respond(session, ctx, f.endpoint, body).await;
     }
     if ctx.method.as_deref() == Some(methods::COMPLETION_COMPLETE) {
         route_completion(ctx, &f, body);
     }
     let Some(server_name) = ctx.federated.as_ref().and_then(|f| f.rename.clone()) else {
-        return Ok(None);
+        return Ok(Verdict::Next);
     };
     let path: &[&str] = match ctx.method.as_deref() {
         Some(methods::COMPLETION_COMPLETE) => &["params", "ref", "name"],
         _ => &["params", "name"],
     };
-    if !crate::gateway::stages::direct::leg_for(session, ctx) {
+    if !crate::gateway::journey::direct::leg_for(session, ctx) {
         // Validation keeps prefixed endpoints on plain HTTP/1.1 pools; an upgrade request
         // would leave on pingora's pipe with the client's bytes.
         let rej = Rejection::new(
@@ -55,16 +52,13 @@ pub async fn on_checked(
             "not-renamable",
             "A call to a prefixed name cannot be a protocol upgrade",
         );
-        let id = ctx.progress.take_id();
-        return crate::gateway::stages::steps::refuse(session, ctx, rej, id)
-            .await
-            .map(Some);
+        return Ok(Verdict::Refuse(rej));
     }
     match crate::mcp::rewrite::replace_string(body, path, &server_name) {
         Some(new) => {
             ctx.body_len = new.len();
             ctx.in_hand = bytes::Bytes::from(new);
-            Ok(None)
+            Ok(Verdict::Next)
         }
         None => {
             let rej = Rejection::new(
@@ -73,10 +67,7 @@ pub async fn on_checked(
                 "unnamed",
                 "The request names no tool or prompt in its body",
             );
-            let id = ctx.progress.take_id();
-            crate::gateway::stages::steps::refuse(session, ctx, rej, id)
-                .await
-                .map(Some)
+            Ok(Verdict::Refuse(rej))
         }
     }
 }

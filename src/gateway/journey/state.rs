@@ -43,7 +43,7 @@ pub struct Gateway {
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// The request headers the gateway asserts to upstreams (identity from `auth.forward`, the
     /// trace context it propagates): whatever a client sent under these names, or names that
-    /// fold onto them, is removed before the gateway sets its own ([`crate::gateway::stages::forward`]).
+    /// fold onto them, is removed before the gateway sets its own ([`crate::gateway::journey::forward`]).
     pub(crate) asserted: Vec<http::HeaderName>,
     /// The headers the config reads as keys ([`Config::key_headers`]), for admission.
     pub key_headers: Vec<http::HeaderName>,

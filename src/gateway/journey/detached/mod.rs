@@ -16,7 +16,7 @@
 //!   are kept for the next request, as pingora's session keeps them;
 //! - a write to the client is under `timeouts.downstream_write`, a read from the upstream under
 //!   the pool's read timeout, as before;
-//! - the request is counted, logged and traced when the stream ends ([`crate::gateway::stages::observe::finish_request`]),
+//! - the request is counted, logged and traced when the stream ends ([`crate::gateway::journey::observe::finish_request`]),
 //!   with the bytes sent, as pingora's `logging` phase does; an upstream failure mid-stream cuts
 //!   the client connection (no last chunk: the client sees the response is incomplete);
 //! - the connection is then kept for the next request under the same keep-alive settings.
@@ -39,8 +39,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::gateway::stages::request::RequestCtx;
-use crate::gateway::stages::response;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::response;
 use crate::gateway::transport::parked;
 use crate::gateway::transport::upstream_h1::{wire, H1Session, Pool};
 
@@ -127,7 +127,7 @@ pub async fn hand_over(
         let outcome = stream
             .pump(&mut up.session, &mut owned, watch, &mut keep)
             .await;
-        crate::gateway::stages::observe::finish_request(&mut owned, status, stream.sent, &headers);
+        crate::gateway::journey::observe::finish_request(&mut owned, status, stream.sent, &headers);
         drop(owned);
         if outcome.is_err() {
             return None;

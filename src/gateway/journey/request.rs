@@ -19,11 +19,11 @@ use std::time::Instant;
 use crate::mcp::result_scan::ResultScanner;
 use crate::mcp::Envelope;
 
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::answer::Refusal;
 use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::inspect::BodyHold;
 use crate::gateway::stages::route::RouteRef;
-use crate::gateway::stages::state::Gateway;
 
 /// Where a request's body is.
 #[derive(Debug, Default)]
@@ -36,7 +36,7 @@ pub enum Progress {
     /// Sampled out: the body streams to the instance unchecked.
     Streaming,
     /// Sampled out, and small: the whole body was read, unchecked, to go to the instance in one
-    /// piece on the direct leg (`gateway::stages::direct`), as a checked one does.
+    /// piece on the direct leg (`gateway::journey::direct`), as a checked one does.
     Unchecked,
     /// The whole body was read and passed the check.
     Checked(Envelope),
@@ -130,7 +130,7 @@ pub struct RequestCtx {
     pub cache: crate::gateway::stages::cache::Flow,
     /// On a federated endpoint: which one, and what federation does with the request.
     pub federated: Option<Box<crate::gateway::stages::federation::Federated>>,
-    /// The request went on outside the pipeline ([`crate::gateway::stages::detached`]): this context is the
+    /// The request went on outside the pipeline ([`crate::gateway::journey::detached`]): this context is the
     /// empty one left in its place, and the pipeline's `logging` records nothing for it.
     pub detached: bool,
 }

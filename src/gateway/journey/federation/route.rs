@@ -4,12 +4,12 @@
 
 use std::time::Instant;
 
-use super::catalog::Kind;
-use super::view::View;
-use super::{Endpoint, Federated, Federation};
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::federation::catalog::Kind;
+use crate::gateway::stages::federation::view::View;
+use crate::gateway::stages::federation::{Endpoint, Federated, Federation};
 use crate::gateway::stages::route::RouteRef;
-use crate::gateway::stages::state::Gateway;
 use crate::mcp::{codes, methods, Rejection};
 
 /// What the route step does with a request on a federated endpoint.
@@ -79,7 +79,9 @@ fn answered_here(method: &str) -> bool {
 
 /// The pool serving what a named method names, and the server's own name if it differs.
 fn target(view: &View, ep: &Endpoint, method: &str, n: &str) -> Option<(usize, Option<String>)> {
-    let renamed = |t: &super::view::Target| (t.pool, (t.name != n).then(|| t.name.clone()));
+    let renamed = |t: &crate::gateway::stages::federation::view::Target| {
+        (t.pool, (t.name != n).then(|| t.name.clone()))
+    };
     match method {
         methods::TOOLS_CALL => view.tool(n).map(renamed),
         methods::PROMPTS_GET => view.prompt(n).map(renamed),

@@ -7,33 +7,29 @@ use pingora::proxy::Session;
 use pingora::Result;
 use std::time::Instant;
 
-use super::entry::Entry;
-use super::flow::CACHE_HEADER;
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::stages::answer::Verdict;
+use crate::gateway::stages::cache::entry::Entry;
+use crate::gateway::stages::cache::flow::CACHE_HEADER;
 
-/// The `Mcp-Param-*` header check of a `tools/call`: a known tool's headers against its arguments.
-pub(super) async fn check_params(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    body: &[u8],
-) -> Result<Option<bool>> {
-    let gw = ctx.gw.clone();
-    let shared = &gw.cache.shared;
-    let pool = gw.pools[ctx.pool].name.as_str();
+/// The `Mcp-Param-*` header check of a `tools/call`: a known tool's headers against its
+/// arguments (a mismatch is refused, counted here).
+pub(super) fn check_params(headers: &http::HeaderMap, ctx: &RequestCtx, body: &[u8]) -> Verdict {
+    let shared = &ctx.gw.cache.shared;
+    let pool = ctx.gw.pools[ctx.pool].name.as_str();
     // On a prefixed federated endpoint the pool knows the tool by its own name.
     let renamed = ctx.federated.as_ref().and_then(|f| f.rename.as_deref());
     let tool = renamed.or(ctx.progress.envelope().and_then(|e| e.name.as_deref()));
     let Some(params) = tool.and_then(|t| shared.params.get(pool, t)) else {
-        return Ok(None);
+        return Verdict::Next;
     };
-    let Err(rej) = super::params::check(&session.req_header().headers, &params, body) else {
-        return Ok(None);
-    };
-    shared.metrics.param_refusals.inc();
-    let id = ctx.progress.take_id();
-    crate::gateway::stages::steps::refuse(session, ctx, rej, id)
-        .await
-        .map(Some)
+    match crate::gateway::stages::cache::params::check(headers, &params, body) {
+        Ok(()) => Verdict::Next,
+        Err(rej) => {
+            shared.metrics.param_refusals.inc();
+            Verdict::Refuse(rej)
+        }
+    }
 }
 
 /// The refetch failed (the upstream could not be reached, timed out, or broke off): answer

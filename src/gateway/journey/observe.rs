@@ -4,7 +4,7 @@
 
 use std::time::{Instant, SystemTime};
 
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::telemetry::flows::{Leg, LegFlow};
 use crate::gateway::telemetry::metrics::{method_label, Outcome};
 use crate::gateway::telemetry::trace::SpanInfo;
@@ -150,7 +150,7 @@ pub(crate) fn finish_request(
 #[cfg(test)]
 mod tests {
     use crate::config::Config;
-    use crate::gateway::stages::state::Gateway;
+    use crate::gateway::journey::state::Gateway;
     use std::sync::Arc;
 
     fn cfg(timeout: &str) -> Config {

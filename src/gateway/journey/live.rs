@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::telemetry::metrics::Outcome;
 use crate::gateway::transport::head_deadline;
 use crate::gateway::transport::listeners::Listeners;

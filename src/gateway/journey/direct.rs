@@ -36,9 +36,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::config::UpstreamLeg;
-use crate::gateway::stages::request::Progress;
-use crate::gateway::stages::request::RequestCtx;
-use crate::gateway::stages::{detached, failure, forward, response};
+use crate::gateway::journey::request::Progress;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::{detached, failure, forward, response};
 use crate::gateway::transport::upstream_h1::{self, Conn, H1Session, Pool};
 
 /// Whether the direct leg takes this request: its body is in hand (read whole before an

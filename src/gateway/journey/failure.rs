@@ -7,10 +7,11 @@
 use pingora::proxy::{FailToProxy, Session};
 use pingora::{Error, ErrorType};
 
+use crate::gateway::journey::cache;
+use crate::gateway::journey::request::Progress;
+use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::stages::answer::{self, respond, Refusal};
-use crate::gateway::stages::request::Progress;
-use crate::gateway::stages::request::RequestCtx;
-use crate::gateway::stages::{cache, inspect};
+use crate::gateway::stages::inspect;
 use crate::gateway::transport::upstream_tls;
 
 /// A request that never reached its instance: count it, note it in the instance's health, and
@@ -40,7 +41,7 @@ pub fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Error> {
 /// the response head is already out, cut the response short).
 pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> FailToProxy {
     // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
-    if cache::flow::serve_stale(session, ctx, e).await {
+    if cache::serve_stale(session, ctx, e).await {
         return FailToProxy {
             error_code: 200,
             can_reuse_downstream: false,

@@ -10,10 +10,10 @@ use pingora::proxy::Session;
 
 use crate::auth::filter::{self, ListFilter};
 use crate::auth::HeaderEdit;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::answer::respond;
-use crate::gateway::stages::request::RequestCtx;
 use crate::gateway::stages::route::RouteRef;
-use crate::gateway::stages::state::Gateway;
 use crate::mcp::Rejection;
 
 /// Serve the Protected Resource Metadata (RFC 9728) on its well-known paths. `Some(answered)`

@@ -12,11 +12,12 @@ use serde_json::value::RawValue;
 
 use crate::mcp::Rejection;
 
-use crate::gateway::stages::answer::{self, refused_error, respond, too_large};
+use crate::gateway::journey::cache;
+use crate::gateway::journey::request::{Progress, RequestCtx};
+use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::answer::{self, refused_error, respond, too_large, Verdict};
+use crate::gateway::stages::inspect;
 use crate::gateway::stages::inspect::{BodyHold, Plan, Read};
-use crate::gateway::stages::request::{Progress, RequestCtx};
-use crate::gateway::stages::state::Gateway;
-use crate::gateway::stages::{cache, inspect};
 
 /// Refuse a request before any upstream is involved.
 pub(crate) async fn refuse(
@@ -189,20 +190,37 @@ pub(crate) async fn read_before_upstream(
             ctx.progress = Progress::Checked(env);
             // Federation: a merged answer, or a prefixed name put back (before the cache,
             // which then keys and forwards what the server will see).
-            if let Some(answered) =
-                crate::gateway::stages::federation::on_checked(session, ctx, &body).await?
-            {
-                return Ok(Some(answered));
+            match crate::gateway::journey::federation::on_checked(session, ctx, &body).await? {
+                Verdict::Next => {}
+                said => return settle(session, ctx, said).await,
             }
             let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
             let body = if renamed { ctx.in_hand.clone() } else { body };
             // The edge cache: after the check, before any upstream is chosen.
-            cache::flow::on_checked(session, ctx, &body).await
+            let said = cache::on_checked(session, ctx, &body).await?;
+            settle(session, ctx, said).await
         }
         Err((rej, id)) => {
             ctx.progress = Progress::Drained;
             // Kept for the refusal ring: what the body said (a refcount, not a copy).
             ctx.in_hand = body;
+            refuse(session, ctx, rej, id).await.map(Some)
+        }
+    }
+}
+
+/// A checked request's verdict as `request_filter` says it: on (`None`), or answered, by the
+/// stage or by the refusal written here with the request's id.
+async fn settle(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    said: Verdict,
+) -> Result<Option<bool>> {
+    match said {
+        Verdict::Next => Ok(None),
+        Verdict::Answered => Ok(Some(true)),
+        Verdict::Refuse(rej) => {
+            let id = ctx.progress.take_id();
             refuse(session, ctx, rej, id).await.map(Some)
         }
     }
@@ -315,6 +333,6 @@ pub(crate) fn select_route(
     else {
         return gw.table.select_ref(method, name);
     };
-    let decision = crate::gateway::stages::federation::route(gw, fed, e, method, name);
-    Some(crate::gateway::stages::federation::enter(ctx, e, decision))
+    let decision = crate::gateway::journey::federation::route(gw, fed, e, method, name);
+    Some(crate::gateway::journey::federation::enter(ctx, e, decision))
 }

@@ -12,10 +12,10 @@ use pingora::http::RequestHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::state::Gateway;
 
 use crate::credentials::Failure;
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::codes;
 use crate::mcp::header::{bearer_token, shadows_of};
 use crate::mcp::Rejection;

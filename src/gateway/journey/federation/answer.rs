@@ -14,12 +14,14 @@ use pingora::Result;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
-use super::catalog::{Kind, List};
-use super::view::{self, Contribution};
-use super::{cursor, fetch};
-use crate::gateway::stages::request::RequestCtx;
+use super::fetch;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::answer::Verdict;
+use crate::gateway::stages::federation::catalog::{Kind, List};
+use crate::gateway::stages::federation::cursor;
+use crate::gateway::stages::federation::view::{self, Contribution};
 use crate::gateway::stages::route::RouteRef;
-use crate::gateway::stages::state::Gateway;
 use crate::mcp::{caching, codes, meta, methods, result_type, Rejection, PROTOCOL_VERSION};
 
 /// The versions a federated endpoint answers itself (its merged lists are in this revision's
@@ -70,7 +72,7 @@ pub async fn respond(
     ctx: &mut RequestCtx,
     e: usize,
     body: &[u8],
-) -> Result<bool> {
+) -> Result<Verdict> {
     let gw = ctx.gw.clone();
     let method = ctx.method.clone().unwrap_or_default();
     let auth = fetch::Caller {
@@ -87,12 +89,12 @@ pub async fn respond(
     let claims = crate::mcp::Claims::read(&session.req_header().headers);
     if let Some(env) = ctx.progress.envelope() {
         if let Err(rej) = crate::mcp::check_request(&claims, env, SERVER_POLICY) {
-            let id = env.id.clone();
-            return crate::gateway::stages::steps::refuse(session, ctx, rej, id).await;
+            return Ok(Verdict::Refuse(rej));
         }
     }
     if method == methods::SUBSCRIPTIONS_LISTEN {
-        return super::listen::fan_in(session, ctx, e, body, auth).await;
+        super::listen::fan_in(session, ctx, e, body, auth).await?;
+        return Ok(Verdict::Answered);
     }
     let result = match Kind::of_method(&method) {
         Some(kind) => match cursor_of(body) {
@@ -101,18 +103,16 @@ pub async fn respond(
         },
         None => Ok(discover(&gw, e, &auth).await),
     };
+    let result = match result {
+        Ok(result) => result,
+        Err(rej) => return Ok(Verdict::Refuse(rej)),
+    };
     let id = ctx.progress.take_id();
-    match result {
-        Ok(result) => {
-            let raw = id.as_deref().map_or("null", |i| i.get());
-            let raw =
-                serde_json::value::RawValue::from_string(raw.to_string()).expect("an id is JSON");
-            let out = crate::mcp::response::result_body(&raw, &result);
-            crate::gateway::stages::answer::respond(session, 200, out, &ctx.extra_headers).await?;
-            Ok(true)
-        }
-        Err(rej) => crate::gateway::stages::steps::refuse(session, ctx, rej, id).await,
-    }
+    let raw = id.as_deref().map_or("null", |i| i.get());
+    let raw = serde_json::value::RawValue::from_string(raw.to_string()).expect("an id is JSON");
+    let out = crate::mcp::response::result_body(&raw, &result);
+    crate::gateway::stages::answer::respond(session, 200, out, &ctx.extra_headers).await?;
+    Ok(Verdict::Answered)
 }
 
 /// Each pool's part of the list of `kind`, concurrently.

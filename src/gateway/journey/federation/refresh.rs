@@ -9,9 +9,9 @@ use pingora::services::background::BackgroundService;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::catalog::{Kind, List, State};
-use crate::gateway::stages::live::Live;
-use crate::gateway::stages::state::Gateway;
+use crate::gateway::journey::live::Live;
+use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::federation::catalog::{Kind, List, State};
 
 /// The background service.
 pub struct CatalogRefresh {
@@ -100,7 +100,11 @@ pub fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
 
 /// The `x-mcp-header` arguments of a pool's tools, for the `Mcp-Param-*` check of its calls
 /// (the tools/list answers that teach it on other endpoints never pass through here).
-fn learn_params(gw: &Gateway, p: usize, cat: &super::catalog::PoolCatalog) {
+fn learn_params(
+    gw: &Gateway,
+    p: usize,
+    cat: &crate::gateway::stages::federation::catalog::PoolCatalog,
+) {
     if let Some(tools) = cat.list(Kind::Tools) {
         let pool: Arc<str> = gw.table.pools[p].as_str().into();
         gw.cache.shared.params.learn_tools(&pool, &tools.items);

@@ -11,12 +11,12 @@ use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorType, Result};
 use std::time::Instant;
 
-use crate::gateway::stages::auth;
+use crate::gateway::journey::auth;
 
 use crate::gateway::telemetry::trace;
 
 use crate::config::Timeouts;
-use crate::gateway::stages::request::RequestCtx;
+use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.
@@ -131,7 +131,7 @@ pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> R
         upstream.remove_header(&name);
     }
     auth::upstream_headers(ctx, upstream)?;
-    crate::gateway::stages::credentials::apply(ctx, upstream)?;
+    crate::gateway::journey::credentials::apply(ctx, upstream)?;
     if let Some(f) = &ctx.federated {
         federated_head(upstream, ctx, f)?;
     }

@@ -1,0 +1,21 @@
+//! Federation's steps in a request's journey, and the fetching behind them (the endpoints, the
+//! catalogs and the merged views are `stages::federation`):
+//!
+//! - [`route`]: in `request_filter`'s route step, the pool that serves a claimed name;
+//! - [`on_checked`], right after the body check: answer ([`answer`]: a merged list,
+//!   `server/discover`; `listen`: a merged `subscriptions/listen` stream), refuse a name no
+//!   pool serves, route `completion/complete` by its `ref`, or put a prefixed name back;
+//! - [`fetch`]: the gateway's own calls to a pool (lists, discovery), with the caller's or the
+//!   pool's credentials; [`refresh`]: the catalogs fetched again when their freshness runs out,
+//!   on `list_changed`, on reload; [`report`]: the catalog as JSON for the admin listener.
+
+pub mod answer;
+mod checked;
+pub mod fetch;
+mod listen;
+pub mod refresh;
+pub mod report;
+mod route;
+
+pub use checked::{needs_body_first, on_checked};
+pub use route::{enter, route, Decision};

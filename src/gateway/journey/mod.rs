@@ -1,0 +1,33 @@
+//! The journey: one request carried through the stages. Its context ([`request::RequestCtx`])
+//! and the rules it runs under ([`state::Gateway`], swapped whole on reload: [`live::Live`]);
+//! for each stage the step that reads the context, asks the stage ([`super::stages`]) and keeps
+//! its verdict; and the one place a refusal becomes the client's answer ([`steps::refuse`]).
+//! The phases in [`super::Proxy`] call these in order. Imports the stages, transport and
+//! telemetry, never [`super::proxy`] or [`super::runtime`].
+//!
+//! 1. [`steps`]: admit, route, limit and read the body before any upstream (the route step
+//!    consults [`federation`] on a federated endpoint; [`concurrency`] takes the slots).
+//! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
+//! 3. [`cache`], or [`federation`]'s own answers, right after the body check.
+//! 4. [`forward`]: balance, the head's hop-by-hop policy and the peer; on the default path the
+//!    [`direct`] leg sends head and body and streams the answer back ([`detached`]: a long
+//!    stream handed to its own task).
+//! 5. [`response`]: the instance's answer on its way back (passive health, list filter, cache
+//!    store, flow scanning); [`failure`] when there is none.
+//! 6. [`observe`]: the finished request's metrics, flow and span.
+
+pub mod auth;
+pub mod cache;
+pub mod concurrency;
+pub mod credentials;
+pub mod detached;
+pub mod direct;
+pub mod failure;
+pub mod federation;
+pub mod forward;
+pub mod live;
+pub mod observe;
+pub mod request;
+pub mod response;
+pub mod state;
+pub mod steps;
