@@ -188,16 +188,7 @@ pub(crate) async fn read_before_upstream(
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Ok(env) => {
             ctx.progress = Progress::Checked(env);
-            // Federation: a merged answer, or a prefixed name put back (before the cache,
-            // which then keys and forwards what the server will see).
-            match crate::gateway::journey::federation::on_checked(session, ctx, &body).await? {
-                Verdict::Next => {}
-                said => return settle(session, ctx, said).await,
-            }
-            let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
-            let body = if renamed { ctx.in_hand.clone() } else { body };
-            // The edge cache: after the check, before any upstream is chosen.
-            let said = cache::on_checked(session, ctx, &body).await?;
+            let said = after_check(session, ctx, body).await?;
             settle(session, ctx, said).await
         }
         Err((rej, id)) => {
@@ -207,6 +198,19 @@ pub(crate) async fn read_before_upstream(
             refuse(session, ctx, rej, id).await.map(Some)
         }
     }
+}
+
+/// The stages right after the body check, each with its verdict: federation (a merged answer,
+/// or a prefixed name put back, before the cache, which then keys and forwards what the server
+/// will see), then the edge cache, before any upstream is chosen.
+async fn after_check(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Result<Verdict> {
+    match crate::gateway::journey::federation::on_checked(session, ctx, &body).await? {
+        Verdict::Next => {}
+        said => return Ok(said),
+    }
+    let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
+    let body = if renamed { ctx.in_hand.clone() } else { body };
+    cache::on_checked(session, ctx, &body).await
 }
 
 /// A checked request's verdict as `request_filter` says it: on (`None`), or answered, by the

@@ -150,21 +150,7 @@ pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Re
         .headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    let encoded = resp
-        .headers
-        .get(http::header::CONTENT_ENCODING)
-        .is_some_and(|v| v.as_bytes() != b"identity");
-    let why = if resp.status != 200 && resp.status != 400 {
-        Some("status")
-    } else if !crate::mcp::media::is_json(ct) {
-        Some("not-json")
-    } else if encoded {
-        Some("encoded")
-    } else if length.is_some_and(|l| l > limit) {
-        Some("too-large")
-    } else {
-        None
-    };
+    let why = not_storable(resp, ct, length, limit);
     if let Some(why) = why {
         let m = &ctx.gw.cache.shared.metrics;
         m.skipped.with_label_values(&[p.method, why]).inc();
@@ -183,6 +169,30 @@ pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Re
         resp.insert_header(CACHE_HEADER, "miss")?;
     }
     Ok(())
+}
+
+/// Why a miss's response head already says it will not be stored (`None`: it may be).
+fn not_storable(
+    resp: &ResponseHeader,
+    ct: &[u8],
+    length: Option<usize>,
+    limit: usize,
+) -> Option<&'static str> {
+    let encoded = resp
+        .headers
+        .get(http::header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes() != b"identity");
+    if resp.status != 200 && resp.status != 400 {
+        Some("status")
+    } else if !crate::mcp::media::is_json(ct) {
+        Some("not-json")
+    } else if encoded {
+        Some("encoded")
+    } else if length.is_some_and(|l| l > limit) {
+        Some("too-large")
+    } else {
+        None
+    }
 }
 
 /// Step 3 (see the module docs). The chunk itself is never changed.

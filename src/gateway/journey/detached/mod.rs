@@ -75,6 +75,50 @@ pub struct Upstream {
     pub idle_timeout: Option<Duration>,
 }
 
+/// What the finished request's observation needs from the pipeline it left.
+struct End {
+    status: u16,
+    headers: http::HeaderMap,
+}
+
+/// The handed-over stream's task: pump the rest of the response, observe the request, return
+/// the upstream connection to its pool, and give the client's connection back for its next
+/// request (`None`: it closes).
+async fn carry_on(
+    client: Stream,
+    keep: Option<(HttpPersistentSettings, Option<BytesMut>)>,
+    mut up: Upstream,
+    mut owned: RequestCtx,
+    write_timeout: Duration,
+    end: End,
+) -> Option<ReusedHttpStream> {
+    let mut stream = Client {
+        client,
+        sent: 0,
+        write_timeout,
+    };
+    let mut keep = keep;
+    // A client that pipelined its next request already is not read again until then.
+    let watch = keep.as_ref().is_none_or(|(_, prefix)| prefix.is_none());
+    let outcome = stream
+        .pump(&mut up.session, &mut owned, watch, &mut keep)
+        .await;
+    let (status, sent) = (end.status, stream.sent);
+    crate::gateway::journey::observe::finish_request(&mut owned, status, sent, &end.headers);
+    drop(owned);
+    if outcome.is_err() {
+        return None;
+    }
+    if let Some(conn) = up.session.into_reusable() {
+        up.pool.put(up.key, conn, up.idle_timeout);
+    }
+    let (mut settings, prefix) = keep?;
+    if let Some(prefix) = prefix {
+        settings.set_pipelined_prefix(prefix);
+    }
+    Some(ReusedHttpStream::new(stream.client, Some(settings)))
+}
+
 /// Hand the rest of the response over (its head is written): the client's session is taken
 /// out of the pipeline, and the request's context with it (the pipeline keeps an empty one
 /// that records nothing). The caller answers the pipeline as done.
@@ -110,37 +154,12 @@ pub async fn hand_over(
     } else {
         (h1.into_inner(), None)
     };
-    let mut owned = std::mem::replace(ctx, RequestCtx::new(ctx.gw.clone()));
+    let owned = std::mem::replace(ctx, RequestCtx::new(ctx.gw.clone()));
     ctx.detached = true;
     // Counted here: the pipeline's context (where the direct leg counts it) is the empty one now.
     owned.count_delivery();
-    let rest = Box::pin(async move {
-        let mut stream = Client {
-            client,
-            sent: 0,
-            write_timeout,
-        };
-        let mut keep = keep;
-        // A client that pipelined its next request already is not read again until then.
-        let watch = keep.as_ref().is_none_or(|(_, prefix)| prefix.is_none());
-        let mut up = up;
-        let outcome = stream
-            .pump(&mut up.session, &mut owned, watch, &mut keep)
-            .await;
-        crate::gateway::journey::observe::finish_request(&mut owned, status, stream.sent, &headers);
-        drop(owned);
-        if outcome.is_err() {
-            return None;
-        }
-        if let Some(conn) = up.session.into_reusable() {
-            up.pool.put(up.key, conn, up.idle_timeout);
-        }
-        let (mut settings, prefix) = keep?;
-        if let Some(prefix) = prefix {
-            settings.set_pipelined_prefix(prefix);
-        }
-        Some(ReusedHttpStream::new(stream.client, Some(settings)))
-    });
+    let end = End { status, headers };
+    let rest = Box::pin(carry_on(client, keep, up, owned, write_timeout, end));
     if !parked::detach(rest) {
         unreachable!("takes() checked that the connection is parked");
     }

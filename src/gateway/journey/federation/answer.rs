@@ -18,7 +18,7 @@ use super::fetch;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::federation::catalog::{Kind, List};
+use crate::gateway::stages::federation::catalog::{Discover, Kind, List, PoolCatalog};
 use crate::gateway::stages::federation::cursor;
 use crate::gateway::stages::federation::view::{self, Contribution};
 use crate::gateway::stages::route::RouteRef;
@@ -37,6 +37,17 @@ struct Part {
     remaining: Duration,
     /// The pool could not be asked: `list` is its last known one, or empty.
     unavailable: bool,
+}
+
+impl Part {
+    fn of(pool: usize, list: List, remaining: Duration) -> Part {
+        Part {
+            pool,
+            list,
+            remaining,
+            unavailable: false,
+        }
+    }
 }
 
 /// What the caller's request asks for (`params.cursor`), read from the checked body.
@@ -135,29 +146,15 @@ async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: &fetch::Caller) 
     let name = &gw.table.pools[p];
     let cat = gw.catalogs.get(name);
     let now = Instant::now();
-    let known = match kind {
-        Some(k) => {
-            if let Some(d) = &cat.discover {
-                if !d.capabilities.contains_key(k.capability()) {
-                    return None;
-                }
-            }
-            cat.list(k).cloned()
-        }
-        None => cat.discover.as_ref().map(|d| d.freshness.clone()),
+    let known = known(&cat, kind)?;
+    let count = |source: &str| {
+        let parts = &gw.metrics.federation.parts;
+        parts.with_label_values(&[name, label(kind), source]).inc();
     };
     if let Some(rem) = known.as_ref().and_then(|l| l.fresh_for(now)) {
-        gw.metrics
-            .federation
-            .parts
-            .with_label_values(&[name, label(kind), "catalog"])
-            .inc();
-        return Some(Part {
-            pool: p,
-            list: known.expect("checked above"),
-            remaining: rem,
-            unavailable: false,
-        });
+        count("catalog");
+        let list = known.expect("checked above");
+        return Some(Part::of(p, list, rem));
     }
     let fetched = match kind {
         Some(k) => fetch::list(gw, p, k, auth).await,
@@ -165,31 +162,20 @@ async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: &fetch::Caller) 
     };
     match fetched {
         Ok(l) => {
-            gw.metrics
-                .federation
-                .parts
-                .with_label_values(&[name, label(kind), "fetched"])
-                .inc();
+            count("fetched");
             if let (Some(k), false) = (kind, l.private) {
                 super::refresh::store_list(gw, p, k, l.clone());
             }
-            Some(Part {
-                pool: p,
-                remaining: l.ttl,
-                list: l,
-                unavailable: false,
-            })
+            let remaining = l.ttl;
+            Some(Part::of(p, l, remaining))
         }
         Err(why) => {
             tracing::warn!(
                 "federation: {} of pool {name} could not be fetched for an answer: {why}",
                 kind.map_or(methods::DISCOVER, Kind::method)
             );
-            gw.metrics
-                .federation
-                .parts
-                .with_label_values(&[name, label(kind), "unavailable"])
-                .inc();
+            count("unavailable");
+            // What the catalog still routes stands in, while `keep_stale` allows.
             let keep = gw.federation_catalog().keep_stale;
             let list = known.filter(|_| cat.routes(now, keep)).unwrap_or(List {
                 items: Default::default(),
@@ -197,13 +183,25 @@ async fn part(gw: &Gateway, p: usize, kind: Option<Kind>, auth: &fetch::Caller) 
                 private: false,
                 at: now,
             });
-            Some(Part {
-                pool: p,
-                list,
-                remaining: Duration::ZERO,
-                unavailable: true,
-            })
+            let mut part = Part::of(p, list, Duration::ZERO);
+            part.unavailable = true;
+            Some(part)
         }
+    }
+}
+
+/// What the catalog knows of pool's list `kind` (`None` inside: nothing yet); `None` when the
+/// pool's `server/discover` says it has no such capability.
+fn known(cat: &PoolCatalog, kind: Option<Kind>) -> Option<Option<List>> {
+    match kind {
+        Some(k) => {
+            let lacks = |d: &Discover| !d.capabilities.contains_key(k.capability());
+            if cat.discover.as_ref().is_some_and(lacks) {
+                return None;
+            }
+            Some(cat.list(k).cloned())
+        }
+        None => Some(cat.discover.as_ref().map(|d| d.freshness.clone())),
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::fetch;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::transport::upstream_h1::oneshot::Streaming;
+use crate::gateway::transport::upstream_h1::oneshot::{Stream, Streaming};
 use crate::mcp::response::{sse_event, SSE_KEEPALIVE};
 use crate::mcp::{meta, methods, sse};
 
@@ -48,25 +48,7 @@ pub async fn fan_in(
         ));
     }
     drop(tx);
-    let mut resp = ResponseHeader::build(200, Some(4))?;
-    resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
-    resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-    // pingora drops this for HTTP/2 clients; HTTP/1.1 clients get a chunked body.
-    resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
-    session.write_response_header(Box::new(resp), false).await?;
-    let id: Value = ctx
-        .progress
-        .envelope()
-        .and_then(|env| env.id.as_ref())
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
-        .unwrap_or(Value::Null);
-    let ack = json!({"jsonrpc": "2.0", "method": methods::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED, "params": {"_meta": {meta::SUBSCRIPTION_ID: id}}});
-    session
-        .write_response_body(
-            Some(Bytes::from(sse_event(ack.to_string().as_bytes()))),
-            false,
-        )
-        .await?;
+    open(session, ctx).await?;
     let mut idle = tokio::time::interval(KEEPALIVE);
     idle.tick().await;
     loop {
@@ -90,6 +72,26 @@ pub async fn fan_in(
     Ok(())
 }
 
+/// The merged stream's head and its first event, the acknowledgement carrying the request's id
+/// as the subscription's.
+async fn open(session: &mut Session, ctx: &RequestCtx) -> Result<()> {
+    let mut resp = ResponseHeader::build(200, Some(4))?;
+    resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
+    resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    // pingora drops this for HTTP/2 clients; HTTP/1.1 clients get a chunked body.
+    resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    session.write_response_header(Box::new(resp), false).await?;
+    let id: Value = ctx
+        .progress
+        .envelope()
+        .and_then(|env| env.id.as_ref())
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null);
+    let ack = json!({"jsonrpc": "2.0", "method": methods::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED, "params": {"_meta": {meta::SUBSCRIPTION_ID: id}}});
+    let event = Bytes::from(sse_event(ack.to_string().as_bytes()));
+    session.write_response_body(Some(event), false).await
+}
+
 /// Pool `p`'s listen stream, its notifications sent to `tx` as they arrive.
 async fn pool_stream(
     gw: Arc<Gateway>,
@@ -98,50 +100,15 @@ async fn pool_stream(
     auth: super::fetch::Caller,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
 ) {
-    let name = gw.table.pools[p].clone();
-    let Some(i) = fetch::instances(&gw, p).into_iter().next() else {
-        tracing::warn!("federation: subscriptions/listen: pool {name} has no usable instance; its notifications are not merged");
-        return;
-    };
-    let inst = &gw.pools[p].instances[i];
-    let headers = match auth.headers_for(&gw, p).await {
-        Ok(h) => h,
-        Err(e) => {
+    let mut stream = match start(&gw, p, &body, &auth).await {
+        Ok(s) => s,
+        Err(why) => {
             return tracing::warn!(
-                "federation: subscriptions/listen: {e}; its notifications are not merged"
+                "federation: subscriptions/listen: {why}; its notifications are not merged"
             )
         }
     };
-    let req = fetch::http_request(
-        &gw,
-        &inst.name,
-        methods::SUBSCRIPTIONS_LISTEN,
-        &body,
-        &headers,
-    );
-    let started = async {
-        let conn = gw.peers[p].connect(inst.addr, &inst.name).await?;
-        Streaming::start(conn, &req).await
-    };
-    let mut stream = match tokio::time::timeout(gw.federation_catalog().timeout, started).await {
-        Ok(Ok(s)) if s.head.status == 200 => s,
-        Ok(Ok(s)) => {
-            return tracing::warn!(
-                "federation: subscriptions/listen to {}: HTTP {}",
-                inst.name,
-                s.head.status
-            )
-        }
-        Ok(Err(e)) => {
-            return tracing::warn!("federation: subscriptions/listen to {}: {e}", inst.name)
-        }
-        Err(_) => {
-            return tracing::warn!(
-                "federation: subscriptions/listen to {}: no answer in time",
-                inst.name
-            )
-        }
-    };
+    let name = &gw.table.pools[p];
     let mut parser = sse::Parser::new();
     let mut events = Vec::new();
     while let Ok(Some(chunk)) = stream.next().await {
@@ -152,14 +119,40 @@ async fn pool_stream(
                 .and_then(|v| v["method"].as_str().map(String::from));
             match method.as_deref() {
                 Some(methods::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED) => continue,
-                Some(m) if m.ends_with("/list_changed") => {
-                    gw.catalogs.due_at(&name, Instant::now())
-                }
+                Some(m) if m.ends_with("/list_changed") => gw.catalogs.due_at(name, Instant::now()),
                 _ => {}
             }
             if tx.send(ev.data).await.is_err() {
                 return;
             }
         }
+    }
+}
+
+/// Pool `p`'s listen request sent to its first usable instance, the answer's head read in the
+/// catalog's timeout; why not, for the log.
+async fn start(
+    gw: &Gateway,
+    p: usize,
+    body: &[u8],
+    auth: &super::fetch::Caller,
+) -> std::result::Result<Streaming<Box<dyn Stream>>, String> {
+    let name = &gw.table.pools[p];
+    let Some(i) = fetch::instances(gw, p).into_iter().next() else {
+        return Err(format!("pool {name} has no usable instance"));
+    };
+    let inst = &gw.pools[p].instances[i];
+    let headers = auth.headers_for(gw, p).await.map_err(|e| e.to_string())?;
+    let listen = methods::SUBSCRIPTIONS_LISTEN;
+    let req = fetch::http_request(gw, &inst.name, listen, body, &headers);
+    let started = async {
+        let conn = gw.peers[p].connect(inst.addr, &inst.name).await?;
+        Streaming::start(conn, &req).await
+    };
+    match tokio::time::timeout(gw.federation_catalog().timeout, started).await {
+        Ok(Ok(s)) if s.head.status == 200 => Ok(s),
+        Ok(Ok(s)) => Err(format!("{}: HTTP {}", inst.name, s.head.status)),
+        Ok(Err(e)) => Err(format!("{}: {e}", inst.name)),
+        Err(_) => Err(format!("{}: no answer in time", inst.name)),
     }
 }

@@ -140,16 +140,7 @@ impl FlowStore {
         }
         let prev = leg.request_state.and_then(|d| inner.remove(&d));
         if let Some(p) = &prev {
-            let wait = leg.started.saturating_duration_since(p.answered);
-            m.round_wait
-                .with_label_values(&labels)
-                .observe(wait.as_secs_f64());
-            if let (Some(a), Some(b)) = (p.instance, leg.instance) {
-                let same = if a == b { "same" } else { "other" };
-                m.placement
-                    .with_label_values(&[leg.method, &leg.name, same])
-                    .inc();
-            }
+            count_return(m, leg, p);
         } else if leg.request_state.is_some() {
             m.untracked.with_label_values(&labels).inc();
             return None;
@@ -167,16 +158,7 @@ impl FlowStore {
             }
             // A call answered with a task completed its MRTR rounds: the task goes on.
             (ResultKind::Complete | ResultKind::Task, _, Some(p)) => {
-                m.flows
-                    .with_label_values(&[leg.method, &leg.name, "completed"])
-                    .inc();
-                m.rounds
-                    .with_label_values(&labels)
-                    .observe(f64::from(round));
-                let d = now.saturating_duration_since(p.flow_started);
-                m.duration
-                    .with_label_values(&labels)
-                    .observe(d.as_secs_f64());
+                count_completed(m, leg, round, now.saturating_duration_since(p.flow_started));
             }
             // An error, a response that said nothing, or input_required without a state to
             // follow: the flow ends here as far as this replica can tell.
@@ -227,6 +209,36 @@ fn expire(inner: &mut Expiring<Entry>, now: Instant, m: &FlowMetrics) {
             .with_label_values(&[e.method, &e.name, "abandoned"])
             .inc()
     });
+}
+
+/// A leg that continues a tracked flow: the client's wait since the previous answer, and
+/// whether it landed on the same instance.
+fn count_return(m: &FlowMetrics, leg: &Leg, p: &Entry) {
+    let wait = leg.started.saturating_duration_since(p.answered);
+    let labels = [leg.method, &*leg.name];
+    m.round_wait
+        .with_label_values(&labels)
+        .observe(wait.as_secs_f64());
+    if let (Some(a), Some(b)) = (p.instance, leg.instance) {
+        let same = if a == b { "same" } else { "other" };
+        m.placement
+            .with_label_values(&[leg.method, &leg.name, same])
+            .inc();
+    }
+}
+
+/// A flow that completed after `round` rounds, `took` since its first leg.
+fn count_completed(m: &FlowMetrics, leg: &Leg, round: u32, took: std::time::Duration) {
+    let labels = [leg.method, &*leg.name];
+    m.flows
+        .with_label_values(&[leg.method, &leg.name, "completed"])
+        .inc();
+    m.rounds
+        .with_label_values(&labels)
+        .observe(f64::from(round));
+    m.duration
+        .with_label_values(&labels)
+        .observe(took.as_secs_f64());
 }
 
 #[cfg(test)]

@@ -184,57 +184,70 @@ pub fn decode(buf: &mut BytesMut, framing: &mut Framing) -> Result<Decoded> {
                 }
                 return Ok(Decoded::Data(buf.split().freeze()));
             }
-            Framing::Chunked(state) => match *state {
-                Chunk::Size => match size_line(buf)? {
-                    Some(0) => *state = Chunk::Trailers,
-                    Some(size) => *state = Chunk::Data(size),
-                    None => return Ok(Decoded::NeedMore),
-                },
-                Chunk::Data(left) => {
-                    if buf.is_empty() {
-                        return Ok(Decoded::NeedMore);
-                    }
-                    let n = left.min(buf.len() as u64) as usize;
-                    *state = if left == n as u64 {
-                        Chunk::DataEnd
-                    } else {
-                        Chunk::Data(left - n as u64)
-                    };
-                    return Ok(Decoded::Data(buf.split_to(n).freeze()));
-                }
-                Chunk::DataEnd => {
-                    if buf.len() < 2 {
-                        return Ok(Decoded::NeedMore);
-                    }
-                    if &buf[..2] != b"\r\n" {
-                        return Error::e_explain(
-                            ErrorType::InvalidHTTPHeader,
-                            "upstream chunk data not followed by CRLF",
-                        );
-                    }
-                    buf.advance(2);
-                    *state = Chunk::Size;
-                }
-                Chunk::Trailers => {
-                    // Trailer lines are dropped; the empty line ends the body.
-                    let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
-                        if buf.len() > MAX_HEAD {
-                            return Error::e_explain(
-                                ErrorType::InvalidHTTPHeader,
-                                "upstream trailers larger than 64 KiB",
-                            );
-                        }
-                        return Ok(Decoded::NeedMore);
-                    };
-                    buf.advance(end + 2);
-                    if end == 0 {
+            Framing::Chunked(state) => {
+                if let Some(d) = chunk_step(buf, state)? {
+                    if d == Decoded::Done {
                         *framing = Framing::Empty;
-                        return Ok(Decoded::Done);
                     }
+                    return Ok(d);
                 }
-            },
+            }
         }
     }
+}
+
+/// One step through a chunked body: a piece of data, more bytes needed, or the body's end
+/// (`Some`); `None` when `state` moved on (a size line, a chunk's CRLF, a trailer line read).
+fn chunk_step(buf: &mut BytesMut, state: &mut Chunk) -> Result<Option<Decoded>> {
+    match *state {
+        Chunk::Size => match size_line(buf)? {
+            Some(0) => *state = Chunk::Trailers,
+            Some(size) => *state = Chunk::Data(size),
+            None => return Ok(Some(Decoded::NeedMore)),
+        },
+        Chunk::Data(left) => {
+            if buf.is_empty() {
+                return Ok(Some(Decoded::NeedMore));
+            }
+            let n = left.min(buf.len() as u64) as usize;
+            *state = if left == n as u64 {
+                Chunk::DataEnd
+            } else {
+                Chunk::Data(left - n as u64)
+            };
+            return Ok(Some(Decoded::Data(buf.split_to(n).freeze())));
+        }
+        Chunk::DataEnd => {
+            if buf.len() < 2 {
+                return Ok(Some(Decoded::NeedMore));
+            }
+            if &buf[..2] != b"\r\n" {
+                return Error::e_explain(
+                    ErrorType::InvalidHTTPHeader,
+                    "upstream chunk data not followed by CRLF",
+                );
+            }
+            buf.advance(2);
+            *state = Chunk::Size;
+        }
+        Chunk::Trailers => {
+            // Trailer lines are dropped; the empty line ends the body.
+            let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+                if buf.len() > MAX_HEAD {
+                    return Error::e_explain(
+                        ErrorType::InvalidHTTPHeader,
+                        "upstream trailers larger than 64 KiB",
+                    );
+                }
+                return Ok(Some(Decoded::NeedMore));
+            };
+            buf.advance(end + 2);
+            if end == 0 {
+                return Ok(Some(Decoded::Done));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Read a chunk-size line (RFC 9112 §7.1: `chunk-size = 1*HEXDIG`, extensions ignored) from
