@@ -81,27 +81,55 @@ pub fn in_flight() -> usize {
     IN_FLIGHT.load(Ordering::Relaxed)
 }
 
-/// Per-request state.
+/// Per-request state, its fields in the order the journey fills them: each group is written by
+/// the stage named above it and read by those after it.
 pub struct RequestCtx {
     /// The gateway (config, routes, pools, limits) this request started on; a reload swaps in
     /// a new one for new requests while this one finishes on its own.
     pub gw: Arc<Gateway>,
     pub started: Instant,
+    /// The request's trace ids, when tracing is on.
+    pub trace: Option<crate::gateway::telemetry::trace::TraceLeg>,
+
+    // Admission: what the head claims.
     /// Claimed `Mcp-Method` (trimmed).
     pub method: Option<String>,
     /// Claimed, decoded `Mcp-Name`, for the methods that carry one.
     pub name: Option<String>,
-    pub route: Option<RouteRef>,
-    pub pool: usize,
-    pub progress: Progress,
     /// The client waits for `100 Continue` that has not been sent yet.
     pub expects_continue: bool,
+
+    // Route: where it goes (a federated endpoint may route again after the body check).
+    pub route: Option<RouteRef>,
+    pub pool: usize,
+    /// On a federated endpoint: which one, and what federation does with the request.
+    pub federated: Option<Box<crate::gateway::stages::federation::Federated>>,
+
+    // Authenticate and limit.
+    /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
+    pub identity: Option<Arc<crate::auth::Identity>>,
+    /// When this request's list result is filtered for the caller (auth rules): its state.
+    pub list_filter: Option<crate::auth::filter::ListFilter>,
+    /// The slots of the concurrency limits this request holds (released when it is dropped).
+    pub slots: Option<crate::gateway::stages::concurrency::Held>,
+
+    // Inspect and validate: where the body is.
+    pub progress: Progress,
     /// Bytes of request body seen.
     pub body_len: usize,
     /// The whole body, read before an upstream was chosen, for the direct leg to send as it is.
     pub in_hand: bytes::Bytes,
     /// Body bytes this request holds against `limits.max_held_bytes`.
     pub held: crate::gateway::stages::inspect::Held,
+
+    // Cache and credentials, after the check.
+    /// The edge cache's state of this request.
+    pub cache: crate::gateway::stages::cache::Flow,
+    /// The header the pool's credentials put on the upstream request (`pools.<name>.credentials`),
+    /// obtained once per request before an instance is chosen.
+    pub upstream_credential: Option<crate::credentials::Credential>,
+
+    // Balance and forward: the instance it is on.
     pub instance: Option<usize>,
     /// Instances this request was sent to (connect failures are retried elsewhere).
     pub tried: Tried,
@@ -109,30 +137,19 @@ pub struct RequestCtx {
     pub upstream_since: Option<Instant>,
     /// The request counts in its instance's load ([`crate::gateway::stages::balance::InstanceLoad`]).
     pub loading: bool,
-    /// The gateway's own answer: a refusal, or the error an upstream failure got.
-    pub answer: Option<Refusal>,
-    /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
-    pub extra_headers: Vec<(&'static str, String)>,
-    /// Reads what a JSON or SSE response says about its MRTR flow as it streams past.
-    pub scanner: Option<ResultScanner>,
-    /// The slots of the concurrency limits this request holds (released when it is dropped).
-    pub slots: Option<crate::gateway::stages::concurrency::Held>,
-    /// The request's trace ids, when tracing is on.
-    pub trace: Option<crate::gateway::telemetry::trace::TraceLeg>,
-    /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
-    pub identity: Option<Arc<crate::auth::Identity>>,
-    /// The header the pool's credentials put on the upstream request (`pools.<name>.credentials`),
-    /// obtained once per request before an instance is chosen.
-    pub upstream_credential: Option<crate::credentials::Credential>,
-    /// When this request's list result is filtered for the caller (auth rules): its state.
-    pub list_filter: Option<crate::auth::filter::ListFilter>,
-    /// The edge cache's state of this request.
-    pub cache: crate::gateway::stages::cache::Flow,
-    /// On a federated endpoint: which one, and what federation does with the request.
-    pub federated: Option<Box<crate::gateway::stages::federation::Federated>>,
     /// The request went on outside the pipeline ([`crate::gateway::journey::detached`]): this context is the
     /// empty one left in its place, and the pipeline's `logging` records nothing for it.
     pub detached: bool,
+
+    // Response: what comes back.
+    /// Reads what a JSON or SSE response says about its MRTR flow as it streams past.
+    pub scanner: Option<ResultScanner>,
+
+    // Answer: the gateway's own, when it made one.
+    /// A refusal, or the error an upstream failure got.
+    pub answer: Option<Refusal>,
+    /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
+    pub extra_headers: Vec<(&'static str, String)>,
 }
 
 impl RequestCtx {
