@@ -35,7 +35,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 0.02)]
     pub bad_share: f64,
     /// After the run, keep the gateway and the backends serving until Ctrl-C, to look around
-    /// in the console (http://<admin>/ui).
+    /// in the console (`http://<admin>/ui`).
     #[arg(long)]
     pub keep_serving: bool,
     /// Where the HTML and JSON reports go.

@@ -9,6 +9,10 @@
 //! The same protocol module serves the reference MRTR server ([`backend`]) and the load tester
 //! ([`loadtest`]); [`demo`] runs all three in one process.
 
+// The documentation is the contributors' map of the code (`cargo doc --document-private-items`):
+// a module's docs name the crate-private items that do its work.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod auth;
 pub mod backend;
 pub mod config;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// Read the certificates of a PEM file (a chain, or a CA bundle); an error names the file and
 /// says what is wrong: it cannot be read, a PEM block is bad, or it holds no certificate.
-pub fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let name = path.display();
     std::fs::metadata(path)
         .map_err(|e| format!("{name}: cannot read the certificate file: {e}"))?;
@@ -30,7 +30,7 @@ pub fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
 
 /// A PEM CA bundle as a root store; an error names the file (see [`read_chain`]; also a
 /// certificate that is no usable CA).
-pub fn read_roots(path: &Path) -> Result<RootCertStore, String> {
+pub(crate) fn read_roots(path: &Path) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     for c in read_chain(path)? {
         roots
@@ -43,7 +43,7 @@ pub fn read_roots(path: &Path) -> Result<RootCertStore, String> {
 /// Accepts any server certificate and name; the handshake's signatures are still checked with
 /// the provider's algorithms. For `verify: false` / `--insecure` only.
 #[derive(Debug)]
-pub struct AcceptAnyServerCert(pub Arc<CryptoProvider>);
+pub(crate) struct AcceptAnyServerCert(pub Arc<CryptoProvider>);
 
 impl ServerCertVerifier for AcceptAnyServerCert {
     fn verify_server_cert(

@@ -15,7 +15,7 @@ use crate::mcp::header::bearer_token;
 impl Auth {
     /// Authenticate and authorize a request on what its headers claim. `Ok(None)`: no token on
     /// a route that does not require one.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         headers: &http::HeaderMap,
         query: Option<&str>,

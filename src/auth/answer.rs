@@ -8,14 +8,14 @@ use crate::mcp::{codes, Rejection};
 
 /// A refusal: the JSON-RPC rejection and its `WWW-Authenticate` value (if any).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub rejection: Rejection,
     pub challenge: Option<String>,
 }
 
 /// The `resource_metadata` URL for a resource URI: the well-known path inserted between the
 /// origin and the path (RFC 9728 §3.1), e.g. `https://h/mcp` → `https://h/.well-known/oauth-protected-resource/mcp`.
-pub fn metadata_url_for(resource: &str) -> String {
+pub(crate) fn metadata_url_for(resource: &str) -> String {
     let (scheme, rest) = resource.split_once("://").unwrap_or(("https", resource));
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -27,13 +27,13 @@ pub fn metadata_url_for(resource: &str) -> String {
 
 /// Whether `path` is where this gateway serves the metadata: the root well-known URI, or the
 /// well-known URI followed by the endpoint path.
-pub fn is_metadata_path(path: &str, endpoint: &str) -> bool {
+pub(crate) fn is_metadata_path(path: &str, endpoint: &str) -> bool {
     const WK: &str = "/.well-known/oauth-protected-resource";
     path == WK || path.strip_prefix(WK) == Some(endpoint)
 }
 
 /// The metadata document.
-pub fn metadata_document(resource: &str, servers: &[String], scopes: &[String]) -> Vec<u8> {
+pub(crate) fn metadata_document(resource: &str, servers: &[String], scopes: &[String]) -> Vec<u8> {
     let doc = json!({
         "resource": resource,
         "authorization_servers": servers,
@@ -51,7 +51,7 @@ fn quoted(v: &str) -> String {
 }
 
 /// `Bearer error="…", error_description="…", scope="…", resource_metadata="…"`.
-pub fn challenge(error: Option<(&str, &str)>, scope: &[&str], metadata_url: &str) -> String {
+pub(crate) fn challenge(error: Option<(&str, &str)>, scope: &[&str], metadata_url: &str) -> String {
     let mut parts = Vec::new();
     if let Some((code, description)) = error {
         parts.push(format!("error=\"{code}\""));
@@ -65,7 +65,7 @@ pub fn challenge(error: Option<(&str, &str)>, scope: &[&str], metadata_url: &str
 }
 
 /// 401 without a token: the client should obtain one.
-pub fn missing_token(scope: &[&str], metadata_url: &str) -> Refusal {
+pub(crate) fn missing_token(scope: &[&str], metadata_url: &str) -> Refusal {
     Refusal {
         rejection: Rejection::new(
             401,
@@ -78,7 +78,7 @@ pub fn missing_token(scope: &[&str], metadata_url: &str) -> Refusal {
 }
 
 /// 401 with `error="invalid_token"`: a token was sent and did not verify.
-pub fn invalid_token(
+pub(crate) fn invalid_token(
     reason: &'static str,
     description: &str,
     scope: &[&str],
@@ -100,7 +100,7 @@ pub fn invalid_token(
 }
 
 /// 400 with `error="invalid_request"`: the token came in the query string (MCP forbids it).
-pub fn token_in_query(metadata_url: &str) -> Refusal {
+pub(crate) fn token_in_query(metadata_url: &str) -> Refusal {
     let d = "Access tokens must be sent in the Authorization header, never in the query string";
     Refusal {
         rejection: Rejection::new(400, codes::GATEWAY_UNAUTHORIZED, "auth-token-in-query", d),
@@ -109,7 +109,7 @@ pub fn token_in_query(metadata_url: &str) -> Refusal {
 }
 
 /// 400 with `error="invalid_request"`: more than one `Authorization` header.
-pub fn several_tokens(metadata_url: &str) -> Refusal {
+pub(crate) fn several_tokens(metadata_url: &str) -> Refusal {
     let d = "Send exactly one Authorization header";
     Refusal {
         rejection: Rejection::new(400, codes::GATEWAY_UNAUTHORIZED, "auth-several-tokens", d),
@@ -118,7 +118,7 @@ pub fn several_tokens(metadata_url: &str) -> Refusal {
 }
 
 /// 403 with `error="insufficient_scope"`.
-pub fn insufficient_scope(
+pub(crate) fn insufficient_scope(
     reason: &'static str,
     message: String,
     rule: Option<&str>,
@@ -139,7 +139,7 @@ pub fn insufficient_scope(
 
 /// 503: the keys to verify the token could not be obtained (the issuer's fault, not the
 /// client's; the client may retry).
-pub fn keys_unavailable() -> Refusal {
+pub(crate) fn keys_unavailable() -> Refusal {
     unavailable(
         "auth-keys-unavailable",
         "The gateway could not obtain the issuer's signing keys to verify the token; retry later",
@@ -147,7 +147,7 @@ pub fn keys_unavailable() -> Refusal {
 }
 
 /// 503 for a token that could not be checked (keys or introspection out of reach).
-pub fn unavailable(reason: &'static str, message: &'static str) -> Refusal {
+pub(crate) fn unavailable(reason: &'static str, message: &'static str) -> Refusal {
     Refusal {
         rejection: Rejection::new(503, codes::GATEWAY_AUTH_UNAVAILABLE, reason, message),
         challenge: None,
@@ -157,7 +157,7 @@ pub fn unavailable(reason: &'static str, message: &'static str) -> Refusal {
 /// Whether the query string carries an access token (`access_token=`, RFC 6750 §2.3) in any
 /// spelling a framework behind reads as that key (`access%5Ftoken`, `access_token[]`, …; see
 /// [`crate::mcp::query`]).
-pub fn query_has_token(query: Option<&str>) -> bool {
+pub(crate) fn query_has_token(query: Option<&str>) -> bool {
     crate::mcp::query::has_key(query, "access_token")
 }
 

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The largest JWKS accepted.
-pub const MAX_BODY: usize = 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 1024 * 1024;
 
 /// The TLS client settings for https sources: the Mozilla roots, plus `ca_file`'s certificates.
-pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub(crate) fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let mut roots = match ca_file {
         Some(path) => {
             crate::tls_util::read_roots(path).map_err(|e| anyhow::anyhow!("ca_file: {e}"))?
@@ -43,7 +43,7 @@ pub fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientCo
 }
 
 /// What to send.
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     pub method: http::Method,
     /// `Authorization` value, if any.
     pub authorization: Option<String>,
@@ -52,7 +52,7 @@ pub struct Outgoing {
 }
 
 /// GET `url`; the body and the `Cache-Control` header of a 200 answer.
-pub async fn get(
+pub(crate) async fn get(
     url: &str,
     timeout: Duration,
     tls: &Arc<rustls::ClientConfig>,
@@ -66,7 +66,7 @@ pub async fn get(
 }
 
 /// Send `out` to `url`; the body and `Cache-Control` of a 200 answer.
-pub async fn send(
+pub(crate) async fn send(
     url: &str,
     timeout: Duration,
     tls: &Arc<rustls::ClientConfig>,
@@ -81,7 +81,7 @@ pub async fn send(
 }
 
 /// An answer of any status.
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: http::StatusCode,
     pub body: Bytes,
     pub cache_control: Option<String>,
@@ -89,7 +89,7 @@ pub struct Answer {
 
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SendError {
+pub(crate) enum SendError {
     /// Nothing within the timeout.
     Timeout,
     /// Could not connect, TLS failed, or the exchange broke (the text says which).
@@ -97,7 +97,7 @@ pub enum SendError {
 }
 
 /// Send `out` to `url`; whatever it answers (the body bounded by [`MAX_BODY`]).
-pub async fn send_status(
+pub(crate) async fn send_status(
     url: &str,
     timeout: Duration,
     tls: &Arc<rustls::ClientConfig>,

@@ -12,7 +12,7 @@ use crate::mcp::{codes, error_body};
 
 /// For a list method: the result member holding the entries, the entry field naming each, and
 /// the method whose permission decides whether an entry is shown.
-pub fn list_shape(method: &str) -> Option<(&'static str, &'static str, &'static str)> {
+pub(crate) fn list_shape(method: &str) -> Option<(&'static str, &'static str, &'static str)> {
     // Templates are not filtered: a template names no resource a rule could decide on.
     let kind = Kind::of_method(method).filter(|k| *k != Kind::Templates)?;
     Some((kind.member(), kind.field(), kind.call()))
@@ -20,7 +20,7 @@ pub fn list_shape(method: &str) -> Option<(&'static str, &'static str, &'static 
 
 /// Filter one JSON-RPC response body. `Ok(None)`: nothing to change (an error response, or
 /// every entry allowed). `Err`: not a JSON-RPC response the gateway can read.
-pub fn filter_list(
+pub(crate) fn filter_list(
     body: &[u8],
     method: &str,
     allowed: impl Fn(&str, &str) -> bool,
@@ -53,7 +53,11 @@ pub fn filter_list(
 }
 
 /// The body sent instead of a list that could not be filtered.
-pub fn unfilterable(id: Option<&serde_json::value::RawValue>, method: &str, why: &str) -> Vec<u8> {
+pub(crate) fn unfilterable(
+    id: Option<&serde_json::value::RawValue>,
+    method: &str,
+    why: &str,
+) -> Vec<u8> {
     error_body(
         id,
         codes::GATEWAY_LIST_UNFILTERABLE,
@@ -82,7 +86,7 @@ pub struct ListHold {
 
 impl ListHold {
     /// Keep `chunk` unless the total would pass `max` (then keep nothing more).
-    pub fn push(&mut self, chunk: &[u8], max: usize) {
+    pub(crate) fn push(&mut self, chunk: &[u8], max: usize) {
         if self.overflowed {
             return;
         }
@@ -94,7 +98,7 @@ impl ListHold {
         self.buf.extend_from_slice(chunk);
     }
 
-    pub fn take(&mut self) -> Vec<u8> {
+    pub(crate) fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)
     }
 }

@@ -7,20 +7,20 @@ use super::{Auth, Identity};
 
 /// One change to the upstream request's headers.
 #[derive(Debug, Clone, PartialEq)]
-pub enum HeaderEdit {
+pub(crate) enum HeaderEdit {
     Remove(http::HeaderName),
     Set(http::HeaderName, http::HeaderValue),
 }
 
 impl Auth {
     /// The identity headers this resource server sets on upstream requests (`auth.forward.headers`).
-    pub fn asserted_headers(&self) -> impl Iterator<Item = &http::HeaderName> {
+    pub(crate) fn asserted_headers(&self) -> impl Iterator<Item = &http::HeaderName> {
         self.forward.iter().map(|(h, _)| h)
     }
 
     /// The header changes for the upstream request: `Authorization` removed unless `pool` is
     /// marked as the token's audience; the identity headers removed, then set from the token.
-    pub fn upstream_edits(&self, id: Option<&Identity>, pool: &str) -> Vec<HeaderEdit> {
+    pub(crate) fn upstream_edits(&self, id: Option<&Identity>, pool: &str) -> Vec<HeaderEdit> {
         let mut out = Vec::new();
         if !self.config.forward.token_to_pools.iter().any(|p| p == pool) {
             out.push(HeaderEdit::Remove(http::header::AUTHORIZATION));

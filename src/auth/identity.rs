@@ -13,7 +13,7 @@ pub struct Identity {
 }
 
 impl Identity {
-    pub fn new(subject: String, claims: Map<String, Value>) -> Identity {
+    pub(crate) fn new(subject: String, claims: Map<String, Value>) -> Identity {
         let split = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         let scopes = match (claims.get("scope"), claims.get("scp")) {
             (Some(Value::String(s)), _) => split(s),
@@ -33,24 +33,24 @@ impl Identity {
     }
 
     /// A caller without a token on a route that does not require one.
-    pub fn anonymous() -> Identity {
+    pub(crate) fn anonymous() -> Identity {
         Identity::new(String::new(), Map::new())
     }
 
     /// `exp` (Unix seconds), when the token has one.
-    pub fn exp(&self) -> Option<u64> {
+    pub(crate) fn exp(&self) -> Option<u64> {
         self.claims
             .get("exp")
             .and_then(Value::as_f64)
             .map(|e| e as u64)
     }
 
-    pub fn has_scope(&self, s: &str) -> bool {
+    pub(crate) fn has_scope(&self, s: &str) -> bool {
         self.scopes.iter().any(|x| x == s)
     }
 
     /// A claim as text: a string as is, an array of strings space-separated, others as JSON.
-    pub fn claim_text(&self, name: &str) -> Option<String> {
+    pub(crate) fn claim_text(&self, name: &str) -> Option<String> {
         match self.claims.get(name)? {
             Value::String(s) => Some(s.clone()),
             Value::Array(a) if a.iter().all(Value::is_string) => Some(
@@ -65,7 +65,7 @@ impl Identity {
     }
 
     /// Whether claim `name` equals one of `values` (or, as an array, contains one).
-    pub fn claim_matches(&self, name: &str, values: &[String]) -> bool {
+    pub(crate) fn claim_matches(&self, name: &str, values: &[String]) -> bool {
         let one = |v: &Value| match v {
             Value::String(s) => values.iter().any(|x| x == s),
             Value::Number(_) | Value::Bool(_) => {

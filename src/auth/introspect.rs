@@ -18,14 +18,14 @@ use crate::config::auth::IntrospectionConfig;
 
 /// Why an opaque token was not accepted.
 #[derive(Debug, Clone, PartialEq)]
-pub enum IntrospectError {
+pub(crate) enum IntrospectError {
     Token(TokenError),
     /// The endpoint could not be asked (the server's fault, not the client's).
     Unavailable(String),
 }
 
 /// Judge an introspection answer at `now` (Unix seconds).
-pub fn judge(resp: &Value, policy: &Policy, now: u64) -> Result<Identity, TokenError> {
+pub(crate) fn judge(resp: &Value, policy: &Policy, now: u64) -> Result<Identity, TokenError> {
     let Some(obj) = resp.as_object() else {
         return Err(TokenError::Malformed);
     };
@@ -69,24 +69,24 @@ pub fn judge(resp: &Value, policy: &Policy, now: u64) -> Result<Identity, TokenE
 type Verdict = Result<Arc<Identity>, TokenError>;
 
 /// The bounded answer cache.
-pub struct Cache {
+pub(crate) struct Cache {
     map: HashMap<[u8; 32], (Instant, Verdict)>,
     max: usize,
 }
 
 impl Cache {
-    pub fn new(max: usize) -> Cache {
+    pub(crate) fn new(max: usize) -> Cache {
         Cache {
             map: HashMap::new(),
             max: max.max(1),
         }
     }
 
-    pub fn key(token: &str) -> [u8; 32] {
+    pub(crate) fn key(token: &str) -> [u8; 32] {
         Sha256::digest(token.as_bytes()).into()
     }
 
-    pub fn get(&mut self, key: &[u8; 32], now: Instant) -> Option<Verdict> {
+    pub(crate) fn get(&mut self, key: &[u8; 32], now: Instant) -> Option<Verdict> {
         match self.map.get(key) {
             Some((until, v)) if *until > now => Some(v.clone()),
             Some(_) => {
@@ -97,7 +97,7 @@ impl Cache {
         }
     }
 
-    pub fn put(&mut self, key: [u8; 32], until: Instant, v: Verdict, now: Instant) {
+    pub(crate) fn put(&mut self, key: [u8; 32], until: Instant, v: Verdict, now: Instant) {
         if self.map.len() >= self.max && !self.map.contains_key(&key) {
             self.map.retain(|_, (u, _)| *u > now);
             while self.map.len() >= self.max {
@@ -110,17 +110,14 @@ impl Cache {
         self.map.insert(key, (until, v));
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 }
 
 /// `application/x-www-form-urlencoded` of one value.
-pub fn form_encode(v: &str) -> String {
+pub(crate) fn form_encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         match b {
@@ -134,7 +131,7 @@ pub fn form_encode(v: &str) -> String {
 }
 
 /// The introspection client of one gateway generation.
-pub struct Introspector {
+pub(crate) struct Introspector {
     cfg: IntrospectionConfig,
     tls: Arc<rustls::ClientConfig>,
     authorization: Option<String>,
@@ -142,7 +139,7 @@ pub struct Introspector {
 }
 
 impl Introspector {
-    pub fn new(cfg: &IntrospectionConfig) -> anyhow::Result<Introspector> {
+    pub(crate) fn new(cfg: &IntrospectionConfig) -> anyhow::Result<Introspector> {
         let secret = match (&cfg.client_secret, &cfg.client_secret_file) {
             (Some(s), _) => Some(s.clone()),
             (None, Some(f)) => Some(
@@ -182,7 +179,7 @@ impl Introspector {
     }
 
     /// The caller an opaque token stands for, from the cache or the endpoint.
-    pub async fn check(
+    pub(crate) async fn check(
         &self,
         token: &str,
         policy: &Policy,

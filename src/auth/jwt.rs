@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::Identity;
 
 /// One usable public key of a JWKS.
-pub struct Key {
+pub(crate) struct Key {
     pub kid: Option<String>,
     family: AlgorithmFamily,
     /// The key's own `alg`, when the JWKS names one (then only that algorithm may use it).
@@ -22,7 +22,7 @@ pub struct Key {
 
 /// The public keys in use, parsed once per fetch.
 #[derive(Default)]
-pub struct KeySet {
+pub(crate) struct KeySet {
     pub keys: Vec<Key>,
     /// Entries that were skipped (symmetric, private-only, unsupported or malformed).
     pub skipped: usize,
@@ -30,7 +30,7 @@ pub struct KeySet {
 
 impl KeySet {
     /// Parse a JWKS document. Symmetric (`oct`) keys are skipped: they could only verify HMAC.
-    pub fn parse(json: &[u8]) -> Result<KeySet, String> {
+    pub(crate) fn parse(json: &[u8]) -> Result<KeySet, String> {
         let set: Value = serde_json::from_slice(json).map_err(|e| format!("not JSON: {e}"))?;
         let Some(items) = set.get("keys").and_then(Value::as_array) else {
             return Err("no \"keys\" array (a JWKS is {\"keys\": [...]})".into());
@@ -71,13 +71,13 @@ impl KeySet {
         Ok(out)
     }
 
-    pub fn has_kid(&self, kid: &str) -> bool {
+    pub(crate) fn has_kid(&self, kid: &str) -> bool {
         self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
     }
 }
 
 /// What a token must satisfy besides its signature.
-pub struct Policy {
+pub(crate) struct Policy {
     pub issuer: String,
     /// The resource's canonical URI; `aud` must contain it.
     pub audience: String,
@@ -88,7 +88,7 @@ pub struct Policy {
 
 /// Why a token was refused. `reason()` is a bounded metric label.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenError {
+pub(crate) enum TokenError {
     Malformed,
     /// `alg` is `none`, HMAC, or not in `auth.algorithms`.
     Algorithm(String),
@@ -106,7 +106,7 @@ pub enum TokenError {
 }
 
 impl TokenError {
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             TokenError::Malformed => "malformed",
             TokenError::Algorithm(_) => "bad_algorithm",
@@ -122,7 +122,7 @@ impl TokenError {
     }
 
     /// For `error_description` and the JSON-RPC message: says what, never echoes the token.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             TokenError::Malformed => "The access token is not a well-formed JWT".into(),
             TokenError::Algorithm(a) => format!("The token's algorithm {a} is not accepted"),
@@ -163,17 +163,17 @@ fn header_of(token: &str) -> Result<(String, Option<String>), TokenError> {
 }
 
 /// Whether a token is a JWT (three parts, a readable header naming `alg`).
-pub fn is_jwt(token: &str) -> bool {
+pub(crate) fn is_jwt(token: &str) -> bool {
     header_of(token).is_ok()
 }
 
 /// The `kid` a token names, if it is a JWT at all (to decide whether to re-fetch the keys).
-pub fn kid_of(token: &str) -> Option<String> {
+pub(crate) fn kid_of(token: &str) -> Option<String> {
     header_of(token).ok().and_then(|(_, k)| k)
 }
 
 /// Verify a token against the keys and the policy, at `now` (Unix seconds).
-pub fn verify(
+pub(crate) fn verify(
     token: &str,
     keys: &KeySet,
     policy: &Policy,

@@ -17,7 +17,7 @@ use crate::config::auth::JwksConfig;
 const MAX_AGE_CAP: Duration = Duration::from_secs(24 * 3600);
 
 /// A key set and when it was obtained.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub set: KeySet,
     pub at: Instant,
     /// The file's modification time (file sources).
@@ -46,7 +46,7 @@ pub struct KeyStore {
 }
 
 /// `max-age` of a `Cache-Control` value, `Some(0)` for `no-cache`/`no-store`.
-pub fn max_age(cache_control: &str) -> Option<Duration> {
+pub(crate) fn max_age(cache_control: &str) -> Option<Duration> {
     let mut found = None;
     for d in cache_control.split(',').map(str::trim) {
         let lower = d.to_ascii_lowercase();
@@ -65,7 +65,7 @@ pub fn max_age(cache_control: &str) -> Option<Duration> {
 }
 
 /// How long to use a set fetched with this `Cache-Control`.
-pub fn lifetime(cfg: &JwksConfig, cache_control: Option<&str>) -> Duration {
+pub(crate) fn lifetime(cfg: &JwksConfig, cache_control: Option<&str>) -> Duration {
     cache_control
         .and_then(max_age)
         .unwrap_or(cfg.refresh)
@@ -75,7 +75,7 @@ pub fn lifetime(cfg: &JwksConfig, cache_control: Option<&str>) -> Duration {
 impl KeyStore {
     /// A store; a file source is read now (an unreadable or invalid file is a config error), a
     /// URL source starts empty and is fetched on first use.
-    pub fn new(config: JwksConfig, metrics: Arc<AuthMetrics>) -> anyhow::Result<KeyStore> {
+    pub(crate) fn new(config: JwksConfig, metrics: Arc<AuthMetrics>) -> anyhow::Result<KeyStore> {
         let now = Instant::now();
         let loaded = match &config.file {
             Some(path) => read_file(path)?,
@@ -105,7 +105,7 @@ impl KeyStore {
         })
     }
 
-    pub fn current(&self) -> Arc<Loaded> {
+    pub(crate) fn current(&self) -> Arc<Loaded> {
         self.current.load_full()
     }
 
@@ -114,7 +114,7 @@ impl KeyStore {
     }
 
     /// Start the background refresher once (on the runtime of the first request that needs it).
-    pub fn ensure_refresher(self: &Arc<Self>) {
+    pub(crate) fn ensure_refresher(self: &Arc<Self>) {
         {
             let mut s = self.schedule();
             if s.refresher {
@@ -128,7 +128,7 @@ impl KeyStore {
 
     /// Keys to check a token against: the current set, re-fetched first when it is empty or
     /// does not know `kid` (rate-limited).
-    pub async fn keys_for(&self, kid: Option<&str>) -> Arc<Loaded> {
+    pub(crate) async fn keys_for(&self, kid: Option<&str>) -> Arc<Loaded> {
         let cur = self.current();
         let missing = cur.set.keys.is_empty() || kid.is_some_and(|k| !cur.set.has_kid(k));
         if !missing {
@@ -152,7 +152,7 @@ impl KeyStore {
     }
 
     /// Fetch (or re-read) the set now; on failure keep the old one and count it.
-    pub async fn refresh(&self) {
+    pub(crate) async fn refresh(&self) {
         let asked = Instant::now();
         let _one = self.fetching.lock().await;
         if self.config.url.is_some() && self.current().at > asked {

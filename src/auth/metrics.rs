@@ -14,7 +14,7 @@ pub struct AuthMetrics {
 }
 
 impl AuthMetrics {
-    pub fn register(registry: &Registry) -> prometheus::Result<AuthMetrics> {
+    pub(crate) fn register(registry: &Registry) -> prometheus::Result<AuthMetrics> {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "auth_decisions_total",
@@ -40,12 +40,13 @@ impl AuthMetrics {
         })
     }
 
+    #[cfg(test)]
     /// A detached set (not exported), for a gateway built without a registry and for tests.
-    pub fn detached() -> AuthMetrics {
+    pub(crate) fn detached() -> AuthMetrics {
         AuthMetrics::register(&Registry::new()).expect("fresh registry")
     }
 
-    pub fn count(&self, result: &str, reason: &str, rule: &str) {
+    pub(crate) fn count(&self, result: &str, reason: &str, rule: &str) {
         self.decisions
             .with_label_values(&[result, reason, rule])
             .inc();

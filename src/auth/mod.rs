@@ -13,25 +13,24 @@
 //! - [`answer`]: `WWW-Authenticate`, the JSON-RPC errors, the RFC 9728 metadata; [`metrics`].
 
 mod admit;
-pub mod answer;
-pub mod fetch;
-pub mod filter;
+pub(crate) mod answer;
+pub(crate) mod fetch;
+pub(crate) mod filter;
 mod forward;
 mod identity;
-pub mod introspect;
-pub mod jwt;
-pub mod keys;
-pub mod metrics;
-pub mod rules;
+pub(crate) mod introspect;
+pub(crate) mod jwt;
+pub(crate) mod keys;
+pub(crate) mod metrics;
+pub(crate) mod rules;
 
 use std::sync::Arc;
 
 use crate::config::auth::{AuthConfig, RouteAuth};
 use crate::config::Config;
 use crate::gateway::stages::route::RouteRef;
-pub use answer::Refusal;
-pub use forward::HeaderEdit;
-pub use identity::Identity;
+pub(crate) use forward::HeaderEdit;
+pub(crate) use identity::Identity;
 use jwt::Policy;
 use keys::KeyStore;
 use metrics::AuthMetrics;
@@ -70,7 +69,7 @@ const VERIFIED_MAX: usize = 10_000;
 
 impl Auth {
     /// The auth stage for `cfg`, or `None` without an `auth:` section.
-    pub fn new(
+    pub(crate) fn new(
         cfg: &Config,
         metrics: Arc<AuthMetrics>,
         previous: Option<&Auth>,
@@ -154,19 +153,19 @@ impl Auth {
     }
 
     /// The metadata document, when `path` is one of its well-known URIs.
-    pub fn metadata(&self, path: &str, endpoint: &str) -> Option<&[u8]> {
+    pub(crate) fn metadata(&self, path: &str, endpoint: &str) -> Option<&[u8]> {
         answer::is_metadata_path(path, endpoint).then_some(self.metadata_doc.as_slice())
     }
 
     /// Whether every request must be checked against its body: always. Rules, route scopes and
     /// `required: false` routes are all decided on the claimed method and name, so a
     /// sampled-out request could claim an open route while its body calls a guarded tool.
-    pub fn needs_body_check(&self) -> bool {
+    pub(crate) fn needs_body_check(&self) -> bool {
         true
     }
 
     /// Whether the list result of `method` is filtered for callers.
-    pub fn filters(&self, method: Option<&str>) -> bool {
+    pub(crate) fn filters(&self, method: Option<&str>) -> bool {
         let Some((_, _, call)) = method.and_then(filter::list_shape) else {
             return false;
         };
@@ -180,7 +179,7 @@ impl Auth {
 
     /// Whether `id` may see an entry of a list: a `call_method` of `name`, on the route it would
     /// take (`None`: no route), would be allowed.
-    pub fn may_see(
+    pub(crate) fn may_see(
         &self,
         id: &Identity,
         route: Option<RouteRef>,

@@ -18,7 +18,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn from_config(c: &RuleConfig) -> Rule {
+    pub(crate) fn from_config(c: &RuleConfig) -> Rule {
         Rule {
             name: c.name.clone(),
             method: c.matcher.method.clone(),
@@ -54,7 +54,7 @@ impl Rule {
 
 /// The outcome of the rules for one (method, name).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision<'a> {
+pub(crate) enum Decision<'a> {
     /// Allowed, by this rule (`None`: the default).
     Allow(Option<&'a str>),
     /// Denied, by this rule (`None`: the default). `scopes` would have let an earlier allow
@@ -66,7 +66,7 @@ pub enum Decision<'a> {
 }
 
 impl Decision<'_> {
-    pub fn allowed(&self) -> bool {
+    pub(crate) fn allowed(&self) -> bool {
         matches!(self, Decision::Allow(_))
     }
 }
@@ -77,19 +77,15 @@ pub struct Rules {
 }
 
 impl Rules {
-    pub fn new(rules: &[RuleConfig], default: Effect) -> Rules {
+    pub(crate) fn new(rules: &[RuleConfig], default: Effect) -> Rules {
         Rules {
             rules: rules.iter().map(Rule::from_config).collect(),
             default,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty() && self.default == Effect::Allow
-    }
-
     /// Whether any rule could treat a call of `method` differently from another caller.
-    pub fn covers(&self, method: &str) -> bool {
+    pub(crate) fn covers(&self, method: &str) -> bool {
         self.default == Effect::Deny
             || self
                 .rules
@@ -97,7 +93,12 @@ impl Rules {
                 .any(|r| r.method.as_ref().is_none_or(|p| p.matches(method)))
     }
 
-    pub fn decide(&self, method: Option<&str>, name: Option<&str>, id: &Identity) -> Decision<'_> {
+    pub(crate) fn decide(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        id: &Identity,
+    ) -> Decision<'_> {
         let mut hint: Vec<&str> = Vec::new();
         for r in &self.rules {
             if !r.matches(method, name) {

@@ -9,7 +9,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rand::RngCore;
 use serde_json::{json, Value};
 
-pub struct TestKey {
+pub(crate) struct TestKey {
     pub kid: String,
     pub alg: Algorithm,
     pub enc: EncodingKey,
@@ -45,7 +45,7 @@ fn finish(kid: &str, alg: Algorithm, enc: EncodingKey, public_der: Vec<u8>) -> T
     }
 }
 
-pub fn rsa(kid: &str) -> TestKey {
+pub(crate) fn rsa(kid: &str) -> TestKey {
     use rsa::pkcs1::EncodeRsaPrivateKey;
     use rsa::pkcs8::EncodePublicKey;
     use rsa::Generate;
@@ -60,7 +60,7 @@ pub fn rsa(kid: &str) -> TestKey {
     )
 }
 
-pub fn ec(kid: &str) -> TestKey {
+pub(crate) fn ec(kid: &str) -> TestKey {
     use p256::pkcs8::{EncodePrivateKey, EncodePublicKey};
     let key = loop {
         if let Ok(k) = p256::SecretKey::from_slice(&random32()) {
@@ -77,7 +77,7 @@ pub fn ec(kid: &str) -> TestKey {
     )
 }
 
-pub fn ed(kid: &str) -> TestKey {
+pub(crate) fn ed(kid: &str) -> TestKey {
     use ed25519_dalek::pkcs8::EncodePrivateKey;
     let key = ed25519_dalek::SigningKey::from_bytes(&random32());
     let der = key.to_pkcs8_der().unwrap();
@@ -91,11 +91,11 @@ pub fn ed(kid: &str) -> TestKey {
 }
 
 /// A JWKS document with these keys.
-pub fn jwks(keys: &[&TestKey]) -> String {
+pub(crate) fn jwks(keys: &[&TestKey]) -> String {
     json!({ "keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>() }).to_string()
 }
 
-pub fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -103,18 +103,18 @@ pub fn now() -> i64 {
 }
 
 /// Claims valid for an hour.
-pub fn claims(iss: &str, aud: &str, sub: &str, scope: &str) -> Value {
+pub(crate) fn claims(iss: &str, aud: &str, sub: &str, scope: &str) -> Value {
     json!({ "iss": iss, "aud": aud, "sub": sub, "scope": scope, "iat": now(), "exp": now() + 3600 })
 }
 
-pub fn sign(key: &TestKey, claims: &Value) -> String {
+pub(crate) fn sign(key: &TestKey, claims: &Value) -> String {
     let mut h = Header::new(key.alg);
     h.kid = Some(key.kid.clone());
     jsonwebtoken::encode(&h, claims, &key.enc).unwrap()
 }
 
 /// HS256 keyed with the public key's bytes (the classic algorithm-confusion forgery).
-pub fn forge_hs256(key: &TestKey, claims: &Value) -> String {
+pub(crate) fn forge_hs256(key: &TestKey, claims: &Value) -> String {
     let mut h = Header::new(Algorithm::HS256);
     h.kid = Some(key.kid.clone());
     let secret = EncodingKey::from_secret(&key.public_der).unwrap();
@@ -122,7 +122,7 @@ pub fn forge_hs256(key: &TestKey, claims: &Value) -> String {
 }
 
 /// `alg: none`, no signature.
-pub fn unsigned(kid: &str, claims: &Value) -> String {
+pub(crate) fn unsigned(kid: &str, claims: &Value) -> String {
     let b = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     format!(
         "{}.{}.",
@@ -132,7 +132,7 @@ pub fn unsigned(kid: &str, claims: &Value) -> String {
 }
 
 /// The same token with its payload changed (the signature no longer matches).
-pub fn tamper(token: &str, claims: &Value) -> String {
+pub(crate) fn tamper(token: &str, claims: &Value) -> String {
     let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
     parts[1] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string());
     parts.join(".")

@@ -96,7 +96,7 @@ fn read_key_file(path: &PathBuf, what: &str) -> anyhow::Result<StateKey> {
 
 impl BackendArgs {
     /// The pool these options describe (reads key files and the environment).
-    pub fn to_options(&self) -> anyhow::Result<PoolOptions> {
+    pub(crate) fn to_options(&self) -> anyhow::Result<PoolOptions> {
         let listen = if self.listen.is_empty() {
             (0..self.instances)
                 .map(|i| {

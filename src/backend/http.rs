@@ -32,31 +32,30 @@ use crate::mcp::{
 };
 
 /// The one protocol version this server implements.
-pub const POLICY: VersionPolicy = VersionPolicy::Exactly(&[PROTOCOL_VERSION]);
+pub(crate) const POLICY: VersionPolicy = VersionPolicy::Exactly(&[PROTOCOL_VERSION]);
 
 /// How long a client may take to send its body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Interval of SSE keep-alive comments on listen streams.
 pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
-pub type SseRx = mpsc::Receiver<Result<Frame<Bytes>, Infallible>>;
+pub(crate) type SseRx = mpsc::Receiver<Result<Frame<Bytes>, Infallible>>;
 pub(super) type SseTx = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
 /// Response body: a buffered JSON answer, or an SSE stream fed by a task.
-pub type Body = Either<Full<Bytes>, StreamBody<SseRx>>;
+pub(crate) type Body = Either<Full<Bytes>, StreamBody<SseRx>>;
 
 /// A list-changed event, fanned out to the listen streams of every instance of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     Tools,
     Prompts,
-    Resources,
 }
 
 /// What the instances of one pool share.
 use super::ledger::Ledger;
 use super::tasks::TaskStore;
 
-pub struct Shared {
+pub(crate) struct Shared {
     pub codec: StateCodec,
     pub ledger: Ledger,
     /// Allowed `Origin` values: the local ones and `--allow-origin` (`*` = any), matched by the
@@ -81,7 +80,7 @@ pub struct Shared {
 impl Shared {
     /// How long to hold the answer to a request of `method` on `name` (`--delay`,
     /// `--tool-delay`).
-    pub fn delay_for(&self, method: &str, name: Option<&str>) -> Duration {
+    pub(crate) fn delay_for(&self, method: &str, name: Option<&str>) -> Duration {
         let tool = (method == crate::mcp::methods::TOOLS_CALL)
             .then(|| {
                 self.tool_delays
@@ -95,7 +94,7 @@ impl Shared {
 
     /// The principal of a request: SHA-256 of the bearer token, or, with a principal header
     /// configured, of that header's one value (`anonymous` when it is absent or repeated).
-    pub fn principal(&self, headers: &HeaderMap) -> String {
+    pub(crate) fn principal(&self, headers: &HeaderMap) -> String {
         let Some(name) = &self.principal_header else {
             return super::state::principal_of(crate::mcp::header::bearer_token(headers));
         };
@@ -110,7 +109,7 @@ impl Shared {
 }
 
 /// One instance: its id and the `_meta` every result carries.
-pub struct Instance {
+pub(crate) struct Instance {
     pub id: String,
     pub shared: Arc<Shared>,
     meta: Value,
@@ -121,7 +120,7 @@ pub struct Instance {
 
 impl Instance {
     /// An instance reachable at `advertise` (`host:port`, as a gateway's pool lists it).
-    pub fn new(id: String, shared: Arc<Shared>, advertise: &str) -> Self {
+    pub(crate) fn new(id: String, shared: Arc<Shared>, advertise: &str) -> Self {
         let meta = json!({
             meta::SERVER_INFO: {"name": "mcp-edge-backend", "version": env!("CARGO_PKG_VERSION")},
             meta::EDGE_INSTANCE: id,
@@ -135,7 +134,7 @@ impl Instance {
     }
 }
 
-pub async fn handle(
+pub(crate) async fn handle(
     inst: Arc<Instance>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {

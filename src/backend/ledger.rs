@@ -17,9 +17,9 @@ use std::time::Duration;
 use super::state::now_ms;
 
 /// Redis keys start with this.
-pub const REDIS_PREFIX: &str = "mcp-edge:backend:";
+pub(crate) const REDIS_PREFIX: &str = "mcp-edge:backend:";
 /// How long one Redis call may take before the request is answered with an error.
-pub const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const REDIS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// SET NX with the state's expiry, and INCR only when the set happened. Returns
 /// `{charged_now (0|1), total}`.
@@ -45,7 +45,7 @@ impl Default for Ledger {
 impl Ledger {
     /// Connect to the store named by `url`: `memory`, or `redis://host:port[/db]`. Needs a
     /// tokio runtime; fails when Redis does not answer a PING.
-    pub async fn connect(url: &str) -> anyhow::Result<Ledger> {
+    pub(crate) async fn connect(url: &str) -> anyhow::Result<Ledger> {
         if url == "memory" {
             return Ok(Ledger::default());
         }
@@ -79,7 +79,7 @@ impl Ledger {
 
     /// Charge `cart` once for the state with `nonce` (valid until `expires_at_ms`). Returns
     /// (charged now, total charges), or why the store could not say.
-    pub async fn charge(
+    pub(crate) async fn charge(
         &self,
         cart: &str,
         nonce: &str,
@@ -92,7 +92,7 @@ impl Ledger {
     }
 
     /// How many times `cart` was charged.
-    pub async fn count(&self, cart: &str) -> Result<u64, String> {
+    pub(crate) async fn count(&self, cart: &str) -> Result<u64, String> {
         match self {
             Ledger::Memory(m) => Ok(m.count(cart)),
             Ledger::Redis(r) => r.count(cart).await,
@@ -114,7 +114,7 @@ struct Cart {
 
 impl MemoryLedger {
     /// Charge `cart` once for the state with `nonce`. Returns (charged now, total charges).
-    pub fn charge(&self, cart: &str, nonce: &str, expires_at_ms: u64) -> (bool, u64) {
+    pub(crate) fn charge(&self, cart: &str, nonce: &str, expires_at_ms: u64) -> (bool, u64) {
         let mut carts = self.carts.lock().unwrap_or_else(|e| e.into_inner());
         let c = carts.entry(cart.to_owned()).or_default();
         if c.redeemed.contains_key(nonce) {
@@ -129,7 +129,7 @@ impl MemoryLedger {
         (true, c.charges)
     }
 
-    pub fn count(&self, cart: &str) -> u64 {
+    pub(crate) fn count(&self, cart: &str) -> u64 {
         self.carts
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -16,12 +16,12 @@
 
 mod cli;
 mod dispatch;
-pub mod http;
+pub(crate) mod http;
 pub mod ledger;
 mod mrtr;
 pub mod state;
 mod stream;
-pub mod tasks;
+pub(crate) mod tasks;
 pub mod tools;
 
 pub use cli::BackendArgs;
@@ -41,9 +41,9 @@ use tokio::sync::{broadcast, watch};
 use self::http::{Instance, Shared};
 
 /// Environment variable that may hold the state key (when no --state-key-file is given).
-pub const STATE_KEY_ENV: &str = "MCP_EDGE_STATE_KEY";
+pub(crate) const STATE_KEY_ENV: &str = "MCP_EDGE_STATE_KEY";
 /// Default largest request body.
-pub const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Programmatic options of a pool.
 #[derive(Clone, Debug)]

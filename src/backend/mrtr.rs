@@ -225,7 +225,7 @@ async fn answer(leg: Leg<'_>, flow: &Flow<'_>, outcome: Outcome) -> Response<Bod
         Outcome::Task(job) if leg.with_tasks && flow.task != TaskSupport::Forbidden => {
             tasks::start(inst, leg.principal, flow.name, job, id)
         }
-        Outcome::Task(job) => tasks::inline(inst, flow.name, job, id).await,
+        Outcome::Task(job) => tasks::inline(inst, job, id).await,
         Outcome::Ledger(op) => match tools::settle(op, &inst.shared.ledger).await {
             Ok(result) => inst.ok(id, result),
             Err(msg) => in_band(id, codes::INTERNAL_ERROR, &msg, None),

@@ -32,9 +32,9 @@ use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Format version, the first dot-separated field of a sealed state.
-pub const STATE_VERSION: &str = "v2";
+pub(crate) const STATE_VERSION: &str = "v2";
 /// The previous format (ChaCha20-Poly1305, 96-bit nonce): opened, never sealed.
-pub const LEGACY_VERSION: &str = "v1";
+pub(crate) const LEGACY_VERSION: &str = "v1";
 const NONCE_LEN: usize = 24;
 const LEGACY_NONCE_LEN: usize = 12;
 /// The largest sealed state we try to open (anything longer is not ours).
@@ -74,7 +74,7 @@ pub struct StatePayload {
 
 /// Why a presented state was refused. Every variant is answered with -32602.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateError {
+pub(crate) enum StateError {
     /// Not in the `v1.<kid>.<base64url>` shape, or not base64.
     Malformed,
     /// Sealed with a key this server does not hold (rotated out, or another deployment).
@@ -91,7 +91,7 @@ pub enum StateError {
 
 impl StateError {
     /// A message for the client: what happened and what to do.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         const RESTART: &str =
             "start over: send the request again without requestState and inputResponses";
         match self {
@@ -126,20 +126,17 @@ pub struct StateCodec {
 }
 
 impl StateCodec {
-    pub fn new(keys: StateKeys, ttl: Duration) -> Self {
+    pub(crate) fn new(keys: StateKeys, ttl: Duration) -> Self {
         StateCodec { keys, ttl }
     }
 
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
-    pub fn key_id(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn key_id(&self) -> &str {
         self.keys.current_id()
     }
 
     /// Build and seal a payload for the next round, expiring `ttl` from now.
-    pub fn mint(
+    pub(crate) fn mint(
         &self,
         principal: &str,
         method: &str,
@@ -164,7 +161,7 @@ impl StateCodec {
     }
 
     /// Seal a payload with the current key.
-    pub fn seal(&self, payload: &StatePayload) -> String {
+    pub(crate) fn seal(&self, payload: &StatePayload) -> String {
         let key = &self.keys.current;
         let plain = serde_json::to_vec(payload).expect("payload serializes");
         let mut nonce = [0u8; NONCE_LEN];
@@ -188,7 +185,7 @@ impl StateCodec {
 
     /// Open a state: check the format, find the key, authenticate and decrypt. Does not check
     /// who presents it, for what, or when: see [`StateCodec::verify`].
-    pub fn open(&self, text: &str) -> Result<StatePayload, StateError> {
+    pub(crate) fn open(&self, text: &str) -> Result<StatePayload, StateError> {
         if text.len() > MAX_STATE_LEN {
             return Err(StateError::Malformed);
         }
@@ -232,7 +229,7 @@ impl StateCodec {
 
     /// Open a state and check that it belongs to this principal and this request and has not
     /// expired (in that order).
-    pub fn verify(
+    pub(crate) fn verify(
         &self,
         text: &str,
         principal: &str,
@@ -242,7 +239,7 @@ impl StateCodec {
         self.verify_at(text, principal, method, digest, now_ms())
     }
 
-    pub fn verify_at(
+    pub(crate) fn verify_at(
         &self,
         text: &str,
         principal: &str,
@@ -267,7 +264,7 @@ impl StateCodec {
 }
 
 /// The principal a state is bound to: SHA-256 (hex) of the bearer token, or `anonymous`.
-pub fn principal_of(bearer: Option<&str>) -> String {
+pub(crate) fn principal_of(bearer: Option<&str>) -> String {
     match bearer {
         Some(t) => hex(&Sha256::digest(t.as_bytes())),
         None => "anonymous".to_owned(),
@@ -277,7 +274,7 @@ pub fn principal_of(bearer: Option<&str>) -> String {
 /// Digest (hex SHA-256) of the salient params of a request: method, NUL, name (or uri), NUL and
 /// the RFC 8785 canonical JSON of the arguments ([`crate::mcp::jcs`]), so key order and number
 /// spelling do not matter and an implementation in another language gets the same digest.
-pub fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
+pub(crate) fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
     let mut buf = Vec::with_capacity(64);
     buf.extend_from_slice(method.as_bytes());
     buf.push(0);

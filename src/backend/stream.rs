@@ -173,7 +173,6 @@ pub(super) fn listen(
                     let method = match ch {
                         Ok(Change::Tools) if tools_on => NOTIFY_TOOLS_CHANGED,
                         Ok(Change::Prompts) if prompts_on => NOTIFY_PROMPTS_CHANGED,
-                        Ok(Change::Resources) if resources_on => NOTIFY_RESOURCES_CHANGED,
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(broadcast::error::RecvError::Closed) => { send_frame(&mut tx, &end).await; return; }
                     };

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use super::auth_keys::{AlgName, IntrospectionConfig, JwksConfig};
+pub(crate) use super::auth_keys::{AlgName, IntrospectionConfig, JwksConfig};
 use super::{humantime_serde_compat, ConfigError, ErrAt, Match, Pos};
 
 /// The MCP listener acts as an OAuth 2.1 resource server (spec §Authorization).
@@ -112,7 +112,7 @@ pub enum OneOrMany {
 }
 
 impl OneOrMany {
-    pub fn values(&self) -> Vec<String> {
+    pub(crate) fn values(&self) -> Vec<String> {
         match self {
             OneOrMany::One(s) => vec![s.clone()],
             OneOrMany::Many(v) => v.clone(),
@@ -182,7 +182,7 @@ fn d_list_max() -> usize {
 
 impl AuthConfig {
     /// The lines `mcp-edge check` prints.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let jwks = match (&self.jwks.file, &self.jwks.url) {
             (Some(f), _) => format!("file {}", f.display()),
             (_, Some(u)) => u.clone(),
@@ -230,7 +230,7 @@ impl AuthConfig {
     }
 
     /// Checks serde cannot make. `at` finds where a path (`auth.jwks.url`) is written.
-    pub fn validate(
+    pub(crate) fn validate(
         &self,
         pools: &[&str],
         at: impl Fn(&str) -> Option<Pos>,

@@ -46,7 +46,7 @@ impl Default for CacheConfig {
 
 /// The largest `stale_if_error` accepted (the spec allows stale data when a refetch fails, but
 /// not forever).
-pub const MAX_STALE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_STALE: Duration = Duration::from_secs(24 * 3600);
 
 impl CacheConfig {
     /// Checks across fields; `at` names the route (`routes[2]`, `default_route`). Returns the

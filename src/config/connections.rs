@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::{ConfigError, Positions};
 
 /// Largest buffer accepted (a typo such as an extra digit should not cost gigabytes).
-pub const MAX_BUFFER: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_BUFFER: usize = 16 * 1024 * 1024;
 
 /// Per-connection buffers of every listener (MCP and admin).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, schemars::JsonSchema)]

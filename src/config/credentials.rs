@@ -126,14 +126,14 @@ fn d_true() -> bool {
 
 /// Which mode a pool uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Static,
     ClientCredentials,
     TokenExchange,
 }
 
 impl Mode {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Mode::Static => "static",
             Mode::ClientCredentials => "client_credentials",
@@ -144,7 +144,7 @@ impl Mode {
 
 impl CredentialsConfig {
     /// The one mode set (validation refuses none or several).
-    pub fn mode(&self) -> Option<Mode> {
+    pub(crate) fn mode(&self) -> Option<Mode> {
         match (&self.fixed, &self.client_credentials, &self.token_exchange) {
             (Some(_), None, None) => Some(Mode::Static),
             (None, Some(_), None) => Some(Mode::ClientCredentials),
@@ -154,7 +154,7 @@ impl CredentialsConfig {
     }
 
     /// What `mcp-edge check` prints: the mode, header and endpoint, never a secret.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let src = |s: &SecretSource| match (&s.file, &s.env) {
             (Some(f), _) => format!("file {}", f.display()),
             (_, Some(e)) => format!("env ${e}"),
@@ -188,7 +188,11 @@ impl CredentialsConfig {
 }
 
 /// The checks serde cannot make, for pool `pool`: one error as (key path, message with the fix).
-pub fn check(pool: &str, c: &CredentialsConfig, has_auth: bool) -> Result<(), (String, String)> {
+pub(crate) fn check(
+    pool: &str,
+    c: &CredentialsConfig,
+    has_auth: bool,
+) -> Result<(), (String, String)> {
     let at = |k: &str| format!("pools.{pool}.credentials{k}");
     let Some(mode) = c.mode() else {
         return Err((at(""), format!(
@@ -299,7 +303,7 @@ fn check_oauth(at: &str, o: &OAuthClientConfig, exchange: bool) -> Result<(), (S
 
 /// Read a secret as validation does: refused when absent or empty, with the fix. The value is
 /// returned to the caller only to check its shape; it never enters a message.
-pub fn read_secret(at: &str, s: &SecretSource) -> Result<String, (String, String)> {
+pub(crate) fn read_secret(at: &str, s: &SecretSource) -> Result<String, (String, String)> {
     crate::credentials::secret::read(s)
         .map(|s| s.expose().to_string())
         .map_err(|e| (at.to_string(), format!("{at}: {e}")))

@@ -63,7 +63,7 @@ pub enum Collisions {
 }
 
 impl Collisions {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Collisions::Prefix => "prefix",
             Collisions::Priority => "priority",
@@ -84,7 +84,7 @@ pub struct Expose {
 
 impl Expose {
     /// Whether the endpoint exposes `name`.
-    pub fn allows(&self, name: &str) -> bool {
+    pub(crate) fn allows(&self, name: &str) -> bool {
         let included = self.include.is_empty() || self.include.iter().any(|p| p.matches(name));
         included && !self.exclude.iter().any(|p| p.matches(name))
     }
@@ -233,7 +233,7 @@ impl FederationConfig {
 
 impl FederationConfig {
     /// What `mcp-edge check` prints about federation.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::from("\nfederated endpoints (routes learned from each pool's catalog; explicit routes first)\n");
         for e in &self.endpoints {

@@ -70,7 +70,7 @@ impl Default for OriginsConfig {
 
 impl OriginsConfig {
     /// The local origins (the default) and `extra` (the reference backend's `--allow-origin`).
-    pub fn local_and(extra: &[String]) -> Self {
+    pub(crate) fn local_and(extra: &[String]) -> Self {
         let mut allow = default_origins();
         allow.extend(extra.iter().map(|o| Pattern::parse(o)));
         OriginsConfig { allow }
@@ -80,7 +80,7 @@ impl OriginsConfig {
     /// (the local origins and `--allow-origin`): a request that carries `Origin` must match one
     /// of the patterns, scheme and host in any case (RFC 6454 §4: they are case-insensitive;
     /// browsers send them lower-case). A value that is not text matches only `*`.
-    pub fn allows(&self, origin: &[u8]) -> bool {
+    pub(crate) fn allows(&self, origin: &[u8]) -> bool {
         let origin = std::str::from_utf8(origin).ok().filter(|o| o.is_ascii());
         let origin = origin.unwrap_or("");
         self.allow

@@ -17,27 +17,27 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-pub mod redis;
-pub use redis::{OnStoreError, RedisConfig, Scope};
-pub mod auth;
+pub(crate) mod redis;
+pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
+pub(crate) mod auth;
 mod auth_keys;
-pub mod cache;
-pub mod credentials;
-pub mod tls;
-pub use cache::CacheConfig;
-pub mod concurrency;
-pub mod connections;
-pub mod federation;
-pub mod flows;
-pub use concurrency::ConcurrencyLimitConfig;
-pub use connections::UpstreamLeg;
-pub use federation::{Collisions, FederatedEndpoint, FederationConfig};
-pub use flows::{FlowsConfig, TracingConfig};
+pub(crate) mod cache;
+pub(crate) mod credentials;
+pub(crate) mod tls;
+pub(crate) use cache::CacheConfig;
+pub(crate) mod concurrency;
+pub(crate) mod connections;
+pub(crate) mod federation;
+pub(crate) mod flows;
+pub(crate) use concurrency::ConcurrencyLimitConfig;
+pub(crate) use connections::UpstreamLeg;
+pub(crate) use federation::{Collisions, FederatedEndpoint, FederationConfig};
+pub(crate) use flows::{FlowsConfig, TracingConfig};
 mod describe;
 mod limits;
 mod listen;
 mod pattern;
-mod pools;
+pub(crate) mod pools;
 mod positions;
 mod rate_limits;
 mod routes;
@@ -45,19 +45,19 @@ mod schema;
 mod timeouts;
 mod validate;
 mod values;
-pub use limits::{Limits, MetricsConfig};
-pub use listen::{Listen, OriginsConfig};
-pub use pattern::Pattern;
-pub use pools::{
+pub(crate) use limits::{Limits, MetricsConfig};
+pub(crate) use listen::{Listen, OriginsConfig};
+pub(crate) use pattern::Pattern;
+pub(crate) use pools::{
     Balance, EjectionConfig, HashKey, HealthCheckKind, HealthConfig, PoolConfig, Retries,
 };
-pub use positions::{Pos, Positions};
-pub use rate_limits::{KeyPart, LimitMatch, Per, Rate, RateLimitConfig};
-pub use routes::{route_name, DefaultRoute, Match, RouteConfig, Validation};
+pub(crate) use positions::{Pos, Positions};
+pub(crate) use rate_limits::{KeyPart, LimitMatch, Rate, RateLimitConfig};
+pub(crate) use routes::{route_name, DefaultRoute, Match, RouteConfig, Validation};
 pub use schema::schema_json;
-pub use timeouts::{ShutdownConfig, Timeouts};
+pub(crate) use timeouts::{ShutdownConfig, Timeouts};
 pub(crate) use values::humantime_serde_compat;
-pub use values::parse_duration;
+pub(crate) use values::parse_duration;
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -201,7 +201,7 @@ pub(crate) type ErrAt<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
 
 impl ConfigError {
     /// An error at `pos` (None: the file as a whole).
-    pub fn at(file: &str, pos: Option<Pos>, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn at(file: &str, pos: Option<Pos>, message: impl Into<String>) -> ConfigError {
         ConfigError {
             file: file.to_string(),
             line: pos.map(|p| p.line),
@@ -224,14 +224,14 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The default config shipped at the repository root, embedded for `mcp-edge demo`.
-pub const EMBEDDED_DEFAULT: &str = include_str!("../../gateway.yaml");
+pub(crate) const EMBEDDED_DEFAULT: &str = include_str!("../../gateway.yaml");
 
 impl Config {
     /// The headers this config reads as keys: `header:<name>` in a rate limit's `key` or in a
     /// hash pool's `hash_key`, each once. A key must mean one thing to the gateway and to the
     /// upstream, so admission refuses a request that sends one of them twice or under a name
     /// that frameworks fold onto it ([`crate::mcp::header::key_header`]).
-    pub fn key_headers(&self) -> Vec<http::HeaderName> {
+    pub(crate) fn key_headers(&self) -> Vec<http::HeaderName> {
         let limits = self.rate_limits.iter().flat_map(|l| &l.key);
         let limits = limits.filter_map(|k| match k {
             KeyPart::Header(h) => Some(h),

@@ -15,7 +15,7 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    pub fn parse(s: &str) -> Pattern {
+    pub(crate) fn parse(s: &str) -> Pattern {
         if s == "*" {
             return Pattern::Any;
         }
@@ -27,7 +27,7 @@ impl Pattern {
         }
     }
 
-    pub fn matches(&self, v: &str) -> bool {
+    pub(crate) fn matches(&self, v: &str) -> bool {
         match self {
             Pattern::Any => true,
             Pattern::Exact(e) => e == v,
@@ -38,7 +38,7 @@ impl Pattern {
 
     /// [`Pattern::matches`] with ASCII letters compared case-insensitively (an `Origin`'s
     /// scheme and host).
-    pub fn matches_ignore_ascii_case(&self, v: &str) -> bool {
+    pub(crate) fn matches_ignore_ascii_case(&self, v: &str) -> bool {
         match self {
             Pattern::Any => true,
             Pattern::Exact(e) => e.eq_ignore_ascii_case(v),

@@ -119,8 +119,12 @@ impl Default for EjectionConfig {
     }
 }
 
+/// The least-loaded EWMA's default time constant (`latency_decay`): after this long without
+/// samples, an instance's estimate has fallen to 1/e.
+pub(crate) const LATENCY_DECAY: Duration = Duration::from_secs(10);
+
 fn d_latency_decay() -> Duration {
-    Duration::from_secs(10)
+    LATENCY_DECAY
 }
 fn d_health_interval() -> Duration {
     Duration::from_secs(2)
@@ -154,7 +158,7 @@ pub enum Balance {
 }
 
 impl Balance {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Balance::RoundRobin => "round_robin",
             Balance::Hash => "hash",

@@ -14,7 +14,7 @@ use yaml_rust2::scanner::Marker;
 
 /// A 1-based line and column in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: usize,
     pub column: usize,
 }
@@ -27,7 +27,7 @@ impl fmt::Display for Pos {
 
 /// The positions of one file's keys and values, by path.
 #[derive(Debug, Default, Clone)]
-pub struct Positions {
+pub(crate) struct Positions {
     keys: HashMap<String, Pos>,
     values: HashMap<String, Pos>,
 }
@@ -57,7 +57,7 @@ fn join(parent: &str, key: &str) -> String {
 impl Positions {
     /// Index `text`. A file the parser refuses yields what was seen before the fault (the caller
     /// reports YAML syntax errors from serde, which says where they are).
-    pub fn of(text: &str) -> Positions {
+    pub(crate) fn of(text: &str) -> Positions {
         let mut out = Positions::default();
         let mut stack: Vec<Frame> = Vec::new();
         let mut parser = Parser::new_from_str(text);
@@ -112,7 +112,7 @@ impl Positions {
     }
 
     /// Where the key of `path` is written (for a sequence item: where the item starts).
-    pub fn key(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn key(&self, path: &str) -> Option<Pos> {
         self.keys
             .get(path)
             .or_else(|| self.values.get(path))
@@ -120,13 +120,13 @@ impl Positions {
     }
 
     /// Where the value of `path` starts.
-    pub fn value(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn value(&self, path: &str) -> Option<Pos> {
         self.values.get(path).copied()
     }
 
     /// The value of `path` if the file writes it, else the key of its nearest written ancestor
     /// (a missing or defaulted key points at the section that should hold it).
-    pub fn near(&self, path: &str) -> Option<Pos> {
+    pub(crate) fn near(&self, path: &str) -> Option<Pos> {
         let mut p = path;
         if let Some(v) = self.value(p) {
             return Some(v);

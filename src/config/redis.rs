@@ -28,17 +28,10 @@ pub enum OnStoreError {
     Deny,
 }
 
-impl Scope {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Replica => "replica",
-            Scope::Global => "global",
-        }
-    }
-}
+impl Scope {}
 
 impl OnStoreError {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OnStoreError::Local => "local",
             OnStoreError::Allow => "allow",
@@ -110,7 +103,7 @@ fn d_open_for() -> Duration {
 }
 
 /// Check the shared tier's settings: the `(key, message)` of the first problem.
-pub fn validate(
+pub(crate) fn validate(
     redis: Option<&RedisConfig>,
     limits: &[super::RateLimitConfig],
 ) -> Result<(), (&'static str, String)> {
@@ -159,7 +152,7 @@ pub fn validate(
 }
 
 /// The scope and store-error policy of one limit, as `mcp-edge check` prints it.
-pub fn describe_scope(l: &super::RateLimitConfig, redis: Option<&RedisConfig>) -> String {
+pub(crate) fn describe_scope(l: &super::RateLimitConfig, redis: Option<&RedisConfig>) -> String {
     match l.scope {
         Scope::Replica => "scope replica (each gateway counts on its own)".into(),
         Scope::Global => {
@@ -179,7 +172,7 @@ pub fn describe_scope(l: &super::RateLimitConfig, redis: Option<&RedisConfig>) -
 }
 
 /// The `redis:` section as `mcp-edge check` prints it (the URL without its password).
-pub fn describe(r: &RedisConfig) -> String {
+pub(crate) fn describe(r: &RedisConfig) -> String {
     let url = match (r.url.find("://"), r.url.rfind('@')) {
         (Some(s), Some(at)) if at > s => format!("{}***{}", &r.url[..s + 3], &r.url[at..]),
         _ => r.url.clone(),

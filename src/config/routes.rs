@@ -82,6 +82,6 @@ fn de_sample<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 /// The label of route `i`.
-pub fn route_name(r: &RouteConfig, i: usize) -> String {
+pub(crate) fn route_name(r: &RouteConfig, i: usize) -> String {
     r.name.clone().unwrap_or_else(|| format!("route-{}", i + 1))
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// `listen:` as written in the file; turned into [`super::Listen`].
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListenFile {
+pub(crate) struct ListenFile {
     #[serde(default = "default_mcp")]
     pub mcp: ListenerSpec,
     /// Further MCP listeners serving the same gateway (e.g. a plain one on loopback).
@@ -53,7 +53,7 @@ pub struct ListenerSpec {
 }
 
 impl ListenerSpec {
-    pub fn plain(address: SocketAddr) -> Self {
+    pub(crate) fn plain(address: SocketAddr) -> Self {
         ListenerSpec {
             address,
             options: ListenerOptions::default(),
@@ -210,7 +210,7 @@ pub enum UpstreamHttp {
 
 /// The file-free rules: what a listener or pool says must make sense on its own. Returns the
 /// key and the message.
-pub fn check_listeners(
+pub(crate) fn check_listeners(
     set: &Listeners,
     mcp: SocketAddr,
     admin: Option<SocketAddr>,
@@ -265,7 +265,7 @@ pub fn check_listeners(
 }
 
 /// The rules of one pool's `tls` and `http` keys.
-pub fn check_pool(
+pub(crate) fn check_pool(
     pool: &str,
     tls: Option<&UpstreamTls>,
     http: UpstreamHttp,

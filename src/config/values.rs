@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// Parse a humane duration for the command line: `500ms`, `2s`, `10m`, `1h 30m`, or plain
 /// seconds (`2`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
@@ -22,13 +22,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub(crate) struct humantime_serde_compat;
 
 impl humantime_serde_compat {
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
         parse_duration(&s).map_err(serde::de::Error::custom)
     }
 
     /// The humane spelling (`2s`, `1m 30s`): how the schema shows a default.
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
     }
 }

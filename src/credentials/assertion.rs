@@ -10,10 +10,10 @@ use std::fmt;
 use crate::config::credentials::PrivateKeyJwt;
 
 /// The assertion type of RFC 7523.
-pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+pub(crate) const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// A loaded private key and the algorithm it signs with.
-pub struct Signer {
+pub(crate) struct Signer {
     key: EncodingKey,
     alg: Algorithm,
     kid: Option<String>,
@@ -27,7 +27,7 @@ impl fmt::Debug for Signer {
 
 impl Signer {
     /// Read and check the key: it must parse, fit `algorithm`, and sign.
-    pub fn load(cfg: &PrivateKeyJwt) -> Result<Signer, String> {
+    pub(crate) fn load(cfg: &PrivateKeyJwt) -> Result<Signer, String> {
         let path = cfg.key_file.display();
         let alg = match cfg.algorithm.as_str() {
             "RS256" => Algorithm::RS256,
@@ -86,7 +86,7 @@ impl Signer {
     }
 
     /// A fresh client assertion for `client_id` at `token_url`.
-    pub fn assertion(&self, client_id: &str, token_url: &str) -> Result<String, String> {
+    pub(crate) fn assertion(&self, client_id: &str, token_url: &str) -> Result<String, String> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 use super::token::{Failure, Token};
 
 /// How long a failed fetch answers for the cell before the endpoint is asked again.
-pub const FAIL_FAST: Duration = Duration::from_secs(1);
+pub(crate) const FAIL_FAST: Duration = Duration::from_secs(1);
 
 type Fetch = Shared<BoxFuture<'static, Result<Token, Failure>>>;
 
 /// How a request got its token (counted per pool).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// A cached token, before its refresh point.
     Hit,
     /// A cached token still valid, while a refresh runs in the background.
@@ -28,7 +28,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Outcome::Hit => "hit",
             Outcome::StaleRefresh => "stale_refresh",
@@ -46,7 +46,7 @@ struct State {
 
 /// The cell. Cheap to create; share it behind an `Arc`.
 #[derive(Default)]
-pub struct Cell {
+pub(crate) struct Cell {
     state: Mutex<State>,
 }
 
@@ -54,7 +54,7 @@ impl Cell {
     /// The token, from the cache or from `fetch` (called at most once at a time per cell; its
     /// future runs on its own task, so a request that gives up does not cancel it). `fetched`
     /// is told the result of every fetch this call started.
-    pub async fn get<F>(
+    pub(crate) async fn get<F>(
         self: &Arc<Self>,
         fetch: F,
         fetched: impl Fn(&Result<Token, Failure>) + Send + Sync + 'static,

@@ -17,7 +17,7 @@ pub struct CredentialMetrics {
 }
 
 impl CredentialMetrics {
-    pub fn register(registry: &Registry) -> prometheus::Result<CredentialMetrics> {
+    pub(crate) fn register(registry: &Registry) -> prometheus::Result<CredentialMetrics> {
         let vec = |name: &str, help: &str, last: &str| {
             IntCounterVec::new(Opts::new(name, help), &["pool", "mode", last])
         };

@@ -14,11 +14,11 @@
 //! [`Credentials::for_gateway`] for its own requests (health checks, federation catalogs).
 //! Secrets are [`secret::Secret`]s and tokens sensitive header values: nothing here formats one.
 
-pub mod assertion;
-pub mod cell;
-pub mod metrics;
-pub mod secret;
-pub mod token;
+pub(crate) mod assertion;
+pub(crate) mod cell;
+pub(crate) mod metrics;
+pub(crate) mod secret;
+pub(crate) mod token;
 
 use futures::FutureExt;
 use sha2::{Digest, Sha256};
@@ -28,21 +28,21 @@ use std::time::Duration;
 use crate::config::credentials::{CredentialsConfig, Mode, OAuthClientConfig};
 use crate::config::Config;
 use cell::{Cell, Outcome};
-pub use metrics::CredentialMetrics;
-pub use token::Failure;
+pub(crate) use metrics::CredentialMetrics;
+pub(crate) use token::Failure;
 
 /// Exchanged tokens kept per pool by default.
 const EXCHANGE_CACHE: u64 = 10_000;
 /// An exchanged token not used for this long is dropped (its caller went away).
 const EXCHANGE_IDLE: Duration = Duration::from_secs(600);
 
-pub use crate::mcp::hex::encode as hex;
+pub(crate) use crate::mcp::hex::encode as hex;
 
 /// The header and value to set on a request to a pool.
-pub type Credential = (http::HeaderName, http::HeaderValue);
+pub(crate) type Credential = (http::HeaderName, http::HeaderValue);
 
 /// One pool's way to authenticate.
-pub struct PoolCredential {
+pub(crate) struct PoolCredential {
     pub pool: String,
     pub mode: Mode,
     /// The header the credential travels in (`authorization` unless a static secret names another).
@@ -74,7 +74,7 @@ pub struct Credentials {
 impl Credentials {
     /// Build for `pools` (the route table's order). `previous`: the generation before a reload,
     /// whose token caches are kept for pools whose credentials settings did not change.
-    pub fn build(
+    pub(crate) fn build(
         config: &Config,
         pools: &[String],
         metrics: Arc<CredentialMetrics>,
@@ -104,14 +104,14 @@ impl Credentials {
     }
 
     /// Pool `p`'s credential settings, if it has any.
-    pub fn pool(&self, p: usize) -> Option<&PoolCredential> {
+    pub(crate) fn pool(&self, p: usize) -> Option<&PoolCredential> {
         self.pools.get(p).and_then(Option::as_ref)
     }
 
     /// The credential for a request forwarded to pool `p` on behalf of a caller whose verified
     /// bearer token is `caller` (`None`: no token). `Ok(None)`: the pool has none, or (token
     /// exchange) there is no caller to act for.
-    pub async fn for_request(
+    pub(crate) async fn for_request(
         &self,
         p: usize,
         caller: Option<&str>,
@@ -146,7 +146,7 @@ impl Credentials {
     /// The credential for the gateway's own requests to pool `p` (no caller): the static secret,
     /// the client credentials token, or for token exchange the exchange client's own
     /// client-credentials token (`service_token: true`, the default).
-    pub async fn for_gateway(&self, p: usize) -> Result<Option<Credential>, Failure> {
+    pub(crate) async fn for_gateway(&self, p: usize) -> Result<Option<Credential>, Failure> {
         let Some(pc) = self.pool(p) else {
             return Ok(None);
         };

@@ -9,14 +9,14 @@ use crate::config::credentials::SecretSource;
 /// A secret value. The only way to the text is [`Secret::expose`], called where the value goes
 /// on the wire; nothing formats it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
-    pub fn new(value: String) -> Secret {
+    pub(crate) fn new(value: String) -> Secret {
         Secret(value)
     }
 
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -35,7 +35,7 @@ impl fmt::Display for Secret {
 
 /// Read the secret `s` names: the file's text or the variable's value, surrounding whitespace
 /// trimmed. Absent or empty is an error (with the fix), never an empty credential.
-pub fn read(s: &SecretSource) -> Result<Secret, String> {
+pub(crate) fn read(s: &SecretSource) -> Result<Secret, String> {
     let value = match (&s.file, &s.env) {
         (Some(f), None) => std::fs::read_to_string(f).map_err(|e| {
             format!(

@@ -17,8 +17,8 @@ use crate::auth::introspect::form_encode;
 use crate::config::credentials::OAuthClientConfig;
 
 /// RFC 8693's type for access tokens (the subject token, and the token asked for).
-pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
-pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+pub(crate) const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+pub(crate) const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 /// Lifetime assumed when an answer has no `expires_in` (RFC 6749 makes it optional).
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
@@ -26,7 +26,7 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
 /// A token obtained for a pool: the header value that carries it (marked sensitive, so even
 /// `http`'s `Debug` hides it), when to replace it, and until when it may still be sent.
 #[derive(Debug, Clone)]
-pub struct Token {
+pub(crate) struct Token {
     pub header: http::HeaderValue,
     pub refresh_at: Instant,
     pub valid_until: Instant,
@@ -36,7 +36,7 @@ impl Token {
     /// `value` (checked to be a header value) with `lifetime` from `now`: refreshed
     /// `refresh_before` ahead of its end (or at half its life, if it is shorter), sent until
     /// shortly before it ends.
-    pub fn new(
+    pub(crate) fn new(
         value: &str,
         lifetime: Duration,
         refresh_before: Duration,
@@ -56,7 +56,7 @@ impl Token {
 
 /// Why no token was obtained. [`Failure::status`] is what the client is answered.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The endpoint could not be reached (connect, TLS, a broken exchange).
     Unreachable(String),
     /// No answer within `timeout`.
@@ -71,7 +71,7 @@ pub enum Failure {
 
 impl Failure {
     /// The metric label.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Failure::Unreachable(_) => "unreachable",
             Failure::Timeout(_) => "timeout",
@@ -82,7 +82,7 @@ impl Failure {
     }
 
     /// 503 (retry later) when the endpoint is down or slow, 502 when it answered wrongly.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             Failure::Unreachable(_) | Failure::Timeout(_) => 503,
             _ => 502,
@@ -90,7 +90,7 @@ impl Failure {
     }
 
     /// For the log line (never holds a credential).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Failure::Unreachable(e)
             | Failure::Timeout(e)
@@ -104,7 +104,7 @@ impl Failure {
 }
 
 /// A client of one token endpoint, as one pool's `credentials` configure it.
-pub struct Client {
+pub(crate) struct Client {
     pub cfg: OAuthClientConfig,
     auth: ClientAuth,
     tls: Arc<rustls::ClientConfig>,
@@ -118,7 +118,7 @@ enum ClientAuth {
 
 impl Client {
     /// Read the client's secret or key now (on load and every reload).
-    pub fn new(cfg: &OAuthClientConfig) -> Result<Client, String> {
+    pub(crate) fn new(cfg: &OAuthClientConfig) -> Result<Client, String> {
         let auth = match (&cfg.client_secret, &cfg.private_key_jwt) {
             (Some(s), _) => {
                 let secret = secret::read(s)?;
@@ -142,13 +142,13 @@ impl Client {
     }
 
     /// A client credentials token for the configured audience.
-    pub async fn client_credentials(&self) -> Result<Token, Failure> {
+    pub(crate) async fn client_credentials(&self) -> Result<Token, Failure> {
         self.request("grant_type=client_credentials".to_string())
             .await
     }
 
     /// `subject` (the caller's access token) exchanged for one for the configured audience.
-    pub async fn exchange(&self, subject: &str) -> Result<Token, Failure> {
+    pub(crate) async fn exchange(&self, subject: &str) -> Result<Token, Failure> {
         let form = format!(
             "grant_type={}&subject_token={}&subject_token_type={}&requested_token_type={}",
             form_encode(TOKEN_EXCHANGE_GRANT),
@@ -208,7 +208,7 @@ impl Client {
 }
 
 /// The token in a token endpoint's answer, or why there is none.
-pub fn judge(
+pub(crate) fn judge(
     url: &str,
     status: http::StatusCode,
     body: &[u8],

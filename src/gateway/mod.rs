@@ -57,7 +57,7 @@
 //! `POST /-/cache/purge`.
 
 pub mod journey;
-pub mod proxy;
+pub(crate) mod proxy;
 pub mod runtime;
 pub mod stages;
 pub mod telemetry;
@@ -66,5 +66,4 @@ pub mod transport;
 pub use journey::live::Live;
 pub use journey::request::RequestCtx;
 pub use journey::state::Gateway;
-pub use proxy::Proxy;
 pub use runtime::server::{build_server, serve, RunningGateway};

@@ -26,14 +26,14 @@ use super::stages::{admission, inspect, limit, route, validate};
 use super::transport::upstream_h1;
 
 /// The pingora service.
-pub struct Proxy {
+pub(crate) struct Proxy {
     live: Arc<Live>,
     /// Idle connections to plain HTTP/1.1 instances (the direct leg's and the own leg's).
     upstreams: Arc<upstream_h1::Pool>,
 }
 
 impl Proxy {
-    pub fn new(live: Arc<Live>, upstreams: Arc<upstream_h1::Pool>) -> Self {
+    pub(crate) fn new(live: Arc<Live>, upstreams: Arc<upstream_h1::Pool>) -> Self {
         Proxy { live, upstreams }
     }
 }

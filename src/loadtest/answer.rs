@@ -11,7 +11,7 @@ use super::gen;
 use crate::mcp::methods;
 
 /// The answer table every flow starts from (property name → answer).
-pub fn default_answers() -> Map<String, Value> {
+pub(crate) fn default_answers() -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("name".into(), json!("octocat"));
     m.insert("role".into(), json!("admin"));
@@ -20,7 +20,7 @@ pub fn default_answers() -> Map<String, Value> {
 
 /// Why a set of `inputRequests` could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AnswerError {
+pub(crate) enum AnswerError {
     /// `inputRequests` is not an object of `{method, params}` objects.
     Malformed(String),
     /// A method outside the three MRTR methods.
@@ -46,7 +46,7 @@ struct InputRequest {
 /// How an elicitation is answered: `accept` with content (the default), or `decline` / `cancel`
 /// (a share of flows, `--decline-share` / `--cancel-share`, to exercise the servers' other paths).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ElicitAction {
+pub(crate) enum ElicitAction {
     #[default]
     Accept,
     Decline,
@@ -54,7 +54,7 @@ pub enum ElicitAction {
 }
 
 impl ElicitAction {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ElicitAction::Accept => "accept",
             ElicitAction::Decline => "decline",
@@ -84,9 +84,10 @@ fn elicitation_answer(params: Option<&Value>, answers: &Map<String, Value>) -> V
     json!({"action": ElicitAction::Accept.name(), "content": content})
 }
 
+#[cfg(test)]
 /// Write the `inputResponses` object answering `input_requests` (the raw JSON of the previous
 /// answer's `inputRequests`) into `out`: one entry per key, in the order received.
-pub fn answer_input_requests(
+pub(crate) fn answer_input_requests(
     input_requests: &str,
     answers: &Map<String, Value>,
     out: &mut Vec<u8>,
@@ -94,9 +95,9 @@ pub fn answer_input_requests(
     answer_input_requests_as(input_requests, answers, ElicitAction::Accept, out)
 }
 
-/// Like [`answer_input_requests`], with elicitations answered by `action` (sampling and roots
+/// Like `answer_input_requests` (the accepting default), with elicitations answered by `action` (sampling and roots
 /// requests are answered as usual).
-pub fn answer_input_requests_as(
+pub(crate) fn answer_input_requests_as(
     input_requests: &str,
     answers: &Map<String, Value>,
     action: ElicitAction,

@@ -216,7 +216,7 @@ impl LoadTestArgs {
     }
 
     /// The run length: the stages, `--duration`, else 10 s unless `--flows` bounds the run.
-    pub fn effective_duration(&self) -> Option<Duration> {
+    pub(crate) fn effective_duration(&self) -> Option<Duration> {
         if let Some(s) = &self.stages {
             return Some(s.total());
         }
@@ -228,7 +228,7 @@ impl LoadTestArgs {
     }
 
     /// The bearer tokens, in rotation order.
-    pub fn principal_tokens(&self) -> Vec<String> {
+    pub(crate) fn principal_tokens(&self) -> Vec<String> {
         if !self.principal.is_empty() {
             return self.principal.clone();
         }
@@ -238,15 +238,16 @@ impl LoadTestArgs {
     }
 
     /// The TLS options of an https target.
-    pub fn tls_options(&self) -> tls::TlsOptions {
+    pub(crate) fn tls_options(&self) -> tls::TlsOptions {
         tls::TlsOptions {
             insecure: self.insecure,
             cacert: self.cacert.clone(),
         }
     }
 
+    #[cfg(test)]
     /// Whether the run is open loop.
-    pub fn is_open_loop(&self) -> bool {
+    pub(crate) fn is_open_loop(&self) -> bool {
         self.rate.is_some()
     }
 
@@ -293,7 +294,7 @@ impl LoadTestArgs {
     }
 
     /// The shard this process runs (the whole run without `--shard`).
-    pub fn shard_or_whole(&self) -> Shard {
+    pub(crate) fn shard_or_whole(&self) -> Shard {
         self.shard.unwrap_or(Shard::WHOLE)
     }
 

@@ -18,10 +18,10 @@ use super::preflight::header_params;
 use super::scenario::{FlowSpec, Scenario, DEFAULT_MAX_ROUNDS};
 
 /// The name that selects this scenario.
-pub const AUTO: &str = "auto";
+pub(crate) const AUTO: &str = "auto";
 
 /// Why a tool is left out of the auto scenario, if it is.
-pub fn exclusion(tool: &Value, include_destructive: bool) -> Option<&'static str> {
+pub(crate) fn exclusion(tool: &Value, include_destructive: bool) -> Option<&'static str> {
     let a = tool.get("annotations");
     let hint = |k: &str| a.and_then(|a| a.get(k)).and_then(Value::as_bool);
     if tool
@@ -45,7 +45,7 @@ pub fn exclusion(tool: &Value, include_destructive: bool) -> Option<&'static str
 }
 
 /// The flow for one tool.
-pub fn flow_for(tool: &Value) -> Option<FlowSpec> {
+pub(crate) fn flow_for(tool: &Value) -> Option<FlowSpec> {
     let name = tool.get("name")?.as_str()?;
     let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
     let mut arguments = match gen::sample(&schema) {
@@ -85,7 +85,7 @@ pub fn flow_for(tool: &Value) -> Option<FlowSpec> {
 }
 
 /// The auto scenario, and the tools left out with the reason.
-pub fn scenario(
+pub(crate) fn scenario(
     tools: &[Value],
     include_destructive: bool,
 ) -> anyhow::Result<(Scenario, Vec<(String, &'static str)>)> {

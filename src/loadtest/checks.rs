@@ -39,7 +39,7 @@ impl CheckSpec {
     /// Parse a `--check` value: `no-error` (isError false), `schema` (structuredContent against
     /// outputSchema), `POINTER==VALUE` (VALUE as JSON, else as text), `POINTER~=TEXT` (contains),
     /// `POINTER=~REGEX` (matches).
-    pub fn parse_cli(s: &str) -> anyhow::Result<CheckSpec> {
+    pub(crate) fn parse_cli(s: &str) -> anyhow::Result<CheckSpec> {
         match s.trim() {
             "no-error" | "isError=false" => {
                 return Ok(CheckSpec {
@@ -84,7 +84,7 @@ impl CheckSpec {
     }
 
     /// A short label: `isError=false`, `/structuredContent/sum == 5`, `outputSchema`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let p = self.pointer.as_deref().unwrap_or("");
         match self {
             _ if self.output_schema => "structuredContent matches outputSchema".into(),
@@ -116,14 +116,17 @@ enum Kind {
 
 /// A check ready to run.
 #[derive(Debug, Clone)]
-pub struct Check {
+pub(crate) struct Check {
     pub label: String,
     kind: Kind,
 }
 
 impl Check {
     /// Compile `spec` for a tool whose `outputSchema` is `output_schema` (when known).
-    pub fn compile(spec: &CheckSpec, output_schema: Option<&Value>) -> anyhow::Result<Check> {
+    pub(crate) fn compile(
+        spec: &CheckSpec,
+        output_schema: Option<&Value>,
+    ) -> anyhow::Result<Check> {
         let label = spec.label();
         let set = [
             spec.is_error.is_some(),
@@ -162,7 +165,7 @@ impl Check {
     }
 
     /// Run the check on a result object; `Err` says what was found instead.
-    pub fn evaluate(&self, result: &Value) -> Result<(), String> {
+    pub(crate) fn evaluate(&self, result: &Value) -> Result<(), String> {
         let at = |p: &str| result.pointer(p).ok_or_else(|| format!("{p} is absent"));
         match &self.kind {
             Kind::IsError(want) => {

@@ -16,12 +16,10 @@ use super::tls::{TlsOptions, TlsPool};
 
 /// A complete answer.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
-    /// The HTTP version the answer came over.
-    pub version: http::Version,
 }
 
 enum Inner {
@@ -45,7 +43,7 @@ impl Http {
     }
 
     /// Resolve the target once and prepare the client: `http://`, or `https://` with `tls`.
-    pub async fn connect(target: &str, tls: &TlsOptions) -> anyhow::Result<Http> {
+    pub(crate) async fn connect(target: &str, tls: &TlsOptions) -> anyhow::Result<Http> {
         let uri: Uri = target
             .parse()
             .with_context(|| format!("invalid target URL {target:?}"))?;
@@ -92,7 +90,7 @@ impl Http {
     }
 
     /// Send one request and read the whole answer.
-    pub async fn send(&self, req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
+    pub(crate) async fn send(&self, req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
         match &self.inner {
             Inner::Tls(pool) => pool.send(req).await,
             Inner::Direct(idle) => {
@@ -111,7 +109,6 @@ impl Http {
                     status: parts.status,
                     headers: parts.headers,
                     body,
-                    version: parts.version,
                 })
             }
         }

@@ -35,7 +35,7 @@ pub enum FeedOrder {
 
 /// The rows of a data feed.
 #[derive(Debug, Clone, Default)]
-pub struct Feed {
+pub(crate) struct Feed {
     pub columns: Vec<String>,
     pub rows: Vec<Map<String, Value>>,
     pub order: FeedOrder,
@@ -46,7 +46,7 @@ pub struct Feed {
 impl Feed {
     /// Read a `.csv` file (header line, then rows; values as strings) or a JSON Lines file
     /// (`.jsonl`/`.ndjson`: one object per line).
-    pub fn load(path: &Path, order: FeedOrder) -> anyhow::Result<Feed> {
+    pub(crate) fn load(path: &Path, order: FeedOrder) -> anyhow::Result<Feed> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the feed {}", path.display()))?;
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -60,7 +60,7 @@ impl Feed {
         Ok(feed)
     }
 
-    pub fn parse_csv(text: &str) -> anyhow::Result<Feed> {
+    pub(crate) fn parse_csv(text: &str) -> anyhow::Result<Feed> {
         let mut r = csv::Reader::from_reader(text.as_bytes());
         let columns: Vec<String> = r.headers()?.iter().map(str::to_owned).collect();
         let mut rows = Vec::new();
@@ -77,7 +77,7 @@ impl Feed {
         Feed::checked(columns, rows)
     }
 
-    pub fn parse_jsonl(text: &str) -> anyhow::Result<Feed> {
+    pub(crate) fn parse_jsonl(text: &str) -> anyhow::Result<Feed> {
         let mut rows = Vec::new();
         let mut columns: Vec<String> = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -111,7 +111,7 @@ impl Feed {
     /// Shard `s`'s feed: the rows ≡ s.index mod s.count, so that no two shards use one row.
     /// Its flows (`$seq` ≡ s.index) take them in turn: with a row count that is a multiple of
     /// the shard count, flow `seq` gets the very row it would get in one process.
-    pub fn shard(self, s: super::shard::Shard) -> anyhow::Result<Feed> {
+    pub(crate) fn shard(self, s: super::shard::Shard) -> anyhow::Result<Feed> {
         if (self.rows.len() as u64) < s.count {
             bail!(
                 "the feed has {} rows, fewer than the {} shards: each shard needs rows of its own",
@@ -131,7 +131,7 @@ impl Feed {
     }
 
     /// The row for flow `seq` (run-wide).
-    pub fn row(&self, seq: u64, rng: &mut impl Rng) -> &Map<String, Value> {
+    pub(crate) fn row(&self, seq: u64, rng: &mut impl Rng) -> &Map<String, Value> {
         let i = match self.order {
             FeedOrder::RoundRobin => (seq / self.stride.max(1) % self.rows.len() as u64) as usize,
             FeedOrder::Random => rng.gen_range(0..self.rows.len()),
@@ -213,7 +213,7 @@ fn is_templated(s: &str) -> bool {
 }
 
 /// Whether any string inside `v` holds a template token.
-pub fn has_templates(v: &Value) -> bool {
+pub(crate) fn has_templates(v: &Value) -> bool {
     match v {
         Value::String(s) => s.contains('$') && is_templated(s),
         Value::Array(a) => a.iter().any(has_templates),
@@ -223,7 +223,7 @@ pub fn has_templates(v: &Value) -> bool {
 }
 
 /// Check every template in `v` before the run: syntax, and feed columns against `feed`.
-pub fn validate(v: &Value, feed: Option<&Feed>) -> Result<(), String> {
+pub(crate) fn validate(v: &Value, feed: Option<&Feed>) -> Result<(), String> {
     match v {
         Value::String(s) if s.contains('$') => {
             for t in tokens(s)? {
@@ -251,7 +251,7 @@ pub fn validate(v: &Value, feed: Option<&Feed>) -> Result<(), String> {
 }
 
 /// What one flow's templates are rendered with.
-pub struct Vars<'a, R: Rng> {
+pub(crate) struct Vars<'a, R: Rng> {
     pub seq: u64,
     pub row: Option<&'a Map<String, Value>>,
     pub rng: &'a mut R,
@@ -287,7 +287,7 @@ fn token_value<R: Rng>(t: &Token<'_>, vars: &mut Vars<'_, R>) -> Value {
 }
 
 /// `v` with every template rendered (validate first: an invalid template is left as it is).
-pub fn render<R: Rng>(v: &Value, vars: &mut Vars<'_, R>) -> Value {
+pub(crate) fn render<R: Rng>(v: &Value, vars: &mut Vars<'_, R>) -> Value {
     match v {
         Value::String(s) if s.contains('$') => match tokens(s) {
             Ok(ts) if ts.len() == 1 => token_value(&ts[0], vars),

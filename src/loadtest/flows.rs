@@ -5,8 +5,6 @@
 //! - [`answer`](super::answer): `inputResponses` for a set of `inputRequests`;
 //! - [`reply`](super::reply): what a reply says and which instance served it.
 
-pub use super::answer::{answer_input_requests, default_answers, AnswerError};
-pub use super::reply::{instance_from_meta, json_payload, parse_reply, Reply, ReplyProblem};
 pub use super::scenario::{
     pick_weighted, FlowSpec, Scenario, ARG_REF_PREFIX, BUILTIN_SCENARIOS, DEFAULT_MAX_ROUNDS,
 };

@@ -12,18 +12,18 @@ const MAX_DEPTH: usize = 8;
 
 /// A typical value for `schema`. Objects get their `required` properties (and those with a
 /// `default`).
-pub fn sample(schema: &Value) -> Value {
+pub(crate) fn sample(schema: &Value) -> Value {
     value(schema, 0, false)
 }
 
 /// Like [`sample`], but an object gets every declared property (an elicitation form answers all
 /// its fields).
-pub fn sample_all(schema: &Value) -> Value {
+pub(crate) fn sample_all(schema: &Value) -> Value {
     value(schema, 0, true)
 }
 
 /// The value of one property of an object schema, when declared.
-pub fn property(schema: &Value, name: &str) -> Option<Value> {
+pub(crate) fn property(schema: &Value, name: &str) -> Option<Value> {
     schema
         .get("properties")
         .and_then(|p| p.get(name))

@@ -8,14 +8,14 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-pub use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
+pub(crate) use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
 use super::tally::Tally;
 use super::task_measure::TaskMeasures;
 
 /// Significant figures of every latency histogram.
-pub const SIGFIG: u8 = 3;
+pub(crate) const SIGFIG: u8 = 3;
 
-pub fn new_hist() -> Histogram<u64> {
+pub(crate) fn new_hist() -> Histogram<u64> {
     Histogram::new(SIGFIG).expect("valid sigfig")
 }
 
@@ -37,8 +37,9 @@ pub enum LegKind {
 }
 
 impl LegKind {
-    pub const ALL: [LegKind; 4] = [LegKind::First, LegKind::Retry, LegKind::Plain, LegKind::Bad];
-    pub fn name(self) -> &'static str {
+    pub(crate) const ALL: [LegKind; 4] =
+        [LegKind::First, LegKind::Retry, LegKind::Plain, LegKind::Bad];
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LegKind::First => "first",
             LegKind::Retry => "retry",
@@ -53,7 +54,7 @@ impl LegKind {
 
 /// How a flow ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowEnd {
+pub(crate) enum FlowEnd {
     Completed,
     Failed,
     Abandoned,
@@ -61,7 +62,7 @@ pub enum FlowEnd {
 
 /// An error seen on one leg.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LegError {
+pub(crate) struct LegError {
     /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
     pub kind: &'static str,
     pub status: Option<u16>,
@@ -106,7 +107,7 @@ pub struct Measures {
 }
 
 impl Measures {
-    pub fn new(op_labels: &[String]) -> Self {
+    pub(crate) fn new(op_labels: &[String]) -> Self {
         Measures {
             legs: Default::default(),
             flows_hist: new_hist(),
@@ -140,7 +141,7 @@ impl Measures {
     /// Record one leg. `instance` is the instance that served it, `first_instance` the one that
     /// served leg 1 of the same flow (for retry legs).
     #[allow(clippy::too_many_arguments)]
-    pub fn record_leg(
+    pub(crate) fn record_leg(
         &mut self,
         op: usize,
         kind: LegKind,
@@ -209,7 +210,7 @@ impl Measures {
     }
 
     /// Record the end of a flow (not for bad requests).
-    pub fn record_flow(
+    pub(crate) fn record_flow(
         &mut self,
         op: usize,
         end: FlowEnd,
@@ -253,7 +254,7 @@ impl Measures {
         }
     }
 
-    pub fn merge(&mut self, o: &Measures) {
+    pub(crate) fn merge(&mut self, o: &Measures) {
         for (a, b) in self.legs.iter_mut().zip(&o.legs) {
             a.merge(b);
         }
@@ -302,13 +303,13 @@ impl Measures {
     }
 
     /// Requests sent (every leg, bad ones and task requests included).
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.legs.iter().map(|l| l.requests).sum::<u64>() + self.tasks.requests()
     }
 
     /// Errors: failed legs (task requests included) plus abandoned and unsent flows and
     /// abandoned or lost tasks. Bad requests rejected as expected are not errors.
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.legs.iter().map(|l| l.errors).sum::<u64>()
             + self.flows_abandoned
             + self.flows_unsent

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::args::{parse_rate_limit, MaybeRate};
 use super::measure::Measures;
-pub use super::report::shards::{FailedShard, MergeInfo};
+pub(crate) use super::report::shards::{FailedShard, MergeInfo};
 use super::report::{json::SCHEMA, Report};
 use super::scenario::Scenario;
 use super::shard::Shard;
@@ -239,7 +239,7 @@ fn merged_windows(ran: &[Input]) -> anyhow::Result<(Vec<String>, Vec<Option<u64>
 }
 
 /// Add the shards' reports up into one report (see the module documentation).
-pub fn merge(args: &MergeArgs) -> anyhow::Result<Report> {
+pub(crate) fn merge(args: &MergeArgs) -> anyhow::Result<Report> {
     if args
         .expect_cross_instance
         .is_some_and(|f| !(0.0..=1.0).contains(&f))

@@ -27,12 +27,12 @@
 //! body does 58 000-62 000 and `wrk -t1 -c64` 42 600. The tester builds every body, parses
 //! every reply and records every leg; the target shares the two cores.
 
-pub mod answer;
+pub(crate) mod answer;
 mod args;
-pub mod auto;
-pub mod checks;
+pub(crate) mod auto;
+pub(crate) mod checks;
 pub mod client;
-pub mod feed;
+pub(crate) mod feed;
 mod flow;
 pub mod flows;
 mod gen;
@@ -42,18 +42,18 @@ pub mod merge;
 mod plan;
 pub mod preflight;
 mod progress;
-pub mod reply;
+pub(crate) mod reply;
 pub mod report;
 mod run;
-pub mod scenario;
+pub(crate) mod scenario;
 pub mod shard;
-pub mod stages;
-pub mod stats;
-pub mod tally;
+pub(crate) mod stages;
+pub(crate) mod stats;
+pub(crate) mod tally;
 mod task_flow;
 pub mod task_measure;
-pub mod template;
-pub mod tls;
+pub(crate) mod template;
+pub(crate) mod tls;
 pub mod wire;
 
 use anyhow::Context as _;
@@ -71,7 +71,7 @@ pub async fn execute(opts: &LoadTestArgs) -> anyhow::Result<Report> {
 
 /// Like [`execute`], with the live progress display on stderr when `show_progress` (a bar on a
 /// terminal, plain lines otherwise).
-pub async fn execute_with_progress(
+pub(crate) async fn execute_with_progress(
     opts: &LoadTestArgs,
     show_progress: bool,
 ) -> anyhow::Result<Report> {

@@ -29,7 +29,7 @@ pub(super) struct FlowPlan {
 
 impl FlowPlan {
     /// The template for run `seq` of a dynamic flow: arguments rendered, headers rebuilt.
-    pub fn instantiate(
+    pub(crate) fn instantiate(
         &self,
         seq: u64,
         rng: &mut impl Rng,
@@ -69,7 +69,7 @@ pub(super) struct Plan {
 }
 
 /// Parse `-H 'Name: value'` headers.
-pub fn parse_headers(list: &[String]) -> anyhow::Result<HeaderMap> {
+pub(crate) fn parse_headers(list: &[String]) -> anyhow::Result<HeaderMap> {
     let mut h = HeaderMap::new();
     for raw in list {
         let (n, v) = raw

@@ -17,7 +17,7 @@ use super::template::client_capabilities;
 use crate::mcp::{self, meta, methods};
 
 /// At most this many `tools/list` pages are read.
-pub const MAX_PAGES: usize = 100;
+pub(crate) const MAX_PAGES: usize = 100;
 
 /// A refusal before any load was sent (the CLI exits with status 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// The `x-mcp-header` properties of a tool: (argument, header suffix).
-pub fn header_params(tool: &Value) -> Vec<(String, String)> {
+pub(crate) fn header_params(tool: &Value) -> Vec<(String, String)> {
     let props = tool
         .get("inputSchema")
         .and_then(|s| s.get("properties"))
@@ -64,11 +64,11 @@ pub fn header_params(tool: &Value) -> Vec<(String, String)> {
 }
 
 impl Discovery {
-    pub fn tool(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn tool(&self, name: &str) -> Option<&Value> {
         self.tools.iter().find(|t| t["name"] == name)
     }
 
-    pub fn tool_names(&self) -> Vec<&str> {
+    pub(crate) fn tool_names(&self) -> Vec<&str> {
         self.tools
             .iter()
             .filter_map(|t| t["name"].as_str())
@@ -76,7 +76,7 @@ impl Discovery {
     }
 
     /// Read a `server/discover` result.
-    pub fn read_discover(&mut self, result: &Value) {
+    pub(crate) fn read_discover(&mut self, result: &Value) {
         let info = result
             .get("_meta")
             .and_then(|m| m.get(meta::SERVER_INFO))
@@ -98,7 +98,7 @@ impl Discovery {
 
     /// Refuse a scenario that calls a tool the target does not list. Nothing is checked when
     /// `tools/list` gave no answer (the run then shows what the target does).
-    pub fn check_scenario(&self, s: &Scenario) -> Result<(), PreflightError> {
+    pub(crate) fn check_scenario(&self, s: &Scenario) -> Result<(), PreflightError> {
         if self.list_error.is_some() {
             return Ok(());
         }
@@ -123,7 +123,7 @@ impl Discovery {
     }
 
     /// The lines printed before the run.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut out = String::from("preflight: ");
         match (&self.server_name, &self.discover_error) {
             (Some(n), _) => out.push_str(&format!(
@@ -170,7 +170,7 @@ impl Discovery {
         out
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "server_name": self.server_name, "server_version": self.server_version,
             "protocol_versions": self.versions, "tool_count": self.tools.len(), "pages": self.pages,
@@ -183,7 +183,7 @@ impl Discovery {
 }
 
 /// The body of a preflight request (ids `preflight-N`, apart from the load's numeric ids).
-pub fn request_body(n: usize, method: &str, cursor: Option<&str>) -> Vec<u8> {
+pub(crate) fn request_body(n: usize, method: &str, cursor: Option<&str>) -> Vec<u8> {
     let mut params = Map::new();
     if let Some(c) = cursor {
         params.insert("cursor".into(), json!(c));
@@ -243,7 +243,7 @@ async fn call(
 
 /// Ask the target `server/discover` and every page of `tools/list`. `headers` are those of
 /// every request (content type, accept, protocol version, the user's headers, authorization).
-pub async fn discover(http: &Http, headers: &HeaderMap, timeout: Duration) -> Discovery {
+pub(crate) async fn discover(http: &Http, headers: &HeaderMap, timeout: Duration) -> Discovery {
     let mut d = Discovery::default();
     match call(http, headers, timeout, 0, methods::DISCOVER, None).await {
         Ok(r) => d.read_discover(&r),

@@ -13,7 +13,7 @@ use crate::mcp::{meta, result_type, sse};
 /// The JSON-RPC payload of a response body: the body itself for `application/json`, the data of
 /// the last response event for `text/event-stream` ([`sse::response_of`]; empty when no event is
 /// a response).
-pub fn json_payload<'a>(body: &'a [u8], content_type: Option<&[u8]>) -> Cow<'a, [u8]> {
+pub(crate) fn json_payload<'a>(body: &'a [u8], content_type: Option<&[u8]>) -> Cow<'a, [u8]> {
     sse::response_of(content_type, body).unwrap_or(Cow::Borrowed(&[]))
 }
 
@@ -50,7 +50,7 @@ struct WireError {
 
 /// What one reply said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply<'a> {
+pub(crate) enum Reply<'a> {
     /// `resultType: complete` (or absent, from an old server).
     Complete {
         is_error: bool,
@@ -73,7 +73,7 @@ pub enum Reply<'a> {
 
 /// Why a reply could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplyProblem {
+pub(crate) enum ReplyProblem {
     NotJson,
     IdMismatch,
     /// Neither `result` nor `error`, or an unknown `resultType`, or `input_required` with neither
@@ -82,7 +82,7 @@ pub enum ReplyProblem {
 }
 
 impl ReplyProblem {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             ReplyProblem::NotJson => "reply_not_json",
             ReplyProblem::IdMismatch => "reply_id_mismatch",
@@ -92,7 +92,7 @@ impl ReplyProblem {
 }
 
 /// Read a JSON-RPC reply to the request with id `expected_id`.
-pub fn parse_reply(json: &[u8], expected_id: u64) -> Result<Reply<'_>, ReplyProblem> {
+pub(crate) fn parse_reply(json: &[u8], expected_id: u64) -> Result<Reply<'_>, ReplyProblem> {
     let r: WireResponse = serde_json::from_slice(json).map_err(|_| ReplyProblem::NotJson)?;
     if let Some(e) = r.error {
         // An error without a readable id is still an error answer.
@@ -136,7 +136,7 @@ pub fn parse_reply(json: &[u8], expected_id: u64) -> Result<Reply<'_>, ReplyProb
 }
 
 /// The `error.message` of a JSON-RPC error reply.
-pub fn error_message(json: &[u8]) -> Option<String> {
+pub(crate) fn error_message(json: &[u8]) -> Option<String> {
     #[derive(Deserialize)]
     struct E {
         error: M,
@@ -150,13 +150,13 @@ pub fn error_message(json: &[u8]) -> Option<String> {
 }
 
 /// The `result` object of a reply, parsed (for content checks and tool error texts).
-pub fn result_value(json: &[u8]) -> Option<serde_json::Value> {
+pub(crate) fn result_value(json: &[u8]) -> Option<serde_json::Value> {
     let mut v: serde_json::Value = serde_json::from_slice(json).ok()?;
     Some(v.get_mut("result")?.take())
 }
 
 /// The text of a tool result's `text` content items, joined (what a tool says when `isError`).
-pub fn result_text(result: &serde_json::Value) -> Option<String> {
+pub(crate) fn result_text(result: &serde_json::Value) -> Option<String> {
     let parts: Vec<&str> = result
         .get("content")?
         .as_array()?
@@ -167,7 +167,7 @@ pub fn result_text(result: &serde_json::Value) -> Option<String> {
 }
 
 /// The backend instance named in a result's raw `_meta`, if any.
-pub fn instance_from_meta(meta_json: &str) -> Option<String> {
+pub(crate) fn instance_from_meta(meta_json: &str) -> Option<String> {
     let m: BTreeMap<Cow<str>, &RawValue> = serde_json::from_str(meta_json).ok()?;
     let v = m.get(meta::EDGE_INSTANCE)?;
     serde_json::from_str::<String>(v.get()).ok()

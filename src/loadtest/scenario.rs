@@ -101,7 +101,7 @@ impl FlowSpec {
     }
 
     /// The label used in reports: `tools/call create_repo` or the plain method.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match (&self.name, &self.tool, &self.method) {
             (Some(n), _, _) => n.clone(),
             (None, Some(t), _) => format!("{} {t}", methods::TOOLS_CALL),
@@ -188,7 +188,7 @@ fn task_flows() -> Vec<FlowSpec> {
 
 impl Scenario {
     /// Does any flow follow tasks?
-    pub fn has_tasks(&self) -> bool {
+    pub(crate) fn has_tasks(&self) -> bool {
         self.flows.iter().any(|f| f.tasks)
     }
 
@@ -221,14 +221,14 @@ impl Scenario {
     }
 
     /// Parse a scenario document (YAML, of which JSON is a subset).
-    pub fn parse(text: &str) -> anyhow::Result<Scenario> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Scenario> {
         let s: Scenario = serde_yaml::from_str(text).context("invalid scenario document")?;
         s.validate()?;
         Ok(s)
     }
 
     /// The one-liner scenario of `--tool NAME --args JSON --answer KEY=VALUE`.
-    pub fn one_tool(
+    pub(crate) fn one_tool(
         tool: &str,
         args: Option<&str>,
         answers: &[String],
@@ -260,7 +260,7 @@ impl Scenario {
     }
 
     /// The tools the scenario calls.
-    pub fn tools(&self) -> Vec<&str> {
+    pub(crate) fn tools(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self
             .flows
             .iter()
@@ -272,7 +272,7 @@ impl Scenario {
     }
 
     /// A built-in name, or else a path to a YAML/JSON file.
-    pub fn load(name_or_file: &str) -> anyhow::Result<Scenario> {
+    pub(crate) fn load(name_or_file: &str) -> anyhow::Result<Scenario> {
         if let Some(s) = Scenario::builtin(name_or_file) {
             return Ok(s);
         }
@@ -289,7 +289,7 @@ impl Scenario {
         Scenario::parse(&text).with_context(|| format!("scenario file {}", path.display()))
     }
 
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
         if self.flows.is_empty() {
             bail!("scenario {:?} has no flows", self.name);
         }

@@ -15,10 +15,10 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 /// The farthest ahead `--start-at` may be.
-pub const MAX_START_AHEAD: Duration = Duration::from_secs(600);
+pub(crate) const MAX_START_AHEAD: Duration = Duration::from_secs(600);
 /// How late a shard may begin after `--start-at` (a pod that started late joins, a stale time
 /// is refused).
-pub const MAX_START_LATE: Duration = Duration::from_secs(5);
+pub(crate) const MAX_START_LATE: Duration = Duration::from_secs(5);
 
 /// Shard `index` of `count` (`index` from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ fn from_env(s: &str, flag: &str) -> Result<String, String> {
 }
 
 /// Parse `--shard I/N` (I from 0 to N-1); I or the whole value may be `$NAME`.
-pub fn parse_shard(s: &str) -> Result<Shard, String> {
+pub(crate) fn parse_shard(s: &str) -> Result<Shard, String> {
     let (i, n) = match s.rsplit_once('/') {
         Some((i, n)) => (from_env(i.trim(), "--shard")?, n.trim().to_string()),
         None => {
@@ -68,7 +68,7 @@ pub fn parse_shard(s: &str) -> Result<Shard, String> {
 }
 
 /// Parse `--start-at`: an RFC 3339 time in UTC (`2026-05-01T12:00:00Z`), or `$NAME`.
-pub fn parse_start_at(s: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_start_at(s: &str) -> Result<SystemTime, String> {
     let v = from_env(s.trim(), "--start-at")?;
     humantime::parse_rfc3339_weak(v.trim_end_matches(['Z', 'z'])).map_err(|e| {
         format!("--start-at {v:?}: {e}; write a UTC time such as 2026-05-01T12:00:00Z")
@@ -76,7 +76,7 @@ pub fn parse_start_at(s: &str) -> Result<SystemTime, String> {
 }
 
 /// How long to wait from `now` until `at`, or why `at` cannot be a common start.
-pub fn wait_until(at: SystemTime, now: SystemTime) -> anyhow::Result<Duration> {
+pub(crate) fn wait_until(at: SystemTime, now: SystemTime) -> anyhow::Result<Duration> {
     let show = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
     match at.duration_since(now) {
         Ok(ahead) if ahead > MAX_START_AHEAD => anyhow::bail!(
@@ -99,25 +99,25 @@ pub fn wait_until(at: SystemTime, now: SystemTime) -> anyhow::Result<Duration> {
 
 impl Shard {
     /// The whole run: one shard.
-    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+    pub(crate) const WHOLE: Shard = Shard { index: 0, count: 1 };
 
     /// How many of the numbers `0..total` are this shard's (≡ index mod count).
-    pub fn part(&self, total: u64) -> u64 {
+    pub(crate) fn part(&self, total: u64) -> u64 {
         (total + self.count - 1 - self.index) / self.count
     }
 
     /// The run-wide number of this shard's `local`-th item (flow, worker).
-    pub fn global(&self, local: u64) -> u64 {
+    pub(crate) fn global(&self, local: u64) -> u64 {
         local * self.count + self.index
     }
 
     /// Whether run-wide item `n` is this shard's.
-    pub fn owns(&self, n: u64) -> bool {
+    pub(crate) fn owns(&self, n: u64) -> bool {
         n % self.count == self.index
     }
 
     /// `I/N` as the user writes it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!("{}/{}", self.index, self.count)
     }
 }

@@ -25,7 +25,7 @@ pub struct Stage {
 pub struct Stages(pub Vec<Stage>);
 
 /// Parse `DURATION:TARGET[,DURATION:TARGET...]` (durations as `--duration` takes them).
-pub fn parse_stages(s: &str) -> Result<Stages, String> {
+pub(crate) fn parse_stages(s: &str) -> Result<Stages, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (d, t) = part
@@ -52,12 +52,12 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
 
 impl Stages {
     /// The run length: every stage's duration.
-    pub fn total(&self) -> Duration {
+    pub(crate) fn total(&self) -> Duration {
         self.0.iter().map(|s| s.duration).sum()
     }
 
     /// The stage running at `t` since the start (the last one after the end).
-    pub fn index_at(&self, t: Duration) -> usize {
+    pub(crate) fn index_at(&self, t: Duration) -> usize {
         let mut end = Duration::ZERO;
         for (i, s) in self.0.iter().enumerate() {
             end += s.duration;
@@ -69,7 +69,7 @@ impl Stages {
     }
 
     /// The level at `t`, ramping from `start` before the first stage.
-    pub fn level_at(&self, start: f64, t: Duration) -> f64 {
+    pub(crate) fn level_at(&self, start: f64, t: Duration) -> f64 {
         let mut from = start;
         let mut begin = Duration::ZERO;
         for s in &self.0 {
@@ -85,14 +85,14 @@ impl Stages {
     }
 
     /// The highest level reached.
-    pub fn peak(&self, start: f64) -> f64 {
+    pub(crate) fn peak(&self, start: f64) -> f64 {
         self.0.iter().map(|s| s.target).fold(start, f64::max)
     }
 
     /// When the next flow of an open loop ramped from `rate` is due, after `due` for the one
     /// before: once one more flow's worth of `share` of the ramped rate (a shard's part) has
     /// accumulated in `credit`, looked at every `step` (exact spacing when the rate is high).
-    pub fn next_due(
+    pub(crate) fn next_due(
         &self,
         rate: f64,
         share: f64,
@@ -120,7 +120,7 @@ impl Stages {
     }
 
     /// (start, end) of stage `i` since the start of the run.
-    pub fn span(&self, i: usize) -> (Duration, Duration) {
+    pub(crate) fn span(&self, i: usize) -> (Duration, Duration) {
         let begin: Duration = self.0[..i].iter().map(|s| s.duration).sum();
         (begin, begin + self.0[i].duration)
     }

@@ -91,7 +91,7 @@ pub struct Landing {
 }
 
 impl Landing {
-    pub fn cross_fraction(&self) -> Option<f64> {
+    pub(crate) fn cross_fraction(&self) -> Option<f64> {
         (self.retry_known > 0).then(|| self.cross as f64 / self.retry_known as f64)
     }
 }

@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use super::measure::{new_hist, LegError};
 
 /// At most this many distinct error groups are kept; later distinct ones are counted together.
-pub const MAX_GROUPS: usize = 64;
+pub(crate) const MAX_GROUPS: usize = 64;
 /// Messages are cut to this many characters.
-pub const MAX_MESSAGE: usize = 200;
+pub(crate) const MAX_MESSAGE: usize = 200;
 /// The message of the group that collects errors past [`MAX_GROUPS`].
-pub const OTHER_MESSAGES: &str = "(other messages: too many distinct ones to list)";
+pub(crate) const OTHER_MESSAGES: &str = "(other messages: too many distinct ones to list)";
 
 /// What groups errors: the kind, the HTTP status, the JSON-RPC code and the message.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -93,7 +93,7 @@ pub struct Tally {
 }
 
 /// `s` cut to [`MAX_MESSAGE`] characters, on one line.
-pub fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     let one_line: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -107,7 +107,7 @@ pub fn clip(s: &str) -> String {
 }
 
 impl Tally {
-    pub fn error(&mut self, e: &LegError) {
+    pub(crate) fn error(&mut self, e: &LegError) {
         let mut key = ErrorKey {
             kind: e.kind,
             status: e.status,
@@ -120,7 +120,7 @@ impl Tally {
         *self.errors.entry(key).or_default() += 1;
     }
 
-    pub fn check(&mut self, label: &str, outcome: Result<(), String>) {
+    pub(crate) fn check(&mut self, label: &str, outcome: Result<(), String>) {
         let c = match self.checks.get_mut(label) {
             Some(c) => c,
             None => self.checks.entry(label.to_string()).or_default(),
@@ -143,14 +143,14 @@ impl Tally {
         &mut self.stages[i]
     }
 
-    pub fn stage_leg(&mut self, i: usize, latency: Duration, error: bool) {
+    pub(crate) fn stage_leg(&mut self, i: usize, latency: Duration, error: bool) {
         let s = self.stage(i);
         s.requests += 1;
         s.errors += u64::from(error);
         let _ = s.hist.record((latency.as_micros() as u64).max(1));
     }
 
-    pub fn stage_flow_completed(&mut self, i: usize) {
+    pub(crate) fn stage_flow_completed(&mut self, i: usize) {
         self.stage(i).flows_completed += 1;
     }
 
@@ -168,7 +168,7 @@ impl Tally {
         v
     }
 
-    pub fn merge(&mut self, o: &Tally) {
+    pub(crate) fn merge(&mut self, o: &Tally) {
         for (k, n) in &o.errors {
             let key = if !self.errors.contains_key(k) && self.errors.len() >= MAX_GROUPS {
                 ErrorKey {

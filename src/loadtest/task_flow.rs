@@ -25,15 +25,15 @@ use crate::mcp::tasks::{status, TASK_ID};
 use crate::mcp::{self, header, meta};
 
 /// The wait before the first poll, and after each answer or cancel.
-pub const FIRST_POLL: Duration = Duration::from_millis(50);
+pub(crate) const FIRST_POLL: Duration = Duration::from_millis(50);
 /// The longest wait between polls, whatever the server asks.
-pub const MAX_POLL_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const MAX_POLL_WAIT: Duration = Duration::from_secs(5);
 /// The wait cap until the server says its `pollIntervalMs`.
 const DEFAULT_POLL_CAP: Duration = Duration::from_millis(500);
 /// Polls after which an unfinished task is given up.
-pub const MAX_POLLS: u32 = 1_000;
+pub(crate) const MAX_POLLS: u32 = 1_000;
 /// Failed requests in a row after which the task is lost.
-pub const MAX_ERRORS_IN_A_ROW: u32 = 3;
+pub(crate) const MAX_ERRORS_IN_A_ROW: u32 = 3;
 
 /// The task to follow.
 pub(super) struct TaskStart<'a> {
@@ -57,14 +57,19 @@ pub(super) struct Followed {
 }
 
 /// The next wait between polls: doubled, at most the server's interval (clamped).
-pub fn next_wait(current: Duration, server_ms: Option<u64>) -> Duration {
+pub(crate) fn next_wait(current: Duration, server_ms: Option<u64>) -> Duration {
     let cap = server_ms.map_or(DEFAULT_POLL_CAP, Duration::from_millis);
     let cap = cap.clamp(Duration::from_millis(10), MAX_POLL_WAIT);
     (current * 2).min(cap).max(Duration::from_millis(1))
 }
 
 /// The body of a tasks/* request.
-pub fn task_body(id: u64, method: &str, task_id: &str, extra: Option<(&str, Value)>) -> Vec<u8> {
+pub(crate) fn task_body(
+    id: u64,
+    method: &str,
+    task_id: &str,
+    extra: Option<(&str, Value)>,
+) -> Vec<u8> {
     let mut params = Map::new();
     params.insert(TASK_ID.into(), Value::String(task_id.into()));
     if let Some((k, v)) = extra {

@@ -22,10 +22,10 @@ pub enum TaskReq {
 }
 
 impl TaskReq {
-    pub const ALL: [TaskReq; 3] = [TaskReq::Get, TaskReq::Update, TaskReq::Cancel];
+    pub(crate) const ALL: [TaskReq; 3] = [TaskReq::Get, TaskReq::Update, TaskReq::Cancel];
 
     /// The method it sends.
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             TaskReq::Get => tasks::GET,
             TaskReq::Update => tasks::UPDATE,
@@ -40,7 +40,7 @@ impl TaskReq {
 
 /// How a task flow ended, as the load tester saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskEnd {
+pub(crate) enum TaskEnd {
     /// `tasks/get` said `completed`.
     Completed,
     /// The tester cancelled it (its share of `--task-cancel-share`) and `tasks/get` said
@@ -123,7 +123,7 @@ impl Default for TaskMeasures {
 impl TaskMeasures {
     /// One task request: its latency, whether it failed, the instance that answered and the
     /// task's owner.
-    pub fn record_req(
+    pub(crate) fn record_req(
         &mut self,
         kind: TaskReq,
         latency: Duration,
@@ -144,7 +144,7 @@ impl TaskMeasures {
     }
 
     /// A task flow ended after `polls` tasks/get, `elapsed` after its creating call was sent.
-    pub fn record_end(&mut self, end: TaskEnd, polls: u32, elapsed: Duration) {
+    pub(crate) fn record_end(&mut self, end: TaskEnd, polls: u32, elapsed: Duration) {
         match end {
             TaskEnd::Completed => {
                 self.completed += 1;
@@ -164,7 +164,7 @@ impl TaskMeasures {
         &self.reqs[kind.idx()]
     }
 
-    pub fn landing(&self, kind: TaskReq) -> TaskLanding {
+    pub(crate) fn landing(&self, kind: TaskReq) -> TaskLanding {
         self.landing[kind.idx()]
     }
 
@@ -183,7 +183,7 @@ impl TaskMeasures {
     }
 
     /// Failed task requests, plus tasks abandoned, lost or completed with a tool error.
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.reqs.iter().map(|r| r.errors).sum::<u64>()
             + self.abandoned
             + self.errors
@@ -191,11 +191,11 @@ impl TaskMeasures {
     }
 
     /// Tasks that ended one way or another.
-    pub fn ended(&self) -> u64 {
+    pub(crate) fn ended(&self) -> u64 {
         self.completed + self.cancelled + self.failed + self.abandoned + self.errors
     }
 
-    pub fn merge(&mut self, o: &TaskMeasures) {
+    pub(crate) fn merge(&mut self, o: &TaskMeasures) {
         self.created += o.created;
         self.completed += o.completed;
         self.cancelled += o.cancelled;
@@ -218,7 +218,7 @@ impl Measures {
     /// Record one task request in the run's totals (timeline, live window, errors) and in
     /// [`TaskMeasures`].
     #[allow(clippy::too_many_arguments)]
-    pub fn record_task_req(
+    pub(crate) fn record_task_req(
         &mut self,
         kind: TaskReq,
         latency: Duration,

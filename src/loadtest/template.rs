@@ -52,7 +52,7 @@ pub fn client_capabilities() -> Value {
 }
 
 /// [`client_capabilities`] plus the Tasks extension (for flows that follow tasks).
-pub fn client_capabilities_with_tasks() -> Value {
+pub(crate) fn client_capabilities_with_tasks() -> Value {
     let mut c = client_capabilities();
     c["extensions"] = json!({ tasks::EXTENSION: {} });
     c
@@ -174,7 +174,7 @@ impl FlowTemplate {
     }
 
     /// Whether this flow is a `tools/call` (which may take several legs).
-    pub fn is_call(&self) -> bool {
+    pub(crate) fn is_call(&self) -> bool {
         self.tool.is_some()
     }
 

@@ -22,13 +22,13 @@ use super::client::Answer;
 
 /// The TLS options of the command line.
 #[derive(Debug, Clone, Default)]
-pub struct TlsOptions {
+pub(crate) struct TlsOptions {
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
 }
 
 /// The rustls client configuration for `opts`.
-pub fn client_config(opts: &TlsOptions) -> anyhow::Result<ClientConfig> {
+pub(crate) fn client_config(opts: &TlsOptions) -> anyhow::Result<ClientConfig> {
     let provider = Arc::new(crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -74,7 +74,7 @@ enum Conn {
 }
 
 impl TlsPool {
-    pub fn new(uri: &Uri, addr: SocketAddr, opts: &TlsOptions) -> anyhow::Result<TlsPool> {
+    pub(crate) fn new(uri: &Uri, addr: SocketAddr, opts: &TlsOptions) -> anyhow::Result<TlsPool> {
         let host = uri.host().context("target URL has no host")?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(host.to_string())
@@ -132,7 +132,7 @@ impl TlsPool {
     }
 
     /// Send one request (origin-form URI and Host header, as built by the client).
-    pub async fn send(&self, mut req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
+    pub(crate) async fn send(&self, mut req: Request<Full<Bytes>>) -> anyhow::Result<Answer> {
         let conn = match self.idle() {
             Some(c) => c,
             None => {
@@ -162,7 +162,6 @@ impl TlsPool {
                     status: parts.status,
                     headers: parts.headers,
                     body,
-                    version: parts.version,
                 });
             }
         };
@@ -172,7 +171,6 @@ impl TlsPool {
             status: parts.status,
             headers: parts.headers,
             body,
-            version: parts.version,
         })
     }
 }

@@ -16,10 +16,10 @@ use serde::ser::Error as _;
 use serde::{Deserialize, Serialize, Serializer};
 
 /// What the JSON report says of the encoding.
-pub const ENCODING: &str = "HdrHistogram V2 deflate, base64";
+pub(crate) const ENCODING: &str = "HdrHistogram V2 deflate, base64";
 
 /// `h` in HdrHistogram's compressed V2 encoding, base64.
-pub fn encode(h: &Histogram<u64>) -> Result<String, String> {
+pub(crate) fn encode(h: &Histogram<u64>) -> Result<String, String> {
     let mut buf = Vec::new();
     V2DeflateSerializer::new()
         .serialize(h, &mut buf)
@@ -40,20 +40,22 @@ pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
 }
 
 /// `#[serde(with = "wire::hist")]` for a `Histogram<u64>`.
-pub mod hist {
+pub(crate) mod hist {
     use super::*;
 
-    pub fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&encode(h).map_err(S::Error::custom)?)
     }
 
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Histogram<u64>, D::Error> {
         decode(&String::deserialize(d)?).map_err(D::Error::custom)
     }
 }
 
 /// The one `&'static str` for `s`: the error kinds are a handful of names, leaked once each.
-pub fn intern(s: &str) -> &'static str {
+pub(crate) fn intern(s: &str) -> &'static str {
     static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
     let mut names = NAMES
         .get_or_init(Default::default)
@@ -69,13 +71,14 @@ pub fn intern(s: &str) -> &'static str {
     }
 }
 
+#[cfg(test)]
 /// `#[serde(deserialize_with = "wire::static_str")]`.
-pub fn static_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+pub(crate) fn static_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
     Ok(intern(&String::deserialize(d)?))
 }
 
 /// `#[serde(deserialize_with = "wire::static_keys")]` for a map keyed by error kind.
-pub fn static_keys<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn static_keys<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<BTreeMap<&'static str, u64>, D::Error> {
     let m = BTreeMap::<String, u64>::deserialize(d)?;
@@ -83,17 +86,17 @@ pub fn static_keys<'de, D: serde::Deserializer<'de>>(
 }
 
 /// `#[serde(with = "wire::pairs")]`: a map whose keys are not strings, as `[[key, value], ...]`.
-pub mod pairs {
+pub(crate) mod pairs {
     use super::*;
 
-    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+    pub(crate) fn serialize<K: Serialize, V: Serialize, S: Serializer>(
         m: &BTreeMap<K, V>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
         s.collect_seq(m.iter())
     }
 
-    pub fn deserialize<'de, K, V, D>(d: D) -> Result<BTreeMap<K, V>, D::Error>
+    pub(crate) fn deserialize<'de, K, V, D>(d: D) -> Result<BTreeMap<K, V>, D::Error>
     where
         K: Deserialize<'de> + Ord,
         V: Deserialize<'de>,
@@ -104,23 +107,25 @@ pub mod pairs {
 }
 
 /// `#[serde(serialize_with = "wire::ser_secs", deserialize_with = "wire::de_secs")]`.
-pub fn ser_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
-pub fn de_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(crate) fn de_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let v = f64::deserialize(d)?;
     Duration::try_from_secs_f64(v).map_err(|_| D::Error::custom(format!("{v} is not a duration")))
 }
 
-pub fn ser_opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_f64(d.as_secs_f64()),
         None => s.serialize_none(),
     }
 }
 
-pub fn de_opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(crate) fn de_opt_secs<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Duration>, D::Error> {
     match Option::<f64>::deserialize(d)? {
         None => Ok(None),
         Some(v) => Duration::try_from_secs_f64(v)
@@ -130,7 +135,7 @@ pub fn de_opt_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Dura
 }
 
 /// A wall-clock time as RFC 3339 (UTC, to the millisecond).
-pub fn ser_opt_time<S: Serializer>(
+pub(crate) fn ser_opt_time<S: Serializer>(
     t: &Option<std::time::SystemTime>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
@@ -140,7 +145,7 @@ pub fn ser_opt_time<S: Serializer>(
     }
 }
 
-pub fn de_opt_time<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn de_opt_time<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::time::SystemTime>, D::Error> {
     match Option::<String>::deserialize(d)? {

@@ -5,23 +5,24 @@
 use super::methods::*;
 
 /// `result.ttlMs`: how long the result is fresh, in milliseconds (missing or negative = 0).
-pub const TTL_MS: &str = "ttlMs";
+pub(crate) const TTL_MS: &str = "ttlMs";
 /// `result.cacheScope`: `"public"` or `"private"`.
-pub const CACHE_SCOPE: &str = "cacheScope";
-pub const SCOPE_PUBLIC: &str = "public";
-pub const SCOPE_PRIVATE: &str = "private";
+pub(crate) const CACHE_SCOPE: &str = "cacheScope";
+pub(crate) const SCOPE_PUBLIC: &str = "public";
+pub(crate) const SCOPE_PRIVATE: &str = "private";
 /// `result.nextCursor` of a list page.
-pub const NEXT_CURSOR: &str = "nextCursor";
+pub(crate) const NEXT_CURSOR: &str = "nextCursor";
 /// `inputSchema` property annotation naming the `Mcp-Param-{Name}` header that mirrors it.
-pub const X_MCP_HEADER: &str = "x-mcp-header";
+pub(crate) const X_MCP_HEADER: &str = "x-mcp-header";
 
-pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+use super::methods::{
+    NOTIFY_PROMPTS_CHANGED as PROMPTS_LIST_CHANGED,
+    NOTIFY_RESOURCES_CHANGED as RESOURCES_LIST_CHANGED, NOTIFY_TOOLS_CHANGED as TOOLS_LIST_CHANGED,
+};
+pub(crate) const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 
 /// The methods whose `complete` results carry caching hints.
-pub const CACHEABLE: [&str; 6] = [
+pub(crate) const CACHEABLE: [&str; 6] = [
     DISCOVER,
     TOOLS_LIST,
     PROMPTS_LIST,
@@ -30,14 +31,14 @@ pub const CACHEABLE: [&str; 6] = [
     RESOURCES_READ,
 ];
 
-pub fn is_cacheable(method: &str) -> bool {
+pub(crate) fn is_cacheable(method: &str) -> bool {
     CACHEABLE.contains(&method)
 }
 
 /// `params._meta` keys that never change a result: client identity, progress and trace
 /// context. Every other `_meta` key (protocol version, client capabilities, unknown keys) is
 /// part of a cache key.
-pub const META_KEYS_NOT_AFFECTING_RESULTS: [&str; 5] = [
+pub(crate) const META_KEYS_NOT_AFFECTING_RESULTS: [&str; 5] = [
     super::meta::CLIENT_INFO,
     super::meta::PROGRESS_TOKEN,
     "traceparent",
@@ -47,7 +48,7 @@ pub const META_KEYS_NOT_AFFECTING_RESULTS: [&str; 5] = [
 
 /// What a notification invalidates.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Invalidation {
+pub(crate) enum Invalidation {
     /// Every cached page of these list methods.
     Lists(&'static [&'static str]),
     /// The cached `resources/read` of this uri.
@@ -55,7 +56,7 @@ pub enum Invalidation {
 }
 
 /// The cache entries a notification (its method and `params.uri`) makes stale.
-pub fn invalidated_by(method: &str, uri: Option<&str>) -> Option<Invalidation> {
+pub(crate) fn invalidated_by(method: &str, uri: Option<&str>) -> Option<Invalidation> {
     match method {
         TOOLS_LIST_CHANGED => Some(Invalidation::Lists(&[TOOLS_LIST])),
         PROMPTS_LIST_CHANGED => Some(Invalidation::Lists(&[PROMPTS_LIST])),
@@ -71,7 +72,7 @@ pub fn invalidated_by(method: &str, uri: Option<&str>) -> Option<Invalidation> {
 /// Whether a header value equals a tool argument as the client must have encoded it: strings
 /// as they are, integers in decimal (compared numerically, so `42.0` equals `42`), booleans as
 /// `true`/`false`. `header_value` is already decoded (see [`super::header::decode_value`]).
-pub fn param_matches(header_value: &str, arg: &serde_json::Value) -> bool {
+pub(crate) fn param_matches(header_value: &str, arg: &serde_json::Value) -> bool {
     use serde_json::Value;
     match arg {
         Value::String(s) => s == header_value,

@@ -15,7 +15,7 @@ fn keys() -> &'static std::collections::hash_map::RandomState {
 }
 
 /// A digest fed piece by piece: the same bytes in any chunking give the same digest.
-pub struct StateHasher(std::collections::hash_map::DefaultHasher);
+pub(crate) struct StateHasher(std::collections::hash_map::DefaultHasher);
 
 impl Default for StateHasher {
     fn default() -> Self {
@@ -24,11 +24,11 @@ impl Default for StateHasher {
 }
 
 impl StateHasher {
-    pub fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         self.0.write(bytes);
     }
 
-    pub fn finish(&self) -> u64 {
+    pub(crate) fn finish(&self) -> u64 {
         self.0.finish()
     }
 }

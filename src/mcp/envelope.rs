@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 
 use super::error::{codes, Rejection};
 use super::meta;
-pub use super::strict::MAX_DEPTH;
+pub(crate) use super::strict::MAX_DEPTH;
 
 mod blocks;
 mod bulk;
@@ -186,13 +186,13 @@ pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
 
 /// [`parse`], also handing out `params` as an object (empty when absent), built during the one
 /// walk: for a server that acts on the body (the reference backend).
-pub fn parse_keeping_params(
+pub(crate) fn parse_keeping_params(
     body: &[u8],
 ) -> Result<(Envelope, serde_json::Map<String, serde_json::Value>), EnvelopeError> {
     walk::parse_with(body, true)
 }
 
 /// Notification methods are the only ones sent without an id.
-pub fn is_notification_method(method: &str) -> bool {
+pub(crate) fn is_notification_method(method: &str) -> bool {
     method.starts_with("notifications/")
 }

@@ -11,11 +11,12 @@ macro_rules! declare_codes {
     ($($(#[$doc:meta])* $name:ident = $value:literal, $label:literal;)*) => {
         $($(#[$doc])* pub const $name: i32 = $value;)*
 
+        #[cfg(test)]
         /// Every code this project sends, with its metric label.
-        pub const ALL: &[(i32, &str)] = &[$(($value, $label)),*];
+        pub(crate) const ALL: &[(i32, &str)] = &[$(($value, $label)),*];
 
         /// The metric label of a code this project sends (`None` for foreign codes).
-        pub fn label(code: i32) -> Option<&'static str> {
+        pub(crate) fn label(code: i32) -> Option<&'static str> {
             match code {
                 $($value => Some($label),)*
                 _ => None,
@@ -115,7 +116,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    pub fn new(
+    pub(crate) fn new(
         status: u16,
         code: i32,
         reason: &'static str,
@@ -130,23 +131,26 @@ impl Rejection {
         }
     }
 
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
     /// 400 / -32020: a header is missing, malformed or disagrees with the body.
-    pub fn header_mismatch(reason: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn header_mismatch(
+        reason: &'static str,
+        message: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Self::new(400, codes::HEADER_MISMATCH, reason, message)
     }
 
     /// 400 / -32602 for a missing or malformed `_meta` field.
-    pub fn invalid_meta(message: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn invalid_meta(message: impl Into<Cow<'static, str>>) -> Self {
         Self::new(400, codes::INVALID_PARAMS, "meta-invalid", message)
     }
 
     /// 400 / -32022 with the `supported` and `requested` data the spec requires.
-    pub fn unsupported_version(supported: &[&str], requested: &str) -> Self {
+    pub(crate) fn unsupported_version(supported: &[&str], requested: &str) -> Self {
         Self::new(
             400,
             codes::UNSUPPORTED_PROTOCOL_VERSION,

@@ -4,7 +4,7 @@
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// Append `bytes` to `out` as lower-case hex.
-pub fn push(out: &mut String, bytes: &[u8]) {
+pub(crate) fn push(out: &mut String, bytes: &[u8]) {
     out.reserve(bytes.len() * 2);
     for b in bytes {
         out.push(DIGITS[usize::from(b >> 4)] as char);
@@ -20,7 +20,7 @@ pub fn encode(bytes: &[u8]) -> String {
 }
 
 /// The hex digit of a nibble (`0..16`).
-pub fn digit(nibble: u8) -> u8 {
+pub(crate) fn digit(nibble: u8) -> u8 {
     DIGITS[usize::from(nibble & 15)]
 }
 

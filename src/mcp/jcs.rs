@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 /// Append the canonical form of `v` to `out`.
-pub fn write(v: &Value, out: &mut Vec<u8>) {
+pub(crate) fn write(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
             let mut members: Vec<(Vec<u16>, &String, &Value)> = m
@@ -49,8 +49,9 @@ pub fn write(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
+#[cfg(test)]
 /// The canonical form of `v` as a string.
-pub fn to_string(v: &Value) -> String {
+pub(crate) fn to_string(v: &Value) -> String {
     let mut out = Vec::new();
     write(v, &mut out);
     String::from_utf8(out).expect("canonical JSON is UTF-8")

@@ -18,7 +18,7 @@ use super::jcs;
 
 /// A JSON value whose numbers are the text they were written as.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     Null,
     Bool(bool),
     /// The number's literal text, e.g. `1.0`, `-0`, `1E400`.
@@ -31,10 +31,10 @@ pub enum Value<'a> {
 
 /// The text is not one JSON value (or nests deeper than the strict reader allows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotJson;
+pub(crate) struct NotJson;
 
 /// Read one JSON text.
-pub fn parse(text: &[u8]) -> Result<Value<'_>, NotJson> {
+pub(crate) fn parse(text: &[u8]) -> Result<Value<'_>, NotJson> {
     let mut r = Reader { b: text, i: 0 };
     let v = r.value(0)?;
     r.ws();
@@ -47,7 +47,7 @@ pub fn parse(text: &[u8]) -> Result<Value<'_>, NotJson> {
 
 impl<'a> Value<'a> {
     /// The member `key` of an object.
-    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value<'a>> {
         match self {
             Value::Object(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -55,14 +55,14 @@ impl<'a> Value<'a> {
     }
 
     /// The member `key` of an object, to change it.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value<'a>> {
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Value<'a>> {
         match self {
             Value::Object(m) => m.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
             _ => None,
@@ -70,7 +70,7 @@ impl<'a> Value<'a> {
     }
 
     /// Append the canonical form to `out`.
-    pub fn write(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
         match self {
             Value::Null => out.extend_from_slice(b"null"),
             Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),

@@ -7,7 +7,7 @@ use super::methods;
 
 /// The four lists a pool can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     Tools,
     Prompts,
     Resources,
@@ -15,14 +15,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Tools, Kind::Prompts, Kind::Resources, Kind::Templates];
+    pub(crate) const ALL: [Kind; 4] =
+        [Kind::Tools, Kind::Prompts, Kind::Resources, Kind::Templates];
 
     /// The list method answered with this kind.
-    pub fn of_method(method: &str) -> Option<Kind> {
+    pub(crate) fn of_method(method: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.method() == method)
     }
 
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             Kind::Tools => methods::TOOLS_LIST,
             Kind::Prompts => methods::PROMPTS_LIST,
@@ -32,7 +33,7 @@ impl Kind {
     }
 
     /// The result member holding the entries.
-    pub fn member(self) -> &'static str {
+    pub(crate) fn member(self) -> &'static str {
         match self {
             Kind::Tools => "tools",
             Kind::Prompts => "prompts",
@@ -42,7 +43,7 @@ impl Kind {
     }
 
     /// The entry field that names an entry.
-    pub fn field(self) -> &'static str {
+    pub(crate) fn field(self) -> &'static str {
         match self {
             Kind::Tools | Kind::Prompts => "name",
             Kind::Resources => "uri",
@@ -51,7 +52,7 @@ impl Kind {
     }
 
     /// The capability (in `server/discover`) that says a server has this list.
-    pub fn capability(self) -> &'static str {
+    pub(crate) fn capability(self) -> &'static str {
         match self {
             Kind::Tools => "tools",
             Kind::Prompts => "prompts",
@@ -59,13 +60,13 @@ impl Kind {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         self.member()
     }
 
     /// The method whose permission decides whether an entry of this list is shown to a caller
     /// (`tools/call` for a tool: a tool is listed when calling it would be allowed).
-    pub fn call(self) -> &'static str {
+    pub(crate) fn call(self) -> &'static str {
         match self {
             Kind::Tools => methods::TOOLS_CALL,
             Kind::Prompts => methods::PROMPTS_GET,

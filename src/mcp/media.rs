@@ -4,10 +4,10 @@
 //! what is an event stream. `application/json-seq` is not `application/json`.
 
 /// The media type of a JSON-RPC message.
-pub const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 /// Whether `content_type` names `media` (optional whitespace, then parameters, may follow).
-pub fn matches(content_type: &[u8], media: &str) -> bool {
+pub(crate) fn matches(content_type: &[u8], media: &str) -> bool {
     let ct = content_type.trim_ascii_start();
     let n = media.len();
     ct.len() >= n
@@ -19,7 +19,7 @@ pub fn matches(content_type: &[u8], media: &str) -> bool {
 }
 
 /// Whether a `Content-Type` value names JSON.
-pub fn is_json(content_type: &[u8]) -> bool {
+pub(crate) fn is_json(content_type: &[u8]) -> bool {
     matches(content_type, JSON)
 }
 

@@ -22,32 +22,32 @@
 //! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
 //!   MRTR flow (result type, state digest), read as it streams past.
 
-pub mod caching;
-pub mod check;
+pub(crate) mod caching;
+pub(crate) mod check;
 pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod header;
 pub mod hex;
-pub mod jcs;
-pub mod jcs_exact;
+pub(crate) mod jcs;
+pub(crate) mod jcs_exact;
 mod json_scan;
-pub mod lists;
-pub mod media;
-pub mod mrtr;
-pub mod query;
-pub mod response;
+pub(crate) mod lists;
+pub(crate) mod media;
+pub(crate) mod mrtr;
+pub(crate) mod query;
+pub(crate) mod response;
 pub mod result_scan;
-pub mod rewrite;
+pub(crate) mod rewrite;
 pub mod scan;
 pub mod sse;
-pub mod strict;
+pub(crate) mod strict;
 pub mod tasks;
 
 pub use check::{check_request, Claims, VersionPolicy};
-pub use envelope::{Envelope, EnvelopeError};
+pub(crate) use envelope::Envelope;
 pub use error::{codes, error_body, Rejection};
-pub use response::{result_body, sse_event};
+pub(crate) use response::{result_body, sse_event};
 
 /// The protocol revision this project speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
@@ -59,14 +59,14 @@ pub const DEFAULT_ENDPOINT: &str = "/mcp";
 pub mod meta {
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
     pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-    pub const PROGRESS_TOKEN: &str = "progressToken";
+    pub(crate) const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub(crate) const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    pub(crate) const PROGRESS_TOKEN: &str = "progressToken";
     /// W3C trace context carried in `_meta` (OpenTelemetry propagation).
-    pub const TRACEPARENT: &str = "traceparent";
-    pub const TRACESTATE: &str = "tracestate";
+    pub(crate) const TRACEPARENT: &str = "traceparent";
+    pub(crate) const TRACESTATE: &str = "tracestate";
     /// mcp-edge's own result `_meta` key: the id of the backend instance that produced a result
     /// (a completed call, or the `input_required` that asked). Not a spec key.
     pub const EDGE_INSTANCE: &str = "io.mcp-edge/instance";
@@ -77,27 +77,27 @@ pub mod methods {
     pub const DISCOVER: &str = "server/discover";
     pub const TOOLS_LIST: &str = "tools/list";
     pub const TOOLS_CALL: &str = "tools/call";
-    pub const PROMPTS_LIST: &str = "prompts/list";
-    pub const PROMPTS_GET: &str = "prompts/get";
-    pub const RESOURCES_LIST: &str = "resources/list";
-    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
-    pub const RESOURCES_READ: &str = "resources/read";
-    pub const COMPLETION_COMPLETE: &str = "completion/complete";
-    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    pub const ELICITATION_CREATE: &str = "elicitation/create";
-    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
-    pub const ROOTS_LIST: &str = "roots/list";
-    pub const INITIALIZE: &str = "initialize";
+    pub(crate) const PROMPTS_LIST: &str = "prompts/list";
+    pub(crate) const PROMPTS_GET: &str = "prompts/get";
+    pub(crate) const RESOURCES_LIST: &str = "resources/list";
+    pub(crate) const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    pub(crate) const RESOURCES_READ: &str = "resources/read";
+    pub(crate) const COMPLETION_COMPLETE: &str = "completion/complete";
+    pub(crate) const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    pub(crate) const ELICITATION_CREATE: &str = "elicitation/create";
+    pub(crate) const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub(crate) const ROOTS_LIST: &str = "roots/list";
+    pub(crate) const INITIALIZE: &str = "initialize";
 
     /// Whether a request of `method` is answered with a stream that stays open while the
     /// server idles (so its duration says nothing of the server's work).
-    pub fn holds_open(method: &str) -> bool {
+    pub(crate) fn holds_open(method: &str) -> bool {
         method == SUBSCRIPTIONS_LISTEN
     }
 
     /// Client methods a gateway may see: revision 2026-07-28, the Tasks extension, and the
     /// 2025-era ones old clients still send. Metrics give each its own label value.
-    pub const KNOWN: &[&str] = &[
+    pub(crate) const KNOWN: &[&str] = &[
         DISCOVER,
         TOOLS_LIST,
         TOOLS_CALL,
@@ -118,17 +118,16 @@ pub mod methods {
     ];
 
     /// Notification methods a server sends (on an SSE response or a listen stream).
-    pub const NOTIFY_PROGRESS: &str = "notifications/progress";
-    pub const NOTIFY_MESSAGE: &str = "notifications/message";
-    pub const NOTIFY_TOOLS_CHANGED: &str = "notifications/tools/list_changed";
-    pub const NOTIFY_PROMPTS_CHANGED: &str = "notifications/prompts/list_changed";
-    pub const NOTIFY_RESOURCES_CHANGED: &str = "notifications/resources/list_changed";
-    pub const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-    /// Sent by a client.
-    pub const NOTIFY_CANCELLED: &str = "notifications/cancelled";
+    pub(crate) const NOTIFY_PROGRESS: &str = "notifications/progress";
+    pub(crate) const NOTIFY_MESSAGE: &str = "notifications/message";
+    pub(crate) const NOTIFY_TOOLS_CHANGED: &str = "notifications/tools/list_changed";
+    pub(crate) const NOTIFY_PROMPTS_CHANGED: &str = "notifications/prompts/list_changed";
+    pub(crate) const NOTIFY_RESOURCES_CHANGED: &str = "notifications/resources/list_changed";
+    pub(crate) const NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+        "notifications/subscriptions/acknowledged";
 
     /// Which body field `Mcp-Name` mirrors for `method`, if the method requires the header.
-    pub fn name_field(method: &str) -> Option<NameField> {
+    pub(crate) fn name_field(method: &str) -> Option<NameField> {
         use super::tasks;
         match method {
             TOOLS_CALL | PROMPTS_GET => Some(NameField::Name),
@@ -140,7 +139,7 @@ pub mod methods {
 
     /// The body field that `Mcp-Name` must equal.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum NameField {
+    pub(crate) enum NameField {
         /// `params.name` (tools/call, prompts/get)
         Name,
         /// `params.uri` (resources/read)
@@ -150,7 +149,7 @@ pub mod methods {
     }
 
     impl NameField {
-        pub fn path(self) -> &'static str {
+        pub(crate) fn path(self) -> &'static str {
             match self {
                 NameField::Name => "params.name",
                 NameField::Uri => "params.uri",
@@ -165,5 +164,5 @@ pub mod result_type {
     pub const COMPLETE: &str = "complete";
     pub const INPUT_REQUIRED: &str = "input_required";
     /// A `CreateTaskResult` (Tasks extension).
-    pub const TASK: &str = "task";
+    pub(crate) const TASK: &str = "task";
 }

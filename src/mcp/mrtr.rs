@@ -3,10 +3,10 @@
 //! reference backend and the load tester name these fields through the constants here.
 
 /// `result.resultType` (the values are in [`super::result_type`]).
-pub const RESULT_TYPE: &str = "resultType";
+pub(crate) const RESULT_TYPE: &str = "resultType";
 /// `result.inputRequests`: the server's requests to the client, keyed by the server.
-pub const INPUT_REQUESTS: &str = "inputRequests";
+pub(crate) const INPUT_REQUESTS: &str = "inputRequests";
 /// `params.inputResponses` of a retry leg (and of `tasks/update`): the client's answers, by key.
-pub const INPUT_RESPONSES: &str = "inputResponses";
+pub(crate) const INPUT_RESPONSES: &str = "inputResponses";
 /// `result.requestState` / `params.requestState`: the server's opaque state, echoed verbatim.
-pub const REQUEST_STATE: &str = "requestState";
+pub(crate) const REQUEST_STATE: &str = "requestState";

@@ -27,10 +27,10 @@
 use super::strict::fold_eq;
 
 /// How many decodings of a key are read (a client, a proxy and a framework can each decode).
-pub const MAX_DECODES: usize = 3;
+pub(crate) const MAX_DECODES: usize = 3;
 
 /// The raw `(key, value)` pairs of a query string, split on `&` and `;`, not decoded.
-pub fn pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
+pub(crate) fn pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
     query
         .split(['&', ';'])
         .filter(|p| !p.is_empty())
@@ -38,12 +38,12 @@ pub fn pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 /// Whether some key of `query` may name the parameter `name` for a framework behind.
-pub fn has_key(query: Option<&str>, name: &str) -> bool {
+pub(crate) fn has_key(query: Option<&str>, name: &str) -> bool {
     query.is_some_and(|q| pairs(q).any(|(k, _)| names(k, name)))
 }
 
 /// Whether a framework could read the raw key `raw` (as it appears in the query) as `name`.
-pub fn names(raw: &str, name: &str) -> bool {
+pub(crate) fn names(raw: &str, name: &str) -> bool {
     let mut readings = vec![raw.as_bytes().to_vec()];
     for round in 0..=MAX_DECODES {
         if readings.iter().any(|k| reads_as(k, name)) {
@@ -139,7 +139,7 @@ fn hex(digits: &[u8]) -> Option<u32> {
 
 /// One query component decoded once, strictly, as `application/x-www-form-urlencoded`: `+` a
 /// space, `%XX` a byte. `None` when an escape is malformed or the bytes are not UTF-8.
-pub fn decode_component(s: &str) -> Option<String> {
+pub(crate) fn decode_component(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// Serialize a JSON-RPC success response: `{"jsonrpc":"2.0","id":<id>,"result":<result>}`.
 /// `id` is the raw JSON of the request id, echoed byte for byte.
-pub fn result_body(id: &RawValue, result: &Value) -> Vec<u8> {
+pub(crate) fn result_body(id: &RawValue, result: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + id.get().len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id.get().as_bytes());
@@ -18,7 +18,7 @@ pub fn result_body(id: &RawValue, result: &Value) -> Vec<u8> {
 
 /// Frame one JSON-RPC message as a server-sent event: `event: message`, one `data:` line (the
 /// JSON has no raw newlines), and the blank line that ends the event.
-pub fn sse_event(message: &[u8]) -> Vec<u8> {
+pub(crate) fn sse_event(message: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(message.len() + 24);
     out.extend_from_slice(b"event: message\ndata: ");
     out.extend_from_slice(message);
@@ -27,7 +27,7 @@ pub fn sse_event(message: &[u8]) -> Vec<u8> {
 }
 
 /// An SSE comment line that keeps an idle stream alive; clients ignore it.
-pub const SSE_KEEPALIVE: &[u8] = b": keep-alive\n\n";
+pub(crate) const SSE_KEEPALIVE: &[u8] = b": keep-alive\n\n";
 
 #[cfg(test)]
 mod tests {

@@ -44,7 +44,7 @@ pub enum TaskStatus {
 
 impl TaskStatus {
     /// The status named by a wire value, if it is one of the spec's.
-    pub fn from_wire(v: &[u8]) -> Option<TaskStatus> {
+    pub(crate) fn from_wire(v: &[u8]) -> Option<TaskStatus> {
         use super::tasks::status;
         Some(match v {
             v if v == status::WORKING.as_bytes() => TaskStatus::Working,
@@ -57,7 +57,7 @@ impl TaskStatus {
     }
 
     /// The wire value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         use super::tasks::status;
         match self {
             TaskStatus::Working => status::WORKING,
@@ -69,7 +69,7 @@ impl TaskStatus {
     }
 
     /// A status no task leaves.
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(
             self,
             TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
@@ -91,7 +91,7 @@ pub struct Verdict {
 }
 
 /// How much of a body is read at most (the verdict is what was seen by then).
-pub const SCAN_LIMIT: usize = 4 << 20;
+pub(crate) const SCAN_LIMIT: usize = 4 << 20;
 
 /// Reads a JSON or SSE response body chunk by chunk.
 #[derive(Debug, Default)]
@@ -114,7 +114,7 @@ impl ResultScanner {
     /// A JSON scanner that only spots `input_required` (for its metric), at the cost of the
     /// scanner that came before this one; the verdict has no state digest and never says
     /// complete or error.
-    pub fn input_required_only() -> Self {
+    pub(crate) fn input_required_only() -> Self {
         ResultScanner {
             light: Some(Default::default()),
             ..Self::default()
@@ -132,7 +132,7 @@ impl ResultScanner {
     /// The scanner for a response whose `Content-Type` is `content_type` (read with
     /// [`super::media`]): JSON or an event stream; `follow`: flows or tracing want the whole
     /// verdict (otherwise only `input_required` is looked for, and an event stream not at all).
-    pub fn for_response(content_type: &[u8], follow: bool) -> Option<Self> {
+    pub(crate) fn for_response(content_type: &[u8], follow: bool) -> Option<Self> {
         match (super::media::is_json(content_type), follow) {
             (true, true) => Some(Self::json()),
             (true, false) => Some(Self::input_required_only()),
@@ -200,13 +200,13 @@ impl ResultScanner {
 
     /// Nothing later in the body can change the verdict (a JSON body whose `error` or whole
     /// `result` was read).
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.sse.is_none()
             && (self.json.saw_error || (self.json.saw_result && !self.json.in_result))
     }
 
     /// `resultType` is `input_required` (the old scanner's question).
-    pub fn found(&self) -> bool {
+    pub(crate) fn found(&self) -> bool {
         self.verdict().kind == ResultKind::InputRequired
     }
 }

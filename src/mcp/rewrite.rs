@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 /// The body with the string at `path` (object keys from the top) replaced by `value`;
 /// `None` when there is no string there.
-pub fn replace_string(body: &[u8], path: &[&str], value: &str) -> Option<Vec<u8>> {
+pub(crate) fn replace_string(body: &[u8], path: &[&str], value: &str) -> Option<Vec<u8>> {
     let (start, end) = span(body, path)?;
     let mut out = Vec::with_capacity(body.len() + value.len());
     out.extend_from_slice(&body[..start]);

@@ -35,7 +35,7 @@ impl InputRequiredScanner {
         self.found
     }
 
-    pub fn found(&self) -> bool {
+    pub(crate) fn found(&self) -> bool {
         self.found
     }
 

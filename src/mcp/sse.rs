@@ -23,16 +23,16 @@
 use std::borrow::Cow;
 
 /// The media type of an SSE answer.
-pub const CONTENT_TYPE: &str = "text/event-stream";
+pub(crate) const CONTENT_TYPE: &str = "text/event-stream";
 
 /// Whether a `Content-Type` value names an event stream (parameters such as `charset` allowed).
-pub fn is_event_stream(content_type: &[u8]) -> bool {
+pub(crate) fn is_event_stream(content_type: &[u8]) -> bool {
     super::media::matches(content_type, CONTENT_TYPE)
 }
 
 /// The fields of an event stream the spec gives a meaning to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
+pub(crate) enum Field {
     Data,
     Event,
     Id,
@@ -53,7 +53,7 @@ impl Field {
 
 /// What [`Lines`] found, in stream order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     /// Bytes of the value of a `field` line: a value split by a chunk boundary comes in several
     /// pieces, in order.
     Value(Field, &'a [u8]),
@@ -83,7 +83,7 @@ enum State {
 /// The line reader: [`Lines::feed`] chunks in arrival order; each [`Piece`] goes to a callback,
 /// borrowed from the chunk. Fixed memory (a field name is compared in a 5-byte buffer).
 #[derive(Debug, Default)]
-pub struct Lines {
+pub(crate) struct Lines {
     state: State,
     /// The field of the current line, when the spec knows it.
     field: Option<Field>,
@@ -98,12 +98,13 @@ pub struct Lines {
 }
 
 impl Lines {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Lines::default()
     }
 
     /// Read the next chunk, handing each piece it completes to `piece`.
-    pub fn feed<'a>(&mut self, mut chunk: &'a [u8], mut piece: impl FnMut(Piece<'a>)) {
+    pub(crate) fn feed<'a>(&mut self, mut chunk: &'a [u8], mut piece: impl FnMut(Piece<'a>)) {
         if !self.started {
             let mut seen = self.bom.unwrap_or(0);
             while seen < BOM.len() {
@@ -132,7 +133,7 @@ impl Lines {
 
     /// The end of the stream: an unfinished last line is ended, then the event dispatched
     /// (lenient: a server that closes right after its last `data:` line still delivers it).
-    pub fn finish<'a>(&mut self, mut piece: impl FnMut(Piece<'a>)) {
+    pub(crate) fn finish<'a>(&mut self, mut piece: impl FnMut(Piece<'a>)) {
         if !self.started {
             let seen = self.bom.take().unwrap_or(0);
             self.started = true;
@@ -235,7 +236,7 @@ pub struct Event {
 
 /// The incremental parser: [`Parser::feed`] chunks in arrival order, then [`Parser::finish`].
 #[derive(Debug, Default)]
-pub struct Parser {
+pub(crate) struct Parser {
     lines: Lines,
     cur: Event,
     /// A `data` line was seen in this event (the next one is joined with `\n`).
@@ -248,12 +249,12 @@ pub struct Parser {
 }
 
 impl Parser {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Parser::default()
     }
 
     /// Feed the next chunk; every event it completes is appended to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
         let mut lines = std::mem::take(&mut self.lines);
         lines.feed(chunk, |p| self.piece(p, out));
         self.lines = lines;
@@ -262,13 +263,14 @@ impl Parser {
     /// The end of the stream: an unfinished last line is taken as a line and an event without
     /// its closing blank line is dispatched (lenient: servers that close right after the last
     /// `data:` line still deliver their answer).
-    pub fn finish(mut self, out: &mut Vec<Event>) {
+    pub(crate) fn finish(mut self, out: &mut Vec<Event>) {
         let mut lines = std::mem::take(&mut self.lines);
         lines.finish(|p| self.piece(p, out));
     }
 
+    #[cfg(test)]
     /// The last valid `retry:` (the reconnection time in milliseconds the server asks for).
-    pub fn retry(&self) -> Option<u64> {
+    pub(crate) fn retry(&self) -> Option<u64> {
         self.retry
     }
 
@@ -329,7 +331,7 @@ pub fn events(body: &[u8]) -> Vec<Event> {
 
 /// Whether an event's data is a JSON-RPC response: a JSON object with a `result` or an `error`
 /// member (not a notification or a request of the server's).
-pub fn is_response(data: &[u8]) -> bool {
+pub(crate) fn is_response(data: &[u8]) -> bool {
     use serde::de::{Deserializer, IgnoredAny};
     use serde::Deserialize;
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -351,7 +353,10 @@ pub fn is_response(data: &[u8]) -> bool {
 /// `content_type` names an event stream; in a stream, the data of the last event that
 /// [is a response](is_response) (`None` when none is). The gateway's response scanner applies
 /// the same rule as the bytes stream past ([`super::result_scan`]: it cannot hold the body).
-pub fn response_of<'a>(content_type: Option<&[u8]>, body: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+pub(crate) fn response_of<'a>(
+    content_type: Option<&[u8]>,
+    body: &'a [u8],
+) -> Option<Cow<'a, [u8]>> {
     if !content_type.is_some_and(is_event_stream) {
         return Some(Cow::Borrowed(body));
     }

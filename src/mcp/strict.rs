@@ -21,17 +21,17 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 /// How deep objects and arrays may nest (the envelope itself uses 4 levels).
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Why a document was refused although it is JSON (the serde error is then only a carrier).
 #[derive(Debug, Default)]
-pub struct Faults {
+pub(crate) struct Faults {
     pub invalid: Option<(&'static str, String)>,
 }
 
 impl Faults {
     /// Record the first reason to refuse, and return the error that stops the walk.
-    pub fn fail<E: de::Error>(&mut self, reason: &'static str, message: String) -> E {
+    pub(crate) fn fail<E: de::Error>(&mut self, reason: &'static str, message: String) -> E {
         if self.invalid.is_none() {
             self.invalid = Some((reason, message));
         }
@@ -40,7 +40,7 @@ impl Faults {
 }
 
 /// The characters of `s` as a case-folding reader compares them.
-pub fn fold_chars(s: &str) -> impl Iterator<Item = char> + '_ {
+pub(crate) fn fold_chars(s: &str) -> impl Iterator<Item = char> + '_ {
     s.chars().flat_map(|c| {
         let ascii = c.is_ascii().then(|| c.to_ascii_lowercase());
         let wide = (!c.is_ascii()).then(|| c.to_uppercase().flat_map(char::to_lowercase));
@@ -49,7 +49,7 @@ pub fn fold_chars(s: &str) -> impl Iterator<Item = char> + '_ {
 }
 
 /// Whether two keys name the same member for a case-folding reader.
-pub fn fold_eq(a: &str, b: &str) -> bool {
+pub(crate) fn fold_eq(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         // The common case: no character outside ASCII can fold into ASCII here.
         return a.eq_ignore_ascii_case(b);
@@ -58,12 +58,12 @@ pub fn fold_eq(a: &str, b: &str) -> bool {
 }
 
 /// The known member `k` is a case variant of (equal after folding, not exactly), if any.
-pub fn case_variant_of(k: &str, known: &[&'static str]) -> Option<&'static str> {
+pub(crate) fn case_variant_of(k: &str, known: &[&'static str]) -> Option<&'static str> {
     known.iter().copied().find(|m| *m != k && fold_eq(m, k))
 }
 
 /// A key, borrowed from the input when it has no escapes.
-pub struct Key<'de>(pub Cow<'de, str>);
+pub(crate) struct Key<'de>(pub Cow<'de, str>);
 
 impl<'de> de::Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -108,7 +108,7 @@ const INLINE_KEYS: usize = 8;
 /// Remembers the keys of one object to refuse (folded) duplicates. The first [`INLINE_KEYS`]
 /// keys live on the stack (an envelope's objects have a handful of members each); the rest go
 /// to a hash set, so an object with tens of thousands of members costs linear time.
-pub struct SeenKeys<'de> {
+pub(crate) struct SeenKeys<'de> {
     inline: [Folded<'de>; INLINE_KEYS],
     len: usize,
     /// Created for the ninth key (so small objects skip even the hasher's setup).
@@ -149,7 +149,7 @@ impl<'de> SeenKeys<'de> {
 
 /// Refuse `k` if this object already has it, or a key a case-folding reader takes for it.
 #[allow(clippy::ptr_arg)] // the Cow is kept (cloning a borrowed key is a pointer copy)
-pub fn check_new_key<'de, E: de::Error>(
+pub(crate) fn check_new_key<'de, E: de::Error>(
     faults: &mut Faults,
     seen: &mut SeenKeys<'de>,
     k: &Cow<'de, str>,
@@ -172,7 +172,7 @@ pub fn check_new_key<'de, E: de::Error>(
 }
 
 /// The error for a key that a case-folding reader takes for the known member `known`.
-pub fn case_variant<E: de::Error>(faults: &mut Faults, k: &str, known: &str, at: &str) -> E {
+pub(crate) fn case_variant<E: de::Error>(faults: &mut Faults, k: &str, known: &str, at: &str) -> E {
     faults.fail(
         "case-variant-key",
         format!(
@@ -205,7 +205,7 @@ macro_rules! scalars {
 pub(crate) use scalars;
 
 /// The error for nesting past [`MAX_DEPTH`].
-pub fn too_deep<E: de::Error>(faults: &mut Faults) -> E {
+pub(crate) fn too_deep<E: de::Error>(faults: &mut Faults) -> E {
     faults.fail(
         "too-deep",
         format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -213,7 +213,7 @@ pub fn too_deep<E: de::Error>(faults: &mut Faults) -> E {
 }
 
 /// Walks any value, refusing (folded) duplicate keys and excessive depth, keeping nothing.
-pub struct Walk<'s> {
+pub(crate) struct Walk<'s> {
     pub faults: &'s mut Faults,
     pub depth: usize,
 }
@@ -266,7 +266,7 @@ impl<'de, 's> Visitor<'de> for Walk<'s> {
 }
 
 /// Reads a value that should be a string: `Some` when it is one; anything else is walked.
-pub struct MaybeString<'s> {
+pub(crate) struct MaybeString<'s> {
     pub faults: &'s mut Faults,
     pub depth: usize,
 }

@@ -16,34 +16,32 @@ use sha2::{Digest, Sha256};
 
 /// The extension id, under `capabilities.extensions` (server) and
 /// `clientCapabilities.extensions` (client).
-pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// `params.taskId` of tasks/get, tasks/update and tasks/cancel (mirrored in `Mcp-Name`).
-pub const TASK_ID: &str = "taskId";
+pub(crate) const TASK_ID: &str = "taskId";
 
 /// Methods of the extension.
-pub const GET: &str = "tasks/get";
-pub const UPDATE: &str = "tasks/update";
-pub const CANCEL: &str = "tasks/cancel";
-/// A server may send it on a listen stream when a task changes status.
-pub const NOTIFY_STATUS: &str = "notifications/tasks";
+pub(crate) const GET: &str = "tasks/get";
+pub(crate) const UPDATE: &str = "tasks/update";
+pub(crate) const CANCEL: &str = "tasks/cancel";
 
 /// Is `method` one of the methods that address an existing task?
-pub fn is_task_method(method: &str) -> bool {
+pub(crate) fn is_task_method(method: &str) -> bool {
     matches!(method, GET | UPDATE | CANCEL)
 }
 
 /// Task statuses.
-pub mod status {
-    pub const WORKING: &str = "working";
-    pub const INPUT_REQUIRED: &str = "input_required";
-    pub const COMPLETED: &str = "completed";
-    pub const FAILED: &str = "failed";
-    pub const CANCELLED: &str = "cancelled";
+pub(crate) mod status {
+    pub(crate) const WORKING: &str = "working";
+    pub(crate) const INPUT_REQUIRED: &str = "input_required";
+    pub(crate) const COMPLETED: &str = "completed";
+    pub(crate) const FAILED: &str = "failed";
+    pub(crate) const CANCELLED: &str = "cancelled";
 }
 
 /// How many hex digits an owner hint has.
-pub const HINT_LEN: usize = 16;
+pub(crate) const HINT_LEN: usize = 16;
 const HINT_DOMAIN: &str = "mcp-edge-owner:";
 
 /// The owner hint of the instance reachable at `advertise` (`host:port`, as a pool lists it).
@@ -64,7 +62,7 @@ pub fn parse_owner_hint(task_id: &str) -> Option<&str> {
 }
 
 /// A fresh task id carrying `hint`.
-pub fn mint_task_id(hint: &str) -> String {
+pub(crate) fn mint_task_id(hint: &str) -> String {
     use base64::Engine;
     let random: [u8; 16] = rand::random();
     format!(

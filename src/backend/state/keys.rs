@@ -27,7 +27,7 @@ impl fmt::Debug for StateKey {
 }
 
 impl StateKey {
-    pub fn from_bytes(bytes: &[u8; 32]) -> Self {
+    pub(crate) fn from_bytes(bytes: &[u8; 32]) -> Self {
         let mut h = Sha256::new();
         h.update(b"mcp-edge requestState key id\0");
         h.update(bytes);
@@ -48,7 +48,7 @@ impl StateKey {
 
     /// Parse a key written as 64 hex digits or as base64 (standard or URL-safe, padded or not)
     /// of exactly 32 bytes. Surrounding whitespace is ignored.
-    pub fn parse(text: &str) -> anyhow::Result<Self> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
         let t = text.trim();
         let bytes = if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
             (0..32)
@@ -75,7 +75,7 @@ impl StateKey {
         Ok(Self::from_bytes(&arr))
     }
 
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 }
@@ -107,7 +107,8 @@ impl StateKeys {
         self
     }
 
-    pub fn current_id(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn current_id(&self) -> &str {
         &self.current.id
     }
 

@@ -25,10 +25,9 @@ pub(super) struct State {
 }
 
 /// One task.
-pub struct Entry {
+pub(crate) struct Entry {
     pub id: String,
     pub(super) principal: String,
-    pub tool: String,
     created_ms: u64,
     ttl_ms: u64,
     /// Whether this task is in a store (false: a task-supporting tool run inline for a client
@@ -44,11 +43,10 @@ pub(super) fn is_terminal(s: &str) -> bool {
 }
 
 impl Entry {
-    pub(super) fn new(id: String, principal: String, tool: String, now: u64, ttl_ms: u64) -> Self {
+    pub(super) fn new(id: String, principal: String, now: u64, ttl_ms: u64) -> Self {
         Entry {
             id,
             principal,
-            tool,
             created_ms: now,
             ttl_ms,
             stored: true,
@@ -66,8 +64,8 @@ impl Entry {
     }
 
     /// A task that is never stored: for running a task-supporting tool inline.
-    pub fn detached(tool: &str) -> Arc<Entry> {
-        let mut e = Entry::new(String::new(), String::new(), tool.to_owned(), now_ms(), 0);
+    pub(crate) fn detached() -> Arc<Entry> {
+        let mut e = Entry::new(String::new(), String::new(), now_ms(), 0);
         e.stored = false;
         Arc::new(e)
     }
@@ -80,7 +78,7 @@ impl Entry {
         now >= self.created_ms.saturating_add(self.ttl_ms)
     }
 
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         self.lock().status
     }
 
@@ -98,7 +96,7 @@ impl Entry {
     }
 
     /// Cancel the task if it is not terminal yet. Returns whether this call cancelled it.
-    pub fn cancel(&self) -> bool {
+    pub(crate) fn cancel(&self) -> bool {
         self.change(|st| {
             st.status = status::CANCELLED;
             st.message = Some("Cancelled by the client".into());
@@ -108,7 +106,7 @@ impl Entry {
 
     /// Take the answers to pending input requests; keys that are not pending are ignored.
     /// Returns how many were pending.
-    pub fn answer(&self, responses: &Map<String, Value>) -> usize {
+    pub(crate) fn answer(&self, responses: &Map<String, Value>) -> usize {
         let mut taken = 0;
         self.change(|st| {
             for (k, v) in responses {
@@ -121,7 +119,7 @@ impl Entry {
         taken
     }
 
-    pub fn complete(&self, result: Value) {
+    pub(crate) fn complete(&self, result: Value) {
         self.change(|st| {
             st.status = status::COMPLETED;
             st.message = None;
@@ -129,22 +127,12 @@ impl Entry {
         });
     }
 
-    pub fn fail(&self, code: i32, message: String) {
+    pub(crate) fn fail(&self, code: i32, message: String) {
         self.change(|st| {
             st.status = status::FAILED;
             st.message = Some(message.clone());
             st.error = Some(json!({ "code": code, "message": message }));
         });
-    }
-
-    /// The task's inlined result or error, once terminal: for answering an inline run.
-    pub fn outcome(&self) -> Option<Result<Value, Value>> {
-        let st = self.lock();
-        match st.status {
-            status::COMPLETED => st.result.clone().map(Ok),
-            status::FAILED => st.error.clone().map(Err),
-            _ => None,
-        }
     }
 
     /// The `Task` members: id, status, times, TTL and poll interval.
@@ -163,13 +151,13 @@ impl Entry {
     }
 
     /// The `CreateTaskResult` members (without `resultType` and `_meta`).
-    pub fn created(&self) -> Value {
+    pub(crate) fn created(&self) -> Value {
         Value::Object(self.task_fields(&self.lock()))
     }
 
     /// The `DetailedTask` of tasks/get: the task, plus `inputRequests` while input is
     /// required, the inlined `result` once completed or `error` once failed.
-    pub fn detailed(&self) -> Value {
+    pub(crate) fn detailed(&self) -> Value {
         let st = self.lock();
         let mut m = self.task_fields(&st);
         if st.status == status::INPUT_REQUIRED {
@@ -194,7 +182,7 @@ mod tests {
     #[test]
     fn terminal_states_stick_and_wire_shapes() {
         let store = TaskStore::new(DEFAULT_TTL);
-        let t = store.create("a", "t", "0123456789abcdef").unwrap();
+        let t = store.create("a", "0123456789abcdef").unwrap();
         let c = t.created();
         assert_eq!(c["status"], "working");
         assert_eq!(c["ttlMs"], 600_000);

@@ -14,7 +14,7 @@ use crate::mcp::codes;
 use crate::mcp::methods::ELICITATION_CREATE;
 
 /// Longest sleep a job accepts (`seconds` arguments are clamped to it).
-pub const MAX_SECONDS: f64 = 120.0;
+pub(crate) const MAX_SECONDS: f64 = 120.0;
 
 /// A task's work, with the arguments it needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +22,7 @@ pub enum Job {
     /// Sleep `seconds`, then answer with the label.
     SlowCompute { seconds: f64, label: String },
     /// After about a second, a tool execution error (`isError`).
-    FailingJob,
+    Failing,
     /// After a short while, a protocol-level failure (status `failed`).
     ProtocolError,
     /// Ask whether to delete a file (one elicitation), then answer.
@@ -41,7 +41,7 @@ pub enum Job {
 }
 
 /// A job's end when it was not cancelled: the tool result, or a protocol error.
-pub type JobEnd = Result<Value, (i32, String)>;
+pub(crate) type JobEnd = Result<Value, (i32, String)>;
 
 fn text(s: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": s.into()}]})
@@ -78,7 +78,7 @@ fn accepted(answer: Option<&Value>) -> Option<&Map<String, Value>> {
 
 /// Run `job` to its end. `Err(Stop)` when it was cancelled (the task's status already says
 /// so) or needed input it cannot get.
-pub async fn run(job: Job, ctx: &mut TaskCtx) -> Result<JobEnd, Stop> {
+pub(crate) async fn run(job: Job, ctx: &mut TaskCtx) -> Result<JobEnd, Stop> {
     Ok(match job {
         Job::SlowCompute { seconds, label } => {
             ctx.progress(format!("Computing {label:?} for {seconds} s"));
@@ -87,7 +87,7 @@ pub async fn run(job: Job, ctx: &mut TaskCtx) -> Result<JobEnd, Stop> {
                 "slow_compute {label:?} finished after {seconds} s"
             )))
         }
-        Job::FailingJob => {
+        Job::Failing => {
             ctx.sleep(Duration::from_secs(1)).await?;
             let mut r = text("failing_job failed, as it always does");
             r["isError"] = Value::Bool(true);
@@ -201,7 +201,7 @@ async fn deploy(
 }
 
 /// Drive `job` on its task to a terminal status (a cancelled job leaves `cancelled`).
-pub async fn drive(job: Job, mut ctx: TaskCtx) {
+pub(crate) async fn drive(job: Job, mut ctx: TaskCtx) {
     match run(job, &mut ctx).await {
         Ok(Ok(result)) => ctx.entry.complete(result),
         Ok(Err((code, msg))) => ctx.entry.fail(code, msg),

@@ -16,12 +16,12 @@
 //! - [`jobs`]: what the task-supporting tools do; [`serve`]: the `tasks/*` methods.
 
 mod entry;
-pub mod jobs;
+pub(crate) mod jobs;
 mod run_ctx;
-pub mod serve;
+pub(crate) mod serve;
 
-pub use entry::Entry;
-pub use run_ctx::{Stop, TaskCtx};
+pub(crate) use entry::Entry;
+pub(crate) use run_ctx::{Stop, TaskCtx};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,11 +30,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::mcp::tasks::mint_task_id;
 
 /// How often clients are asked to poll.
-pub const POLL_INTERVAL_MS: u64 = 500;
+pub(crate) const POLL_INTERVAL_MS: u64 = 500;
 /// Default task lifetime (`--task-ttl`).
-pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(600);
 /// Most tasks one pool keeps at once (live or finished, until they expire).
-pub const MAX_TASKS: usize = 10_000;
+pub(crate) const MAX_TASKS: usize = 10_000;
 
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -43,19 +43,19 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// RFC 3339 UTC with milliseconds, as the spec's `createdAt` / `lastUpdatedAt`.
-pub fn iso_ms(ms: u64) -> String {
+pub(crate) fn iso_ms(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
 /// The tasks of one pool.
-pub struct TaskStore {
+pub(crate) struct TaskStore {
     tasks: Mutex<HashMap<String, Arc<Entry>>>,
     ttl: Duration,
     max: usize,
 }
 
 impl TaskStore {
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         TaskStore {
             tasks: Mutex::default(),
             ttl,
@@ -69,9 +69,9 @@ impl TaskStore {
         self
     }
 
-    /// A new `working` task for `principal`, of `tool`, with an id carrying `hint`. Refused
+    /// A new `working` task for `principal`, with an id carrying `hint`. Refused
     /// (with a message) when the store is full of unexpired tasks.
-    pub fn create(&self, principal: &str, tool: &str, hint: &str) -> Result<Arc<Entry>, String> {
+    pub(crate) fn create(&self, principal: &str, hint: &str) -> Result<Arc<Entry>, String> {
         let now = now_ms();
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         if tasks.len() >= self.max {
@@ -93,7 +93,6 @@ impl TaskStore {
         let entry = Arc::new(Entry::new(
             mint_task_id(hint),
             principal.to_owned(),
-            tool.to_owned(),
             now,
             self.ttl.as_millis() as u64,
         ));
@@ -103,7 +102,7 @@ impl TaskStore {
 
     /// The task `id` of `principal`: `None` when it does not exist, has expired or belongs to
     /// another principal (the three are not told apart, so ids of others cannot be probed).
-    pub fn find(&self, id: &str, principal: &str) -> Option<Arc<Entry>> {
+    pub(crate) fn find(&self, id: &str, principal: &str) -> Option<Arc<Entry>> {
         let now = now_ms();
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         let e = tasks.get(id)?.clone();
@@ -115,12 +114,9 @@ impl TaskStore {
         (e.principal == principal).then_some(e)
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -132,9 +128,7 @@ mod tests {
     #[test]
     fn tasks_belong_to_their_principal_and_expire() {
         let store = TaskStore::new(Duration::from_millis(50));
-        let t = store
-            .create("alice", "slow_compute", "0123456789abcdef")
-            .unwrap();
+        let t = store.create("alice", "0123456789abcdef").unwrap();
         assert!(t.id.starts_with("0123456789abcdef."));
         assert!(store.find(&t.id, "alice").is_some());
         assert!(
@@ -154,11 +148,11 @@ mod tests {
     #[test]
     fn a_full_store_refuses_until_tasks_expire() {
         let store = TaskStore::new(Duration::from_millis(40)).with_max(2);
-        store.create("a", "t", "0123456789abcdef").unwrap();
-        store.create("a", "t", "0123456789abcdef").unwrap();
-        assert!(store.create("a", "t", "0123456789abcdef").is_err());
+        store.create("a", "0123456789abcdef").unwrap();
+        store.create("a", "0123456789abcdef").unwrap();
+        assert!(store.create("a", "0123456789abcdef").is_err());
         std::thread::sleep(Duration::from_millis(60));
-        assert!(store.create("a", "t", "0123456789abcdef").is_ok());
+        assert!(store.create("a", "0123456789abcdef").is_ok());
         assert_eq!(store.len(), 1);
     }
 }

@@ -12,7 +12,7 @@ use crate::mcp::tasks::status;
 
 /// Why a job stops early.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The task was cancelled (or expired).
     Cancelled,
     /// The job needs the client's input, and it runs inline (the client did not negotiate the
@@ -21,13 +21,13 @@ pub enum Stop {
 }
 
 /// What a running job sees of its task.
-pub struct TaskCtx {
+pub(crate) struct TaskCtx {
     pub entry: Arc<Entry>,
     rx: watch::Receiver<()>,
 }
 
 impl TaskCtx {
-    pub fn new(entry: Arc<Entry>) -> Self {
+    pub(crate) fn new(entry: Arc<Entry>) -> Self {
         let rx = entry.poke.subscribe();
         TaskCtx { entry, rx }
     }
@@ -41,7 +41,7 @@ impl TaskCtx {
     }
 
     /// Wait `d`, or stop when the task is cancelled meanwhile.
-    pub async fn sleep(&mut self, d: Duration) -> Result<(), Stop> {
+    pub(crate) async fn sleep(&mut self, d: Duration) -> Result<(), Stop> {
         let deadline = tokio::time::Instant::now() + d;
         loop {
             self.check()?;
@@ -53,13 +53,16 @@ impl TaskCtx {
     }
 
     /// Report progress in `statusMessage`.
-    pub fn progress(&self, message: String) {
+    pub(crate) fn progress(&self, message: String) {
         self.entry.change(|st| st.message = Some(message));
     }
 
     /// Ask the client: the task is `input_required` with `requests` until `tasks/update`
     /// answered every key; returns the answers by key.
-    pub async fn ask(&mut self, requests: Map<String, Value>) -> Result<Map<String, Value>, Stop> {
+    pub(crate) async fn ask(
+        &mut self,
+        requests: Map<String, Value>,
+    ) -> Result<Map<String, Value>, Stop> {
         if !self.entry.stored {
             return Err(Stop::NoInput);
         }
@@ -104,7 +107,7 @@ mod tests {
     #[tokio::test]
     async fn ask_waits_for_every_key_and_cancel_stops_sleep() {
         let store = TaskStore::new(DEFAULT_TTL);
-        let t = store.create("a", "t", "0123456789abcdef").unwrap();
+        let t = store.create("a", "0123456789abcdef").unwrap();
         let mut ctx = TaskCtx::new(t.clone());
         let reqs: Map<String, Value> =
             serde_json::from_value(json!({"k1": {"method": "x"}, "k2": {"method": "y"}})).unwrap();

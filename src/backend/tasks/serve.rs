@@ -23,26 +23,26 @@ use crate::mcp::tasks::{self, EXTENSION};
 use crate::mcp::{codes, result_body, result_type};
 
 /// Did the client declare the Tasks extension for this request?
-pub fn client_has_tasks(caps: &Map<String, Value>) -> bool {
+pub(crate) fn client_has_tasks(caps: &Map<String, Value>) -> bool {
     caps.get("extensions")
         .and_then(Value::as_object)
         .is_some_and(|e| e.contains_key(EXTENSION))
 }
 
 /// The `requiredCapabilities` of a request that needs the extension.
-pub fn required() -> Value {
+pub(crate) fn required() -> Value {
     json!({ "extensions": { EXTENSION: {} } })
 }
 
 /// Create a task of `principal` for `tool`, start `job` on it, answer `CreateTaskResult`.
-pub fn start(
+pub(crate) fn start(
     inst: &Arc<Instance>,
     principal: &str,
     tool: &str,
     job: Job,
     id: &RawValue,
 ) -> Response<Body> {
-    let entry = match inst.shared.tasks.create(principal, tool, &inst.task_hint) {
+    let entry = match inst.shared.tasks.create(principal, &inst.task_hint) {
         Ok(e) => e,
         Err(msg) => return in_band(id, codes::INTERNAL_ERROR, &msg, None),
     };
@@ -56,8 +56,8 @@ pub fn start(
 
 /// Run a task-supporting tool's job inline (the client did not negotiate the extension) and
 /// answer its result like a plain tools/call.
-pub async fn inline(inst: &Arc<Instance>, tool: &str, job: Job, id: &RawValue) -> Response<Body> {
-    let entry = Entry::detached(tool);
+pub(crate) async fn inline(inst: &Arc<Instance>, job: Job, id: &RawValue) -> Response<Body> {
+    let entry = Entry::detached();
     let mut ctx = TaskCtx::new(entry);
     match run(job, &mut ctx).await {
         Ok(Ok(result)) => inst.ok(id, result),
@@ -67,7 +67,7 @@ pub async fn inline(inst: &Arc<Instance>, tool: &str, job: Job, id: &RawValue) -
 }
 
 /// tasks/get, tasks/update, tasks/cancel.
-pub fn handle(
+pub(crate) fn handle(
     inst: &Arc<Instance>,
     method: &str,
     task_id: Option<&str>,

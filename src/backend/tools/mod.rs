@@ -22,9 +22,8 @@ mod resources;
 mod seed;
 mod tasked;
 
-pub use resources::{
+pub(crate) use resources::{
     charges_result, complete_argument, read_resource, resources_json, templates_json, Read,
-    ReadResult,
 };
 pub use seed::settle;
 
@@ -35,7 +34,7 @@ use super::state::StatePayload;
 use super::tasks::jobs::Job;
 
 /// Cache hint of the lists and static resources.
-pub const LIST_TTL_MS: u64 = 60_000;
+pub(crate) const LIST_TTL_MS: u64 = 60_000;
 
 /// One tools/call or prompts/get, as a tool sees it.
 pub struct Call<'a> {
@@ -125,7 +124,7 @@ pub enum TaskSupport {
 }
 
 impl TaskSupport {
-    pub fn wire(self) -> &'static str {
+    pub(crate) fn wire(self) -> &'static str {
         match self {
             TaskSupport::Forbidden => "forbidden",
             TaskSupport::Optional => "optional",
@@ -159,7 +158,7 @@ pub struct Tool {
 }
 
 /// A prompt: its listing and its behaviour.
-pub struct Prompt {
+pub(crate) struct Prompt {
     pub name: &'static str,
     pub description: &'static str,
     /// `(name, description, required)`
@@ -171,7 +170,7 @@ pub struct Prompt {
 
 pub(super) const NO_ARGS: &str = r#"{"type":"object","properties":{}}"#;
 /// Every tool, in tools/list order: the seed tools, then the conformance fixtures.
-pub fn all_tools() -> impl Iterator<Item = &'static Tool> {
+pub(crate) fn all_tools() -> impl Iterator<Item = &'static Tool> {
     seed::TOOLS
         .iter()
         .chain(fixtures::TOOLS)
@@ -182,12 +181,12 @@ pub fn tool(name: &str) -> Option<&'static Tool> {
     all_tools().find(|t| t.name == name)
 }
 
-pub fn prompt(name: &str) -> Option<&'static Prompt> {
+pub(crate) fn prompt(name: &str) -> Option<&'static Prompt> {
     prompts::PROMPTS.iter().find(|p| p.name == name)
 }
 
 /// The `tools` array of tools/list, built once.
-pub fn tools_json() -> &'static Value {
+pub(crate) fn tools_json() -> &'static Value {
     static J: OnceLock<Value> = OnceLock::new();
     J.get_or_init(|| {
         Value::Array(
@@ -209,7 +208,7 @@ pub fn tools_json() -> &'static Value {
 }
 
 /// The `prompts` array of prompts/list, built once.
-pub fn prompts_json() -> &'static Value {
+pub(crate) fn prompts_json() -> &'static Value {
     static J: OnceLock<Value> = OnceLock::new();
     J.get_or_init(|| {
         Value::Array(
@@ -229,7 +228,7 @@ pub fn prompts_json() -> &'static Value {
 }
 
 /// Which capabilities of `needs` the client did not declare, as a `requiredCapabilities` object.
-pub fn missing_capabilities(needs: &[&str], caps: &Map<String, Value>) -> Option<Value> {
+pub(crate) fn missing_capabilities(needs: &[&str], caps: &Map<String, Value>) -> Option<Value> {
     let missing: Map<String, Value> = needs
         .iter()
         .filter(|c| !caps.contains_key(**c))

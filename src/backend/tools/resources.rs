@@ -7,14 +7,14 @@ use super::fixtures::PNG_1X1;
 use super::LIST_TTL_MS;
 
 /// A readable resource: its contents and cache hints.
-pub struct ReadResult {
+pub(crate) struct ReadResult {
     pub contents: Value,
     pub ttl_ms: u64,
     pub scope: &'static str,
 }
 
 /// The `resources` array of resources/list.
-pub fn resources_json() -> Value {
+pub(crate) fn resources_json() -> Value {
     json!([
         {"uri": "test://static-text", "name": "static-text", "description": "A static text resource", "mimeType": "text/plain"},
         {"uri": "test://static-binary", "name": "static-binary", "description": "A static binary resource (PNG)", "mimeType": "image/png"},
@@ -22,7 +22,7 @@ pub fn resources_json() -> Value {
 }
 
 /// The `resourceTemplates` array of resources/templates/list.
-pub fn templates_json() -> Value {
+pub(crate) fn templates_json() -> Value {
     json!([
         {"uriTemplate": "test://template/{id}/data", "name": "template-data", "description": "Data for an id", "mimeType": "application/json"},
         {"uriTemplate": "charges://{cart_id}", "name": "charges", "description": "How many times a cart was charged", "mimeType": "application/json"},
@@ -30,13 +30,13 @@ pub fn templates_json() -> Value {
 }
 
 /// What resources/read finds for a URI.
-pub enum Read {
+pub(crate) enum Read {
     Ready(ReadResult),
     /// `charges://<cart>`: the ledger's count, then [`charges_result`].
     Charges(String),
 }
 
-pub fn read_resource(uri: &str) -> Option<Read> {
+pub(crate) fn read_resource(uri: &str) -> Option<Read> {
     let public = |contents| {
         Some(Read::Ready(ReadResult {
             contents,
@@ -69,7 +69,7 @@ pub fn read_resource(uri: &str) -> Option<Read> {
 }
 
 /// The `charges://<cart>` resource with the count `charges`.
-pub fn charges_result(uri: &str, cart: &str, charges: u64) -> ReadResult {
+pub(crate) fn charges_result(uri: &str, cart: &str, charges: u64) -> ReadResult {
     let body = json!({"cart_id": cart, "charges": charges}).to_string();
     ReadResult {
         contents: json!([{"uri": uri, "mimeType": "application/json", "text": body}]),
@@ -79,7 +79,7 @@ pub fn charges_result(uri: &str, cart: &str, charges: u64) -> ReadResult {
 }
 
 /// completion/complete: suggestions for prompt arguments and template variables.
-pub fn complete_argument(value: &str) -> Value {
+pub(crate) fn complete_argument(value: &str) -> Value {
     let candidates = ["paris", "park", "party", "test", "testValue1", "testValue2"];
     let values: Vec<&str> = candidates
         .iter()

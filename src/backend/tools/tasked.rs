@@ -53,7 +53,7 @@ pub(super) static TOOLS: &[Tool] = &[
         NO_ARGS,
         &[],
         TaskSupport::Required,
-        |_| Ok(Outcome::Task(Job::FailingJob)),
+        |_| Ok(Outcome::Task(Job::Failing)),
     ),
     task_tool(
         "protocol_error_job",

@@ -8,7 +8,7 @@ use crate::mcp::Rejection;
 
 /// The concurrency step of `request_filter`: take a slot of every limit covering the request
 /// (held in the context until it is finished), or the refusal (503) and its `Retry-After`.
-pub async fn take_slots(
+pub(crate) async fn take_slots(
     gw: &Gateway,
     ctx: &mut RequestCtx,
     route: &str,

@@ -60,7 +60,7 @@ pub(crate) async fn obtain(
 }
 
 /// The answer for a credential that could not be obtained for `pool`.
-pub fn rejection(pool: &str, f: &Failure) -> Rejection {
+pub(crate) fn rejection(pool: &str, f: &Failure) -> Rejection {
     let (reason, message) = match f {
         Failure::Unreachable(_) | Failure::Timeout(_) => (
             "credential-unavailable",

@@ -43,20 +43,20 @@ use crate::gateway::transport::upstream_h1::{self, Conn, H1Session, Pool};
 
 /// Whether the direct leg takes this request: its body is in hand (read whole before an
 /// upstream was chosen: checked, or sampled out), and its route's leg is the direct one.
-pub fn takes(session: &Session, ctx: &RequestCtx) -> bool {
+pub(crate) fn takes(session: &Session, ctx: &RequestCtx) -> bool {
     matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked) && leg_for(session, ctx)
 }
 
 /// Whether the direct leg carries this request's route: a plain HTTP/1.1 pool, the
 /// configuration's leg, and not a protocol upgrade.
-pub fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
+pub(crate) fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
     ctx.gw.config.connections.upstream_leg == UpstreamLeg::Direct
         && ctx.gw.peers[ctx.pool].is_plain_h1()
         && !session.is_upgrade_req()
 }
 
 /// Forward the request and write its response; `Ok(true)`: the client got its answer.
-pub async fn forward(
+pub(crate) async fn forward(
     session: &mut Session,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,

@@ -16,7 +16,7 @@ use crate::gateway::transport::upstream_tls;
 
 /// A request that never reached its instance: count it, note it in the instance's health, and
 /// let pingora try another instance while `retries.connect_failure` allows.
-pub fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Error> {
+pub(crate) fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Error> {
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
     if let Some(idx) = ctx.instance {
@@ -39,7 +39,7 @@ pub fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Error> {
 
 /// Answer a refusal found mid-body, or an upstream failure, with a JSON-RPC error body (or, when
 /// the response head is already out, cut the response short).
-pub async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> FailToProxy {
+pub(crate) async fn answer(session: &mut Session, e: &Error, ctx: &mut RequestCtx) -> FailToProxy {
     // The edge cache: a failed refetch may be answered with a stale entry (stale_if_error).
     if cache::serve_stale(session, ctx, e).await {
         return FailToProxy {

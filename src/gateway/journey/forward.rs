@@ -20,7 +20,7 @@ use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.
-pub const HOP_BY_HOP: [&str; 7] = [
+pub(crate) const HOP_BY_HOP: [&str; 7] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -32,7 +32,7 @@ pub const HOP_BY_HOP: [&str; 7] = [
 
 /// The headers to remove from a request going upstream: the hop-by-hop ones present, and those
 /// named in `Connection`. Empty (and no allocation) in the common case.
-pub fn hop_by_hop_names(headers: &http::HeaderMap) -> Vec<String> {
+pub(crate) fn hop_by_hop_names(headers: &http::HeaderMap) -> Vec<String> {
     // One pass over the names instead of a lookup per hop-by-hop name (names listed in
     // `Connection` need a `Connection` header).
     if !headers.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
@@ -56,7 +56,7 @@ pub fn hop_by_hop_names(headers: &http::HeaderMap) -> Vec<String> {
 
 /// The peer for one instance (as its pool reaches it: plain or TLS, h1 or h2), with the
 /// configured timeouts.
-pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
+pub(crate) fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
     peer.options.connection_timeout = Some(t.connect);
     peer.options.total_connection_timeout = Some(t.connect);
     peer.options.read_timeout = Some(t.upstream_read);
@@ -67,7 +67,7 @@ pub fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
 
 /// Balance: pick an instance of the request's pool (one it has not tried yet), note it in the
 /// request and the instance's metrics, and return the peer that reaches it.
-pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
+pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
     let picked = pool.pick_request(
@@ -109,7 +109,7 @@ pub fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPee
 /// chosen here, from the client's `traceparent`) cleared of every client spelling and set.
 /// `upstream` starts as a copy of the client's head (once per attempt in pingora's pipe, once
 /// per request on the direct leg); the client's own head is left as it came.
-pub fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
+pub(crate) fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCtx) -> Result<()> {
     let mut parent = None;
     if let Some(tracing) = &ctx.gw.tracing {
         let ratio = tracing.config.sample_ratio;

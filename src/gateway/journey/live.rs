@@ -41,7 +41,7 @@ impl Live {
 
     /// Reload from the file on a blocking thread (file reads and DNS must not stall the
     /// runtime that serves `/healthz`, `/metrics` and requests).
-    pub async fn reload_in_background(self: &Arc<Self>) -> Result<(), String> {
+    pub(crate) async fn reload_in_background(self: &Arc<Self>) -> Result<(), String> {
         let live = self.clone();
         tokio::task::spawn_blocking(move || live.reload_from_file())
             .await
@@ -49,7 +49,7 @@ impl Live {
     }
 
     /// Re-read these listeners' certificates on every reload.
-    pub fn with_listeners(mut self, listeners: Arc<Listeners>) -> Live {
+    pub(crate) fn with_listeners(mut self, listeners: Arc<Listeners>) -> Live {
         self.listeners = Some(listeners);
         self
     }
@@ -60,7 +60,7 @@ impl Live {
     }
 
     /// Apply a new config: build the new gateway (carrying state over), then swap it in.
-    pub fn replace(&self, config: Config) -> anyhow::Result<()> {
+    pub(crate) fn replace(&self, config: Config) -> anyhow::Result<()> {
         let _one = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
         self.replace_locked(config)
     }
@@ -118,7 +118,7 @@ impl Live {
     }
 
     /// The last reload from the file (`None`: none since start): when, and its error.
-    pub fn last_reload(&self) -> Option<(std::time::SystemTime, Result<(), String>)> {
+    pub(crate) fn last_reload(&self) -> Option<(std::time::SystemTime, Result<(), String>)> {
         self.last_reload
             .lock()
             .unwrap_or_else(|p| p.into_inner())

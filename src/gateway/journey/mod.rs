@@ -2,7 +2,7 @@
 //! and the rules it runs under ([`state::Gateway`], swapped whole on reload: [`live::Live`]);
 //! for each stage the step that reads the context, asks the stage ([`super::stages`]) and keeps
 //! its verdict; and the one place a refusal becomes the client's answer ([`steps::refuse`]).
-//! The phases in [`super::Proxy`] call these in order. Imports the stages, transport and
+//! The phases in [`super::proxy::Proxy`] call these in order. Imports the stages, transport and
 //! telemetry, never [`super::proxy`] or [`super::runtime`].
 //!
 //! 1. [`steps`]: admit, route, limit and read the body before any upstream (the route step
@@ -16,18 +16,18 @@
 //!    store, flow scanning); [`failure`] when there is none.
 //! 6. [`observe`]: the finished request's metrics, flow and span.
 
-pub mod auth;
-pub mod cache;
-pub mod concurrency;
-pub mod credentials;
+pub(crate) mod auth;
+pub(crate) mod cache;
+pub(crate) mod concurrency;
+pub(crate) mod credentials;
 pub mod detached;
-pub mod direct;
-pub mod failure;
-pub mod federation;
-pub mod forward;
-pub mod live;
+pub(crate) mod direct;
+pub(crate) mod failure;
+pub(crate) mod federation;
+pub(crate) mod forward;
+pub(crate) mod live;
 pub mod observe;
 pub mod request;
-pub mod response;
+pub(crate) mod response;
 pub mod state;
-pub mod steps;
+pub(crate) mod steps;

@@ -83,7 +83,7 @@ fn leg(ctx: &RequestCtx, status: u16, verdict: Verdict, request_state: Option<u6
 }
 
 /// What a finished request's state says about it.
-pub fn outcome(ctx: &RequestCtx, status: u16, bytes_out: usize) -> Outcome<'_> {
+pub(crate) fn outcome(ctx: &RequestCtx, status: u16, bytes_out: usize) -> Outcome<'_> {
     let gw = &ctx.gw;
     let answer = ctx.answer.as_ref().map(|(r, _)| r);
     let route = ctx.route.and_then(|r| gw.table.get(r));

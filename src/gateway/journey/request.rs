@@ -48,14 +48,14 @@ pub enum Progress {
 
 impl Progress {
     /// The body was read to its end (the client connection may be reused).
-    pub fn body_read(&self) -> bool {
+    pub(crate) fn body_read(&self) -> bool {
         matches!(
             self,
             Progress::Checked(_) | Progress::Unchecked | Progress::Drained
         )
     }
 
-    pub fn envelope(&self) -> Option<&Envelope> {
+    pub(crate) fn envelope(&self) -> Option<&Envelope> {
         match self {
             Progress::Checked(env) => Some(env),
             _ => None,
@@ -64,7 +64,7 @@ impl Progress {
 
     /// The request id of a checked body, taken for the answer (`None`: not checked, or a
     /// notification).
-    pub fn take_id(&mut self) -> Option<Box<serde_json::value::RawValue>> {
+    pub(crate) fn take_id(&mut self) -> Option<Box<serde_json::value::RawValue>> {
         match self {
             Progress::Checked(env) => env.id.take(),
             _ => None,
@@ -77,7 +77,7 @@ impl Progress {
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// How many requests this process is serving right now.
-pub fn in_flight() -> usize {
+pub(crate) fn in_flight() -> usize {
     IN_FLIGHT.load(Ordering::Relaxed)
 }
 
@@ -186,7 +186,7 @@ impl RequestCtx {
     }
 
     /// The name of the instance this request went to, or of its pool.
-    pub fn destination(&self) -> String {
+    pub(crate) fn destination(&self) -> String {
         let pool = &self.gw.pools[self.pool];
         match self.instance {
             Some(i) => pool.instances[i].name.clone(),
@@ -195,14 +195,14 @@ impl RequestCtx {
     }
 
     /// Count the request as sent to its instance (a request cut off by the check is not).
-    pub fn count_delivery(&self) {
+    pub(crate) fn count_delivery(&self) {
         if let Some(idx) = self.instance {
             self.gw.upstream_metrics(self.pool, idx).requests.inc();
         }
     }
 
     /// The request no longer occupies its instance (finished, or moving to another one).
-    pub fn release_instance(&mut self) {
+    pub(crate) fn release_instance(&mut self) {
         self.release_load();
         if let (Some(idx), Some(_)) = (self.instance, self.upstream_since.take()) {
             self.gw.upstream_metrics(self.pool, idx).in_flight.dec();
@@ -211,7 +211,7 @@ impl RequestCtx {
 
     /// The request no longer costs its instance in the balancer's eyes (finished, moving, or
     /// a stream that idles the instance: [`crate::mcp::methods::holds_open`]).
-    pub fn release_load(&mut self) {
+    pub(crate) fn release_load(&mut self) {
         if let (Some(idx), true) = (self.instance, std::mem::take(&mut self.loading)) {
             self.gw.pools[self.pool].loads[idx].end();
         }

@@ -19,7 +19,10 @@ use crate::gateway::journey::{auth, cache};
 use crate::gateway::journey::request::RequestCtx;
 
 /// The response head, before it is written to the client.
-pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -> Result<()> {
+pub(crate) fn on_header(
+    ctx: &mut RequestCtx,
+    upstream_response: &mut ResponseHeader,
+) -> Result<()> {
     let gw = ctx.gw.clone();
     if let Some(idx) = ctx.instance {
         let pool = &gw.pools[ctx.pool];
@@ -68,7 +71,7 @@ pub fn on_header(ctx: &mut RequestCtx, upstream_response: &mut ResponseHeader) -
 }
 
 /// One chunk of the response body (`None` at the end, or when the list filter holds it).
-pub fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
+pub(crate) fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
     auth::on_response_body(ctx, body, end_of_stream);
     if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
         scanner.feed(chunk);

@@ -181,7 +181,7 @@ impl Gateway {
     }
 
     /// The catalog settings (the defaults without `federation:`).
-    pub fn federation_catalog(&self) -> &crate::config::federation::CatalogConfig {
+    pub(crate) fn federation_catalog(&self) -> &crate::config::federation::CatalogConfig {
         static DEFAULT: OnceLock<crate::config::federation::CatalogConfig> = OnceLock::new();
         match &self.federation {
             Some(f) => &f.catalog,
@@ -198,7 +198,7 @@ impl Gateway {
     }
 
     /// Record a change of an instance's health: metrics and a log line.
-    pub fn note_health(&self, pool: usize, i: usize, change: health::Change) {
+    pub(crate) fn note_health(&self, pool: usize, i: usize, change: health::Change) {
         let p = &self.pools[pool];
         p.on_health(i, change);
         let inst = &p.instances[i].name;
@@ -229,7 +229,7 @@ impl Gateway {
     }
 
     /// Count the flows whose next leg did not come in time as abandoned (before a scrape).
-    pub fn sweep_flows(&self) {
+    pub(crate) fn sweep_flows(&self) {
         if let Some(f) = &self.flows {
             f.sweep(std::time::Instant::now(), &self.metrics.flows);
         }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::gateway::journey::live::Live;
 
-pub struct AdminApp {
+pub(crate) struct AdminApp {
     pub(crate) live: Arc<Live>,
 }
 

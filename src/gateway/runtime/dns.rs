@@ -30,7 +30,7 @@ pub fn changes(gw: &Gateway) -> Vec<(String, String, SocketAddr, SocketAddr)> {
 }
 
 /// The background service that refreshes resolutions.
-pub struct DnsRefresh {
+pub(crate) struct DnsRefresh {
     pub live: Arc<Live>,
 }
 

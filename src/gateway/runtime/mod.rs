@@ -3,8 +3,8 @@
 //! [`console`]), [`explain`] (a request's journey told without sending it), [`dns`] (re-resolving
 //! instance names). The top layer: it may import every layer below.
 
-pub mod admin;
-pub mod console;
+pub(crate) mod admin;
+pub(crate) mod console;
 pub mod dns;
 pub mod explain;
 pub mod server;

@@ -31,7 +31,7 @@ use crate::gateway::stages::validate::POLICY;
 
 /// A request whose head passed admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     /// The claimed `Mcp-Method` (trimmed).
     pub method: Option<String>,
     /// The claimed, decoded `Mcp-Name`, for the methods that carry one (ignored on others).
@@ -46,7 +46,11 @@ pub struct Admitted {
 
 /// Admit or refuse a request head; `keys` are the config's key headers
 /// ([`Config::key_headers`], computed once per gateway).
-pub fn admit(req: &Parts, config: &Config, keys: &[HeaderName]) -> Result<Admitted, Rejection> {
+pub(crate) fn admit(
+    req: &Parts,
+    config: &Config,
+    keys: &[HeaderName],
+) -> Result<Admitted, Rejection> {
     addressed(req, config)?;
     shape(req, config.auth.is_some())?;
     crate::gateway::transport::h2_to_h1::admit(req)?;

@@ -17,20 +17,20 @@ use crate::mcp::envelope::EnvelopeError;
 use crate::mcp::{codes, Rejection};
 
 /// A refusal, with the request id to echo when it could be read.
-pub type Refusal = (Rejection, Option<Box<RawValue>>);
+pub(crate) type Refusal = (Rejection, Option<Box<RawValue>>);
 
 /// A stage's word on a request that has passed the body check: carry on, refuse it with this
 /// answer (which `journey::steps::refuse`, the one place a refusal becomes the client's answer,
 /// writes with the request's id), or the stage answered it itself (a cache hit, a merged list).
 #[derive(Debug)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Next,
     Refuse(Rejection),
     Answered,
 }
 
 /// The body is over `limits.max_body_bytes`.
-pub fn too_large(limit: usize) -> Rejection {
+pub(crate) fn too_large(limit: usize) -> Rejection {
     Rejection::new(
         413,
         codes::GATEWAY_BODY_TOO_LARGE,
@@ -40,7 +40,7 @@ pub fn too_large(limit: usize) -> Rejection {
 }
 
 /// The client's body could not be read completely.
-pub fn body_incomplete(why: impl std::fmt::Display) -> Rejection {
+pub(crate) fn body_incomplete(why: impl std::fmt::Display) -> Rejection {
     Rejection::new(
         400,
         codes::GATEWAY_REQUEST_INCOMPLETE,
@@ -50,7 +50,7 @@ pub fn body_incomplete(why: impl std::fmt::Display) -> Rejection {
 }
 
 /// The client took longer than `timeouts.request_body` to send its whole body.
-pub fn body_timeout(limit: std::time::Duration) -> Rejection {
+pub(crate) fn body_timeout(limit: std::time::Duration) -> Rejection {
     Rejection::new(
         408,
         codes::GATEWAY_REQUEST_INCOMPLETE,
@@ -62,7 +62,7 @@ pub fn body_timeout(limit: std::time::Duration) -> Rejection {
 /// A body of unknown length (h2 without `content-length`, chunked) over `max` bytes, for a pool
 /// only pingora's pipe reaches (TLS or h2 instances), that ended with its `max`-th byte:
 /// the pipe replays at most `max` bytes of a body read before the check, so it cannot be sent.
-pub fn length_required(pool: &str, max: usize) -> Rejection {
+pub(crate) fn length_required(pool: &str, max: usize) -> Rejection {
     Rejection::new(
         411,
         codes::INVALID_REQUEST,
@@ -79,7 +79,7 @@ pub fn length_required(pool: &str, max: usize) -> Rejection {
 /// use for one, an HTTP/1.1 upstream framed by `Content-Length` cannot receive it, and the
 /// fields in it (a pseudo-header, malformed by RFC 9113 §8.1; a `content-length`) are read
 /// differently by different components.
-pub fn trailers() -> Rejection {
+pub(crate) fn trailers() -> Rejection {
     Rejection::new(
         400,
         codes::INVALID_REQUEST,
@@ -91,7 +91,7 @@ pub fn trailers() -> Rejection {
 }
 
 /// The answer to a body that is not one usable JSON-RPC request, with its id when read.
-pub fn envelope_rejection(e: EnvelopeError) -> Refusal {
+pub(crate) fn envelope_rejection(e: EnvelopeError) -> Refusal {
     let rej = e.rejection();
     let id = match e {
         EnvelopeError::Invalid { id, .. } => id,
@@ -101,7 +101,7 @@ pub fn envelope_rejection(e: EnvelopeError) -> Refusal {
 }
 
 /// The error that cuts off an upstream request the gateway refused mid-body.
-pub fn refused_error() -> Box<Error> {
+pub(crate) fn refused_error() -> Box<Error> {
     Error::explain(
         ErrorType::Custom("mcp-edge refused the request"),
         "request refused by the gateway",
@@ -109,12 +109,12 @@ pub fn refused_error() -> Box<Error> {
 }
 
 /// Whether a pingora error is the client's doing (it went away, or stopped sending).
-pub fn is_downstream(e: &Error) -> bool {
+pub(crate) fn is_downstream(e: &Error) -> bool {
     e.esource() == &ErrorSource::Downstream
 }
 
 /// The answer for a request that could not be proxied. `instance` names where it was going.
-pub fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> Rejection {
+pub(crate) fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> Rejection {
     use ErrorType::*;
     match etype {
         // Whatever pingora calls it (a client that sends bytes after its body shows up as a
@@ -150,7 +150,7 @@ pub fn upstream_failure(etype: &ErrorType, downstream: bool, instance: &str) -> 
 }
 
 /// The answer when the TLS handshake with an instance failed (`why` says how): not delivered.
-pub fn upstream_tls_failure(instance: &str, why: &str) -> Rejection {
+pub(crate) fn upstream_tls_failure(instance: &str, why: &str) -> Rejection {
     Rejection::new(
         502,
         codes::GATEWAY_UPSTREAM_UNAVAILABLE,
@@ -160,7 +160,7 @@ pub fn upstream_tls_failure(instance: &str, why: &str) -> Rejection {
 }
 
 /// Write a complete JSON response from the gateway itself.
-pub async fn respond(
+pub(crate) async fn respond(
     session: &mut Session,
     status: u16,
     body: Vec<u8>,

@@ -35,14 +35,14 @@ use crate::config::{Balance, HashKey, PoolConfig};
 use crate::gateway::stages::health::{Change, PoolHealth};
 use crate::mcp::tasks::{is_task_method, owner_hint, parse_owner_hint};
 
-pub mod choice;
-pub mod key;
+pub(crate) mod choice;
+pub(crate) mod key;
 pub mod load;
-pub mod metrics;
+pub(crate) mod metrics;
 mod select;
 
-pub use key::{shard_key, shard_key_for};
-pub use load::InstanceLoad;
+pub(crate) use key::shard_key_for;
+pub(crate) use load::InstanceLoad;
 
 /// One upstream instance.
 #[derive(Debug, Clone)]
@@ -71,7 +71,7 @@ pub enum TaskRoute {
 }
 
 impl TaskRoute {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             TaskRoute::Owner => "owner",
             TaskRoute::OwnerUnreachable => "owner_unreachable",
@@ -223,7 +223,7 @@ impl Pool {
 
     /// A health change of instance `i`: an instance back from down ramps up from now, an
     /// ejected one from the end of its ejection.
-    pub fn on_health(&self, i: usize, change: Change) {
+    pub(crate) fn on_health(&self, i: usize, change: Change) {
         if self.slow_start.is_zero() {
             return;
         }
@@ -236,7 +236,7 @@ impl Pool {
     }
 
     /// The resolved address of each instance, in order.
-    pub fn addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+    pub(crate) fn addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
         self.instances.iter().map(|i| i.addr)
     }
 
@@ -279,21 +279,23 @@ impl Pool {
     }
 
     /// The instance whose task ids carry `hint`.
-    pub fn owner_of(&self, hint: &str) -> Option<usize> {
+    pub(crate) fn owner_of(&self, hint: &str) -> Option<usize> {
         self.instances
             .iter()
             .position(|i| i.task_hints.iter().any(|h| h == hint))
     }
 
+    #[cfg(test)]
     /// The index of the instance to send a request to; `name` is the decoded `Mcp-Name`.
-    pub fn pick(&self, name: Option<&str>, headers: &http::HeaderMap) -> Option<usize> {
+    pub(crate) fn pick(&self, name: Option<&str>, headers: &http::HeaderMap) -> Option<usize> {
         self.pick_excluding(name, headers, Tried::default())
     }
 
+    #[cfg(test)]
     /// Like [`Pool::pick`], skipping instances already tried for this request. With consistent
     /// hashing the next instance on the ring is chosen, so a retried key still lands on a
     /// stable second choice.
-    pub fn pick_excluding(
+    pub(crate) fn pick_excluding(
         &self,
         name: Option<&str>,
         headers: &http::HeaderMap,
@@ -346,15 +348,15 @@ impl Pool {
 pub struct Tried(u64);
 
 impl Tried {
-    pub fn add(&mut self, i: usize) {
+    pub(crate) fn add(&mut self, i: usize) {
         if i < 64 {
             self.0 |= 1 << i;
         }
     }
-    pub fn has(self, i: usize) -> bool {
+    pub(crate) fn has(self, i: usize) -> bool {
         i < 64 && self.0 & (1 << i) != 0
     }
-    pub fn count(self) -> u32 {
+    pub(crate) fn count(self) -> u32 {
         self.0.count_ones()
     }
 }

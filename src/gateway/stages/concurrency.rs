@@ -8,7 +8,7 @@
 //! own count up to `max_keys` names; further names share one overflow count (stricter, never
 //! looser, and memory stays bounded).
 
-pub use crate::gateway::telemetry::metrics::concurrency::ConcurrencyMetrics;
+pub(crate) use crate::gateway::telemetry::metrics::concurrency::ConcurrencyMetrics;
 
 use prometheus::IntGauge;
 use std::collections::HashMap;
@@ -49,7 +49,7 @@ pub struct ConcurrencyLimit {
 
 /// What a limit looks at: the request's route and claims.
 #[derive(Debug, Clone, Copy)]
-pub struct ConcurrencyInput<'a> {
+pub(crate) struct ConcurrencyInput<'a> {
     pub route: &'a str,
     pub method: Option<&'a str>,
     pub name: Option<&'a str>,
@@ -69,7 +69,7 @@ impl Drop for Held {
 
 /// A refusal: which limit, and the `Retry-After` to send.
 #[derive(Debug, Clone)]
-pub struct Shed {
+pub(crate) struct Shed {
     pub limit: String,
     pub max_in_flight: u32,
     pub retry_after: Duration,
@@ -78,7 +78,7 @@ pub struct Shed {
 }
 
 impl ConcurrencyLimit {
-    pub fn new(config: &ConcurrencyLimitConfig, metrics: &ConcurrencyMetrics) -> Self {
+    pub(crate) fn new(config: &ConcurrencyLimitConfig, metrics: &ConcurrencyMetrics) -> Self {
         ConcurrencyLimit {
             shared: Slot::new(config.max_in_flight),
             names: Mutex::new(HashMap::new()),
@@ -89,7 +89,7 @@ impl ConcurrencyLimit {
         }
     }
 
-    pub fn applies(&self, i: &ConcurrencyInput) -> bool {
+    pub(crate) fn applies(&self, i: &ConcurrencyInput) -> bool {
         let pat = |p: &Option<Pattern>, v: Option<&str>| match (p, v) {
             (None, _) => true,
             (Some(p), Some(v)) => p.matches(v),
@@ -117,8 +117,9 @@ impl ConcurrencyLimit {
         s
     }
 
+    #[cfg(test)]
     /// Requests holding a slot of this limit (every count together).
-    pub fn in_flight(&self) -> i64 {
+    pub(crate) fn in_flight(&self) -> i64 {
         self.gauge.get()
     }
 
@@ -161,7 +162,7 @@ impl ConcurrencyLimit {
 
 /// Take a slot of every limit that covers the request, in order, counting each decision. On a
 /// refusal the slots already taken are given back.
-pub async fn admit(
+pub(crate) async fn admit(
     limits: &[Arc<ConcurrencyLimit>],
     metrics: &ConcurrencyMetrics,
     input: &ConcurrencyInput<'_>,
@@ -194,7 +195,7 @@ pub async fn admit(
 }
 
 /// The 503 answer for a shed request, and its `Retry-After` value.
-pub fn refusal(shed: &Shed) -> (Rejection, String) {
+pub(crate) fn refusal(shed: &Shed) -> (Rejection, String) {
     let secs = crate::gateway::stages::limit::retry_after_secs(shed.retry_after);
     let waited = if shed.timed_out {
         " (waited in its queue until the timeout)"
@@ -220,7 +221,7 @@ pub fn refusal(shed: &Shed) -> (Rejection, String) {
 
 /// Build the limits of a config, keeping the counts of every limit whose settings did not change
 /// (requests in flight across a reload keep their slots).
-pub fn build(
+pub(crate) fn build(
     configs: &[ConcurrencyLimitConfig],
     previous: &[Arc<ConcurrencyLimit>],
     metrics: &ConcurrencyMetrics,

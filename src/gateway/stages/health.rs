@@ -53,7 +53,7 @@ pub struct PoolHealth {
 
 /// A change worth reporting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     None,
     Ejected(Duration),
     WentDown,
@@ -61,7 +61,7 @@ pub enum Change {
 }
 
 impl PoolHealth {
-    pub fn new(n: usize, check: HealthConfig, ejection: EjectionConfig) -> Self {
+    pub(crate) fn new(n: usize, check: HealthConfig, ejection: EjectionConfig) -> Self {
         PoolHealth {
             instances: (0..n).map(|_| InstanceHealth::default()).collect(),
             check,
@@ -75,25 +75,25 @@ impl PoolHealth {
     }
 
     /// Whether instance `i` should get new requests.
-    pub fn usable(&self, i: usize) -> bool {
+    pub(crate) fn usable(&self, i: usize) -> bool {
         let h = &self.instances[i];
         h.active_up.load(Ordering::Relaxed)
             && self.now_ms() >= h.ejected_until_ms.load(Ordering::Relaxed)
     }
 
     /// Whether instance `i`'s active checks pass (ejection aside).
-    pub fn checks_pass(&self, i: usize) -> bool {
+    pub(crate) fn checks_pass(&self, i: usize) -> bool {
         self.instances[i].active_up.load(Ordering::Relaxed)
     }
 
     /// How long instance `i` stays ejected, if it is.
-    pub fn ejected_for(&self, i: usize) -> Option<Duration> {
+    pub(crate) fn ejected_for(&self, i: usize) -> Option<Duration> {
         let until = self.instances[i].ejected_until_ms.load(Ordering::Relaxed);
         let now = self.now_ms();
         (until > now).then(|| Duration::from_millis(until - now))
     }
 
-    pub fn any_usable(&self) -> bool {
+    pub(crate) fn any_usable(&self) -> bool {
         (0..self.instances.len()).any(|i| self.usable(i))
     }
 
@@ -116,7 +116,7 @@ impl PoolHealth {
     }
 
     /// A connection to instance `i` failed: the request never reached it.
-    pub fn on_connect_failure(&self, i: usize) -> Change {
+    pub(crate) fn on_connect_failure(&self, i: usize) -> Change {
         if !self.ejection_on() || !self.usable(i) {
             return Change::None;
         }
@@ -124,7 +124,7 @@ impl PoolHealth {
     }
 
     /// Instance `i` answered with `status`.
-    pub fn on_response(&self, i: usize, status: u16) -> Change {
+    pub(crate) fn on_response(&self, i: usize, status: u16) -> Change {
         let h = &self.instances[i];
         if status >= 500 {
             let n = h.request_failures.fetch_add(1, Ordering::Relaxed) + 1;
@@ -139,7 +139,7 @@ impl PoolHealth {
     }
 
     /// An active check of instance `i` passed or failed.
-    pub fn on_check(&self, i: usize, ok: bool) -> Change {
+    pub(crate) fn on_check(&self, i: usize, ok: bool) -> Change {
         let h = &self.instances[i];
         let up = h.active_up.load(Ordering::Relaxed);
         if ok {
@@ -166,7 +166,7 @@ impl PoolHealth {
 
 /// The pool's credential on a health check (`pools.<name>.credentials`: the static secret or the
 /// gateway's own client-credentials token, never a caller's).
-pub type CheckAuth<'a> = Option<&'a crate::credentials::Credential>;
+pub(crate) type CheckAuth<'a> = Option<&'a crate::credentials::Credential>;
 
 /// The `server/discover` request an MCP health check sends to `addr` at `endpoint`.
 fn discover_request(addr: SocketAddr, endpoint: &str, auth: CheckAuth) -> Vec<u8> {
@@ -190,7 +190,7 @@ fn discover_request(addr: SocketAddr, endpoint: &str, auth: CheckAuth) -> Vec<u8
 /// Probe one instance, over TLS for TLS pools: true when it passes. `tcp`: the connection (and
 /// TLS handshake) is made; `discover`: `server/discover` answers 200. The request goes on the
 /// gateway's one client for its own calls (`upstream_h1::oneshot`), which reads only the head.
-pub async fn probe(
+pub(crate) async fn probe(
     peers: &PoolPeers,
     (addr, instance): (SocketAddr, &str),
     check: &HealthConfig,

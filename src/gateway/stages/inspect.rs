@@ -18,7 +18,7 @@ use crate::gateway::telemetry::metrics::Metrics;
 
 /// The body is larger than the configured limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooLarge {
+pub(crate) struct TooLarge {
     pub limit: usize,
 }
 
@@ -31,16 +31,17 @@ pub struct BodyHold {
 }
 
 impl BodyHold {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Add a chunk; refuse it if the body would exceed `limit` bytes.
-    pub fn push(&mut self, chunk: Bytes, limit: usize) -> Result<(), TooLarge> {
+    pub(crate) fn push(&mut self, chunk: Bytes, limit: usize) -> Result<(), TooLarge> {
         if self.len + chunk.len() > limit {
             return Err(TooLarge { limit });
         }
@@ -59,7 +60,7 @@ impl BodyHold {
     }
 
     /// Hold one chunk of a streamed body; at the end of the stream, the whole body.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         chunk: Option<Bytes>,
         end_of_stream: bool,
@@ -72,7 +73,7 @@ impl BodyHold {
     }
 
     /// The whole body, without a copy when it came in one chunk.
-    pub fn take(&mut self) -> Bytes {
+    pub(crate) fn take(&mut self) -> Bytes {
         self.len = 0;
         match (self.first.take(), self.rest.take()) {
             (_, Some(buf)) => buf.freeze(),
@@ -83,7 +84,7 @@ impl BodyHold {
 }
 
 /// Parse a complete body once and check it against the request headers, counting the result.
-pub fn inspect_and_validate(
+pub(crate) fn inspect_and_validate(
     metrics: &Metrics,
     headers: &http::HeaderMap,
     body: &[u8],
@@ -105,7 +106,7 @@ pub fn inspect_and_validate(
 }
 
 /// The id of a body, if it is a JSON-RPC request whose id can be read.
-pub fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
+pub(crate) fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
     match envelope::parse(body) {
         Ok(env) => env.id,
         Err(e) => envelope_rejection(e).1,
@@ -115,7 +116,7 @@ pub fn id_of(body: &[u8]) -> Option<Box<serde_json::value::RawValue>> {
 /// Bodies up to this size can be replayed by pingora's proxy pipe after being read before an
 /// upstream is chosen (its retry buffer holds 64 KiB). The direct leg has no such bound: it sends
 /// the body it holds.
-pub const PREREAD_MAX: usize = 64 * 1024;
+pub(crate) const PREREAD_MAX: usize = 64 * 1024;
 
 /// How a request's body is read, decided once from its framing and the leg that will carry it.
 ///
@@ -133,7 +134,7 @@ pub const PREREAD_MAX: usize = 64 * 1024;
 /// within it is a `Whole`; a longer one is held and checked chunk by chunk as a `Hold` is,
 /// after the head went upstream. A sampled-out body of a declared length over 64 KiB streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     Whole,
     Prefix,
     Hold,
@@ -142,7 +143,7 @@ pub enum Plan {
 
 /// The plan for a body: `checked` (not sampled out), on the `direct` leg, with this framing
 /// (`declared`: its `Content-Length` when not chunked; `empty`: no body at all).
-pub fn plan(checked: bool, direct: bool, declared: Option<usize>, empty: bool) -> Plan {
+pub(crate) fn plan(checked: bool, direct: bool, declared: Option<usize>, empty: bool) -> Plan {
     let small = empty || declared.is_some_and(|n| n <= PREREAD_MAX);
     match (direct, checked) {
         (true, true) => Plan::Whole,
@@ -156,7 +157,7 @@ pub fn plan(checked: bool, direct: bool, declared: Option<usize>, empty: bool) -
 
 /// The declared length of a request's body: its `Content-Length`, unless it is chunked (a
 /// chunked body's length is known only at its end).
-pub fn declared_length(session: &Session, content_length: Option<usize>) -> Option<usize> {
+pub(crate) fn declared_length(session: &Session, content_length: Option<usize>) -> Option<usize> {
     let chunked = session
         .req_header()
         .headers
@@ -174,7 +175,7 @@ pub struct Held {
 
 impl Held {
     /// Count `n` more bytes, unless all requests would then hold more than `budget`.
-    pub fn reserve(
+    pub(crate) fn reserve(
         &mut self,
         counter: &Arc<AtomicUsize>,
         n: usize,
@@ -209,7 +210,7 @@ fn over_budget(budget: usize) -> Rejection {
 }
 
 /// What a bounded read before any upstream is chosen found.
-pub enum Read {
+pub(crate) enum Read {
     /// The whole body.
     Whole(Bytes),
     /// More than the read's `stop_after` bytes, and the body goes on: what was read so far.
@@ -221,7 +222,7 @@ pub enum Read {
 /// Read a (bounded) body inside `request_filter`, before any upstream is chosen, counting it
 /// against the process-wide budget in `held` (`budget`): to its end, or (`stop_after`) until
 /// more than that many bytes were read.
-pub async fn read_whole_held(
+pub(crate) async fn read_whole_held(
     session: &mut Session,
     limit: usize,
     held: &mut Held,
@@ -251,7 +252,7 @@ pub async fn read_whole_held(
 }
 
 /// Read a whole (bounded) body inside `request_filter`, before any upstream is chosen.
-pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Rejection> {
+pub(crate) async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Rejection> {
     let mut hold = BodyHold::default();
     loop {
         match session.read_request_body().await {
@@ -269,7 +270,7 @@ pub async fn read_whole(session: &mut Session, limit: usize) -> Result<Bytes, Re
 /// request with a trailer section, which is refused ([`crate::gateway::stages::answer::trailers`]). Over HTTP/1.1 the
 /// data's end is the body's end (pingora's parser reads a chunked body's trailer lines and
 /// forwards none of them).
-pub fn trailers_refused(session: &mut Session) -> Result<(), Rejection> {
+pub(crate) fn trailers_refused(session: &mut Session) -> Result<(), Rejection> {
     match trailers_pending(session) {
         false => Ok(()),
         true => Err(crate::gateway::stages::answer::trailers()),
@@ -278,7 +279,7 @@ pub fn trailers_refused(session: &mut Session) -> Result<(), Rejection> {
 
 /// Whether an h2 request's data has ended (pingora read `None`, or said end of stream) while its
 /// stream has not: a trailer section follows.
-pub fn trailers_pending(session: &mut Session) -> bool {
+pub(crate) fn trailers_pending(session: &mut Session) -> bool {
     session.as_downstream().is_http2() && !session.is_body_done()
 }
 

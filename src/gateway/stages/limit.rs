@@ -12,7 +12,7 @@
 //! (which one would name the principal is ambiguous), and so it does a `header:<name>` key sent
 //! twice or under a name that folds onto it ([`crate::mcp::header::key_header`]).
 
-pub mod circuit;
+pub(crate) mod circuit;
 pub mod local;
 pub mod store;
 
@@ -89,7 +89,7 @@ impl Limit {
         Limit::with_store(cfg, None)
     }
 
-    pub fn with_store(cfg: &RateLimitConfig, store: Option<Arc<GlobalStore>>) -> Limit {
+    pub(crate) fn with_store(cfg: &RateLimitConfig, store: Option<Arc<GlobalStore>>) -> Limit {
         let quota: Quota = cfg.quota();
         let (local_quota, global) = match cfg.scope {
             Scope::Replica => (quota, None),
@@ -172,7 +172,7 @@ impl Limit {
     }
 
     /// The 64-bit key of a request in this replica's store (under the process's random key).
-    pub fn key_of(&self, i: &LimitInput) -> u64 {
+    pub(crate) fn key_of(&self, i: &LimitInput) -> u64 {
         let mut h = local::keyed_hasher();
         self.key_material(i, |b| h.write(b));
         h.finish()
@@ -180,7 +180,7 @@ impl Limit {
 
     /// The Redis key of a request: the prefix and a SHA-256 of the limit's name and the key,
     /// the same on every replica (never a raw token).
-    pub fn global_key(&self, prefix: &str, i: &LimitInput) -> String {
+    pub(crate) fn global_key(&self, prefix: &str, i: &LimitInput) -> String {
         let mut h = Sha256::new();
         h.update((self.name.len() as u64).to_le_bytes());
         h.update(self.name.as_bytes());
@@ -231,7 +231,7 @@ impl Limit {
     /// What this limit would decide for `i` now, without spending a token: `None` when it does
     /// not apply, or when its buckets live in Redis (`scope: global`; not peeked, so that
     /// explaining never costs a round trip or a token).
-    pub fn peek(&self, i: &LimitInput<'_>) -> Option<Verdict> {
+    pub(crate) fn peek(&self, i: &LimitInput<'_>) -> Option<Verdict> {
         if !self.applies(i) || self.global.is_some() {
             return None;
         }
@@ -242,12 +242,13 @@ impl Limit {
         })
     }
 
+    #[cfg(test)]
     /// Live keys in this replica's store (for tests and metrics).
-    pub fn live_keys(&self) -> usize {
+    pub(crate) fn live_keys(&self) -> usize {
         self.local.live_keys()
     }
 
-    pub fn scope(&self) -> Scope {
+    pub(crate) fn scope(&self) -> Scope {
         if self.global.is_some() {
             Scope::Global
         } else {
@@ -277,7 +278,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(
+    pub(crate) fn new(
         config: &Config,
         previous: Option<&Shared>,
         registry: &prometheus::Registry,
@@ -306,13 +307,13 @@ impl Shared {
     }
 
     /// Build the limit of `cfg` on this shared tier.
-    pub fn limit(&self, cfg: &RateLimitConfig) -> Limit {
+    pub(crate) fn limit(&self, cfg: &RateLimitConfig) -> Limit {
         Limit::with_store(cfg, self.store.clone())
     }
 }
 
 /// The 429 answer for a request that limit `name` refused, and its `Retry-After` value.
-pub fn refusal(name: &str, wait: Duration) -> (crate::mcp::Rejection, String) {
+pub(crate) fn refusal(name: &str, wait: Duration) -> (crate::mcp::Rejection, String) {
     let secs = retry_after_secs(wait);
     let rej = crate::mcp::Rejection::new(
         429,
@@ -325,7 +326,7 @@ pub fn refusal(name: &str, wait: Duration) -> (crate::mcp::Rejection, String) {
 }
 
 /// `Retry-After` in whole seconds (at least 1), rounded up.
-pub fn retry_after_secs(wait: Duration) -> u64 {
+pub(crate) fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_nanos().div_ceil(1_000_000_000).max(1) as u64
 }
 
@@ -334,7 +335,7 @@ mod tests;
 
 /// The rate-limit step of `request_filter`: the refusal (429) and its `Retry-After` value when
 /// the request is over a limit, on what its headers claim.
-pub async fn over_limit(
+pub(crate) async fn over_limit(
     gw: &crate::gateway::journey::state::Gateway,
     session: &pingora::proxy::Session,
     ctx: &crate::gateway::journey::request::RequestCtx,

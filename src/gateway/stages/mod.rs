@@ -14,14 +14,14 @@
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
-pub mod admission;
-pub mod answer;
+pub(crate) mod admission;
+pub(crate) mod answer;
 pub mod balance;
-pub mod cache;
-pub mod concurrency;
-pub mod federation;
-pub mod health;
-pub mod inspect;
+pub(crate) mod cache;
+pub(crate) mod concurrency;
+pub(crate) mod federation;
+pub(crate) mod health;
+pub(crate) mod inspect;
 pub mod limit;
 pub mod route;
 pub mod validate;

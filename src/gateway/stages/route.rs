@@ -5,9 +5,9 @@
 //! nothing; exact routes are found by [`RouteIndex`] in constant time.
 
 /// Patterns are config values (`config::pattern`); this path stays for existing callers.
-pub use crate::config::Pattern;
+pub(crate) use crate::config::Pattern;
 
-pub mod index;
+pub(crate) mod index;
 
 use crate::config::{route_name, Config, Validation};
 use index::RouteIndex;
@@ -26,7 +26,7 @@ pub struct Route {
 
 impl Route {
     /// Whether the route's conditions hold for the claims (absent condition: anything).
-    pub fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
+    pub(crate) fn matches(&self, method: Option<&str>, name: Option<&str>) -> bool {
         let ok = |p: &Option<Pattern>, v: Option<&str>| match (p, v) {
             (None, _) => true,
             (Some(p), Some(v)) => p.matches(v),
@@ -109,14 +109,14 @@ impl RouteTable {
     /// Like [`RouteTable::select`], as a small handle a request can carry.
     ///
     /// (See [`no_route`] for the answer when there is none.)
-    pub fn select_ref(&self, method: Option<&str>, name: Option<&str>) -> Option<RouteRef> {
+    pub(crate) fn select_ref(&self, method: Option<&str>, name: Option<&str>) -> Option<RouteRef> {
         match self.index.first_match(&self.routes, method, name) {
             Some(i) => Some(RouteRef::Index(i)),
             None => self.default.as_ref().map(|_| RouteRef::Default),
         }
     }
 
-    pub fn get(&self, r: RouteRef) -> Option<&Route> {
+    pub(crate) fn get(&self, r: RouteRef) -> Option<&Route> {
         match r {
             RouteRef::Index(i) => self.routes.get(i),
             RouteRef::Default => self.default.as_ref(),
@@ -135,7 +135,7 @@ pub enum RouteRef {
 }
 
 /// The 404 answer for a request that matches no route (and there is no `default_route`).
-pub fn no_route(method: Option<&str>, name: Option<&str>) -> crate::mcp::Rejection {
+pub(crate) fn no_route(method: Option<&str>, name: Option<&str>) -> crate::mcp::Rejection {
     let msg = format!(
         "No route for method {:?}{}: this gateway has no default_route",
         method.unwrap_or(""),

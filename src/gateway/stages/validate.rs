@@ -6,10 +6,10 @@ use crate::mcp::{check_request, Claims, Envelope, Rejection, VersionPolicy, PROT
 /// A gateway serves this revision and later ones; older (or missing) versions are refused,
 /// because routing and limits trust the mirrored headers only from 2026-07-28 on (the
 /// spec's rule for intermediaries: never route on headers a legacy client did not validate).
-pub const POLICY: VersionPolicy = VersionPolicy::AtLeast(PROTOCOL_VERSION);
+pub(crate) const POLICY: VersionPolicy = VersionPolicy::AtLeast(PROTOCOL_VERSION);
 
 /// Whether a request on a route with this sample rate is checked against its body.
-pub fn sampled(rate: f64) -> bool {
+pub(crate) fn sampled(rate: f64) -> bool {
     if rate >= 1.0 {
         true
     } else if rate <= 0.0 {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// Entries by digest, with a deadline each (see the module docs). Not synchronised: the stores
 /// keep it under their own lock.
 #[derive(Debug)]
-pub struct Expiring<V> {
+pub(crate) struct Expiring<V> {
     map: HashMap<u64, (V, u64)>,
     order: VecDeque<(u64, Instant, u64)>,
     stamp: u64,
@@ -24,7 +24,7 @@ pub struct Expiring<V> {
 
 impl<V> Expiring<V> {
     /// A map holding at most `max` entries (at least one), each for `timeout`.
-    pub fn new(timeout: Duration, max: usize) -> Self {
+    pub(crate) fn new(timeout: Duration, max: usize) -> Self {
         Expiring {
             map: HashMap::new(),
             order: VecDeque::new(),
@@ -34,34 +34,42 @@ impl<V> Expiring<V> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
+    #[cfg(test)]
     /// Marks in the FIFO, stale ones included (bounded by about twice `max`).
-    pub fn marks(&self) -> usize {
+    pub(crate) fn marks(&self) -> usize {
         self.order.len()
     }
 
-    pub fn get(&self, digest: &u64) -> Option<&V> {
+    pub(crate) fn get(&self, digest: &u64) -> Option<&V> {
         self.map.get(digest).map(|(v, _)| v)
     }
 
-    pub fn get_mut(&mut self, digest: &u64) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, digest: &u64) -> Option<&mut V> {
         self.map.get_mut(digest).map(|(v, _)| v)
     }
 
-    pub fn remove(&mut self, digest: &u64) -> Option<V> {
+    pub(crate) fn remove(&mut self, digest: &u64) -> Option<V> {
         self.map.remove(digest).map(|(v, _)| v)
     }
 
     /// Insert (or replace) with a fresh deadline; each entry evicted to make room goes to
     /// `evicted`.
-    pub fn insert(&mut self, digest: u64, value: V, now: Instant, mut evicted: impl FnMut(V)) {
+    pub(crate) fn insert(
+        &mut self,
+        digest: u64,
+        value: V,
+        now: Instant,
+        mut evicted: impl FnMut(V),
+    ) {
         while self.map.len() >= self.max && !self.map.contains_key(&digest) {
             let Some((d, _, stamp)) = self.order.pop_front() else {
                 break;
@@ -82,7 +90,7 @@ impl<V> Expiring<V> {
     }
 
     /// Drop the entries whose deadline has passed, each to `expired`.
-    pub fn expire(&mut self, now: Instant, mut expired: impl FnMut(V)) {
+    pub(crate) fn expire(&mut self, now: Instant, mut expired: impl FnMut(V)) {
         while let Some(&(d, deadline, stamp)) = self.order.front() {
             if deadline > now {
                 break;

@@ -22,7 +22,7 @@ pub struct FlowMetrics {
 }
 
 impl FlowMetrics {
-    pub fn register(r: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(r: &Registry) -> prometheus::Result<Self> {
         let mn = ["method", "name"];
         let times = vec![
             0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,

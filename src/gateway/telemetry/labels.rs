@@ -10,16 +10,16 @@ use std::sync::{Arc, RwLock};
 use crate::mcp::{codes, methods};
 
 /// Names longer than this are counted as `_other` (label values stay small).
-pub const MAX_NAME_LABEL: usize = 128;
+pub(crate) const MAX_NAME_LABEL: usize = 128;
 
 /// The label for names past the bound, and for unknown methods.
-pub const OTHER: &str = "_other";
+pub(crate) const OTHER: &str = "_other";
 
 /// Methods that get their own label value.
 const KNOWN_METHODS: &[&str] = methods::KNOWN;
 
 /// A bounded `method` label value.
-pub fn method_label(m: Option<&str>) -> &'static str {
+pub(crate) fn method_label(m: Option<&str>) -> &'static str {
     METHOD_LABELS[method_index(m)]
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn method_index(m: Option<&str>) -> usize {
 }
 
 /// A bounded `code` label value.
-pub fn code_label(code: Option<i32>) -> &'static str {
+pub(crate) fn code_label(code: Option<i32>) -> &'static str {
     match code {
         None => "",
         Some(c) => codes::label(c).unwrap_or(OTHER),
@@ -65,7 +65,7 @@ pub struct NameLabels {
 }
 
 impl NameLabels {
-    pub fn new(fixed: impl IntoIterator<Item = String>, limit: usize) -> Self {
+    pub(crate) fn new(fixed: impl IntoIterator<Item = String>, limit: usize) -> Self {
         NameLabels {
             fixed: RwLock::new(fixed.into_iter().map(Arc::from).collect()),
             seen: RwLock::new(HashSet::new()),
@@ -76,14 +76,14 @@ impl NameLabels {
     }
 
     /// Pin the names of a new config (on reload); names seen before keep their labels.
-    pub fn set_fixed(&self, fixed: impl IntoIterator<Item = String>) {
+    pub(crate) fn set_fixed(&self, fixed: impl IntoIterator<Item = String>) {
         let names = fixed.into_iter().map(Arc::from).collect();
         *self.fixed.write().unwrap_or_else(|p| p.into_inner()) = names;
     }
 
     /// The label of `name`. Only a name whose request passed the header check (`admit`) may
     /// take a free place in the label set; others get a label only if they already have one.
-    pub fn label(&self, name: Option<&str>, admit: bool) -> Arc<str> {
+    pub(crate) fn label(&self, name: Option<&str>, admit: bool) -> Arc<str> {
         let Some(name) = name else {
             return self.empty.clone();
         };
@@ -113,8 +113,9 @@ impl NameLabels {
         n
     }
 
+    #[cfg(test)]
     /// Distinct values handed out besides `_other` and the config's names.
-    pub fn seen_count(&self) -> usize {
+    pub(crate) fn seen_count(&self) -> usize {
         self.seen.read().unwrap_or_else(|p| p.into_inner()).len()
     }
 }

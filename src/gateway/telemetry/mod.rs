@@ -9,12 +9,12 @@
 //! - [`trace`]: W3C trace context and OTLP spans.
 //! - [`recent`]: the ring of recent refusals the console shows, and whose fault each one was.
 
-pub mod expiring;
-pub mod flow_metrics;
+pub(crate) mod expiring;
+pub(crate) mod flow_metrics;
 pub mod flows;
-pub mod labels;
+pub(crate) mod labels;
 pub mod metrics;
-pub mod outcome;
-pub mod recent;
-pub mod task_count;
+pub(crate) mod outcome;
+pub(crate) mod recent;
+pub(crate) mod task_count;
 pub mod trace;

@@ -16,14 +16,14 @@ use crate::gateway::telemetry::outcome::Outcome;
 use crate::mcp::codes;
 
 /// Entries kept.
-pub const CAPACITY: usize = 300;
+pub(crate) const CAPACITY: usize = 300;
 /// The longest message kept (the gateway's own refusal text).
 const MESSAGE_MAX: usize = 300;
 
 /// Whose fault a refusal or failure is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Side {
+pub(crate) enum Side {
     /// The gateway refused what the client sent (4xx).
     Client,
     /// The gateway could not serve it (its limits, its dependencies; 5xx it made).
@@ -33,7 +33,7 @@ pub enum Side {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub at_unix_ms: u64,
     pub side: Side,
     pub status: u16,
@@ -67,7 +67,7 @@ const UPSTREAM_CODES: [i32; 3] = [
 /// Whose fault an answer is, from its HTTP status and the JSON-RPC code of an answer the
 /// gateway made (`None`: neither a refusal nor a failure). The one rule behind the refusal ring
 /// and the console's error counts.
-pub fn side(status: u16, gateway_code: Option<i32>) -> Option<Side> {
+pub(crate) fn side(status: u16, gateway_code: Option<i32>) -> Option<Side> {
     match gateway_code {
         Some(c) if UPSTREAM_CODES.contains(&c) => Some(Side::Upstream),
         Some(_) if status < 500 => Some(Side::Client),
@@ -78,12 +78,12 @@ pub fn side(status: u16, gateway_code: Option<i32>) -> Option<Side> {
 }
 
 /// Whose fault an outcome is, if it is a refusal or a failure at all.
-pub fn side_of(o: &Outcome) -> Option<Side> {
+pub(crate) fn side_of(o: &Outcome) -> Option<Side> {
     side(o.status, o.gateway_code)
 }
 
 impl Side {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Side::Client => "client",
             Side::Gateway => "gateway",
@@ -95,7 +95,7 @@ impl Side {
 impl Recent {
     /// Keep `o` if it was refused or failed. `message`, `body` (method, name) and `caller` are
     /// read only then.
-    pub fn note(
+    pub(crate) fn note(
         &self,
         o: &Outcome,
         message: impl FnOnce() -> Option<String>,
@@ -132,7 +132,7 @@ impl Recent {
     }
 
     /// The entries, newest first.
-    pub fn snapshot(&self) -> Vec<Entry> {
+    pub(crate) fn snapshot(&self) -> Vec<Entry> {
         let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         ring.iter().rev().cloned().collect()
     }

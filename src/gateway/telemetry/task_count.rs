@@ -24,7 +24,7 @@ use crate::mcp::result_scan::{ResultKind, TaskStatus, Verdict};
 use crate::mcp::{methods, tasks};
 
 /// The tool label of a task whose creation this replica did not see.
-pub const UNKNOWN_TOOL: &str = "_unknown";
+pub(crate) const UNKNOWN_TOOL: &str = "_unknown";
 
 /// The task metrics (registered once, kept across reloads).
 #[derive(Clone)]
@@ -36,7 +36,7 @@ pub struct TaskMetrics {
 }
 
 impl TaskMetrics {
-    pub fn register(r: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(r: &Registry) -> prometheus::Result<Self> {
         let m = TaskMetrics {
             created: IntCounterVec::new(
                 Opts::new(
@@ -82,7 +82,7 @@ pub struct TaskMap {
 }
 
 impl TaskMap {
-    pub fn new(timeout: Duration, max: usize) -> Self {
+    pub(crate) fn new(timeout: Duration, max: usize) -> Self {
         TaskMap {
             inner: Mutex::new(Expiring::new(timeout, max)),
             unknown: Arc::from(UNKNOWN_TOOL),
@@ -93,17 +93,14 @@ impl TaskMap {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[cfg(test)]
     /// Tasks remembered now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// A tools/call of `tool` created the task with this id digest.
-    pub fn created(&self, digest: u64, tool: Arc<str>, now: Instant, m: &TaskMetrics) {
+    pub(crate) fn created(&self, digest: u64, tool: Arc<str>, now: Instant, m: &TaskMetrics) {
         m.created.with_label_values(&[&tool]).inc();
         let mut inner = self.lock();
         self.expire(&mut inner, now);
@@ -113,7 +110,7 @@ impl TaskMap {
 
     /// An answer said the task's status is `status`: count its end if it is terminal and not
     /// counted yet. Returns the tool label it was counted under.
-    pub fn status(
+    pub(crate) fn status(
         &self,
         digest: u64,
         status: TaskStatus,
@@ -165,7 +162,7 @@ impl TaskMap {
 
 /// One forwarded answer, as far as tasks are concerned.
 #[derive(Debug, Clone, Copy)]
-pub struct TaskAnswer<'a> {
+pub(crate) struct TaskAnswer<'a> {
     pub method: Option<&'a str>,
     /// The request's `Mcp-Name` (the task id for tasks/*).
     pub name: Option<&'a str>,
@@ -176,7 +173,7 @@ pub struct TaskAnswer<'a> {
 
 /// Count what one forwarded answer says about a task; `tool_label` gives the tool's bounded
 /// label (asked only when the answer created a task).
-pub fn observe(
+pub(crate) fn observe(
     map: &TaskMap,
     m: &TaskMetrics,
     a: TaskAnswer<'_>,

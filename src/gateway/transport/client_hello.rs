@@ -145,7 +145,7 @@ fn parse(msg: &[u8]) -> Option<Offer> {
 }
 
 /// A fatal `protocol_version` alert (sent before closing a refused connection).
-pub const PROTOCOL_VERSION_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46];
+pub(crate) const PROTOCOL_VERSION_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46];
 
 #[cfg(test)]
 mod tests {

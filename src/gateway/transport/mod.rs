@@ -9,9 +9,9 @@
 
 pub mod client_hello;
 pub mod h2_to_h1;
-pub mod head_deadline;
+pub(crate) mod head_deadline;
 pub mod listeners;
-pub mod parked;
-pub mod tls;
+pub(crate) mod parked;
+pub(crate) mod tls;
 pub mod upstream_h1;
-pub mod upstream_tls;
+pub(crate) mod upstream_tls;

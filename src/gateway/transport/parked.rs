@@ -33,14 +33,14 @@ use crate::gateway::transport::listeners::HasServerOptions;
 
 /// How long a new connection may stay silent before its first request (pingora's own figure;
 /// under the gateway, the request-head deadline of [`crate::gateway::transport::head_deadline`] cuts it shorter).
-pub const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(60);
 
 /// The idle wait between two requests on one connection (the gateway's `timeouts.client_idle`,
 /// read at each wait so that a reload applies to connections already open).
-pub type IdleWait = Arc<dyn Fn() -> Duration + Send + Sync>;
+pub(crate) type IdleWait = Arc<dyn Fn() -> Duration + Send + Sync>;
 
 /// A pingora HTTP app whose plain HTTP/1.1 connections wait for requests parked.
-pub struct Parked<A> {
+pub(crate) struct Parked<A> {
     inner: Arc<A>,
     idle: IdleWait,
     enabled: bool,
@@ -48,7 +48,7 @@ pub struct Parked<A> {
 
 impl<A> Parked<A> {
     /// `enabled: false` hands every connection to pingora's loop (`connections.park_idle`).
-    pub fn new(inner: A, idle: IdleWait, enabled: bool) -> Self {
+    pub(crate) fn new(inner: A, idle: IdleWait, enabled: bool) -> Self {
         Parked {
             inner: Arc::new(inner),
             idle,
@@ -67,7 +67,7 @@ impl<A: HasServerOptions> HasServerOptions for Parked<A> {
 
 /// What a parked connection saw.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// At least one byte of a request is there (and left unread for the session).
     Bytes,
     /// The client closed, the read failed, or the wait ran out: close quietly, as pingora does
@@ -77,7 +77,7 @@ pub enum Arrival {
 
 /// Wait until the client sends something, for at most `wait`. The byte peeked is put back
 /// (pingora's `Stream::rewind`), so the session reads the request whole.
-pub async fn arrival(stream: &mut Stream, wait: Duration) -> Arrival {
+pub(crate) async fn arrival(stream: &mut Stream, wait: Duration) -> Arrival {
     let mut one = [0u8; 1];
     match tokio::time::timeout(wait, stream.try_peek(&mut one)).await {
         Ok(Ok(true)) => Arrival::Bytes,
@@ -93,7 +93,7 @@ pub async fn arrival(stream: &mut Stream, wait: Duration) -> Arrival {
 /// `tests::pipelined_prefix_is_seen` fails if that ever changes. The output goes through
 /// [`Needle`], which keeps only a small window and stops the formatting at the field, so the
 /// check allocates nothing (a `format!` of the whole struct was ~1% of the CPU per request).
-pub fn has_pipelined_prefix(s: &HttpPersistentSettings) -> bool {
+pub(crate) fn has_pipelined_prefix(s: &HttpPersistentSettings) -> bool {
     use std::fmt::Write;
     let mut sink = Needle::default();
     // An `Err` is the sink stopping at the field; formatting has no other way to fail here.
@@ -139,7 +139,7 @@ impl std::fmt::Write for Needle {
 
 /// The rest of a response, handed over by the request that started it: it gives the connection
 /// back when it ends, if the connection may serve another request.
-pub type Detached = Pin<Box<dyn Future<Output = Option<ReusedHttpStream>> + Send>>;
+pub(crate) type Detached = Pin<Box<dyn Future<Output = Option<ReusedHttpStream>> + Send>>;
 
 tokio::task_local! {
     /// The parked connection's slot for a handed-over response (see [`detach`]).
@@ -147,14 +147,14 @@ tokio::task_local! {
 }
 
 /// Whether this request runs on a parked connection, which can take a handed-over response.
-pub fn can_detach() -> bool {
+pub(crate) fn can_detach() -> bool {
     HANDED_OVER.try_with(|_| ()).is_ok()
 }
 
 /// Hand the rest of the response over to the parked loop, which runs it once the pipeline
 /// returned (the request must then answer the pipeline as done and give it nothing to reuse).
 /// `false` (and nothing done) off a parked connection: see [`can_detach`].
-pub fn detach(rest: Detached) -> bool {
+pub(crate) fn detach(rest: Detached) -> bool {
     HANDED_OVER
         .try_with(|slot| *slot.borrow_mut() = Some(rest))
         .is_ok()

@@ -29,7 +29,7 @@ use crate::config::tls::{Alpn, ListenerOptions, TlsConfig, TlsVersion};
 
 /// What `check` and the metrics say about one certificate.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CertInfo {
+pub(crate) struct CertInfo {
     /// The file it was read from.
     pub file: String,
     pub subject: String,
@@ -45,17 +45,15 @@ struct Cert {
 }
 
 /// A listener's TLS material, loaded and checked.
-pub struct Loaded {
+pub(crate) struct Loaded {
     certs: Vec<Cert>,
     client: Arc<dyn ClientCertVerifier>,
     min13: bool,
     pub alpn: Vec<Alpn>,
-    pub mtls: bool,
-    pub min_version: TlsVersion,
 }
 
 impl Loaded {
-    pub fn certificates(&self) -> impl Iterator<Item = &CertInfo> {
+    pub(crate) fn certificates(&self) -> impl Iterator<Item = &CertInfo> {
         self.certs.iter().map(|c| &c.info)
     }
 
@@ -71,7 +69,7 @@ impl Loaded {
 }
 
 /// `pattern` (`api.example.com` or `*.example.com`, one label) against a lowercase host.
-pub fn name_matches(pattern: &str, host: &str) -> bool {
+pub(crate) fn name_matches(pattern: &str, host: &str) -> bool {
     let pattern = pattern.to_ascii_lowercase();
     match pattern.strip_prefix("*.") {
         Some(suffix) => host
@@ -85,10 +83,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-pub use crate::tls_util::{read_chain, read_roots};
+pub(crate) use crate::tls_util::{read_chain, read_roots};
 
 /// Read a PEM private key; an error names the file.
-pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+pub(crate) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     let name = path.display();
     std::fs::metadata(path).map_err(|e| format!("{name}: cannot read the key file: {e}"))?;
     PrivateKeyDer::from_pem_file(path).map_err(|e| {
@@ -97,7 +95,7 @@ pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
 }
 
 /// Subject, DNS names and notAfter of a DER certificate.
-pub fn describe_cert(der: &[u8], file: &str) -> Result<CertInfo, String> {
+pub(crate) fn describe_cert(der: &[u8], file: &str) -> Result<CertInfo, String> {
     use x509_parser::prelude::*;
     let (_, cert) = X509Certificate::from_der(der)
         .map_err(|e| format!("{file}: the certificate does not parse as X.509: {e}"))?;
@@ -118,7 +116,7 @@ pub fn describe_cert(der: &[u8], file: &str) -> Result<CertInfo, String> {
 }
 
 /// Load and check one listener's TLS files.
-pub fn load(cfg: &TlsConfig) -> Result<Loaded, String> {
+pub(crate) fn load(cfg: &TlsConfig) -> Result<Loaded, String> {
     let mut certs = Vec::with_capacity(cfg.certificates.len());
     for c in &cfg.certificates {
         let chain = read_chain(&c.cert)?;
@@ -157,39 +155,37 @@ pub fn load(cfg: &TlsConfig) -> Result<Loaded, String> {
         client,
         min13: cfg.min_version == TlsVersion::Tls13,
         alpn: cfg.alpn.clone(),
-        mtls: cfg.client_ca.is_some(),
-        min_version: cfg.min_version,
     })
 }
 
 /// One TLS listener's live state, shared by its resolver and verifier.
-pub struct Shared {
+pub(crate) struct Shared {
     current: ArcSwap<Loaded>,
 }
 
 impl Shared {
-    pub fn new(loaded: Loaded) -> Arc<Shared> {
+    pub(crate) fn new(loaded: Loaded) -> Arc<Shared> {
         Arc::new(Shared {
             current: ArcSwap::from_pointee(loaded),
         })
     }
 
     /// Swap in new material (a reload); new handshakes use it.
-    pub fn replace(&self, loaded: Loaded) {
+    pub(crate) fn replace(&self, loaded: Loaded) {
         self.current.store(Arc::new(loaded));
     }
 
-    pub fn load(&self) -> Arc<Loaded> {
+    pub(crate) fn load(&self) -> Arc<Loaded> {
         self.current.load_full()
     }
 
     /// Whether this listener refuses clients that do not offer TLS 1.3.
-    pub fn requires_tls13(&self) -> bool {
+    pub(crate) fn requires_tls13(&self) -> bool {
         self.current.load().min13
     }
 
     /// pingora's settings for this listener: our resolver and verifier, and the ALPN list.
-    pub fn settings(self: &Arc<Self>) -> anyhow::Result<TlsSettings> {
+    pub(crate) fn settings(self: &Arc<Self>) -> anyhow::Result<TlsSettings> {
         let mut s = TlsSettings::intermediate("", "")?;
         s.set_cert_resolver(Arc::new(Resolver(self.clone())));
         s.set_client_cert_verifier(Arc::new(Verifier(self.clone())));
@@ -199,7 +195,7 @@ impl Shared {
 }
 
 /// The ALPN setting pingora can express: h2 is preferred whenever it is offered.
-pub fn alpn(list: &[Alpn]) -> ALPN {
+pub(crate) fn alpn(list: &[Alpn]) -> ALPN {
     match (list.contains(&Alpn::H2), list.contains(&Alpn::Http11)) {
         (true, true) => ALPN::H2H1,
         (true, false) => ALPN::H2,
@@ -284,7 +280,7 @@ impl ClientCertVerifier for Verifier {
 }
 
 /// A listener's protocols as `check` prints them.
-pub fn protocols(o: &ListenerOptions) -> String {
+pub(crate) fn protocols(o: &ListenerOptions) -> String {
     match &o.tls {
         Some(t) => {
             let alpn: Vec<&str> = t

@@ -21,7 +21,7 @@ use crate::config::PoolConfig;
 use crate::gateway::transport::tls::{read_chain, read_key, read_roots};
 
 /// How to reach one pool's instances.
-pub struct PoolPeers {
+pub(crate) struct PoolPeers {
     tls: Option<TlsPeer>,
     http: UpstreamHttp,
     group: u64,
@@ -44,7 +44,7 @@ fn host_of(instance: &str) -> &str {
 
 impl PoolPeers {
     /// Read the pool's TLS files; the error names the pool and the file.
-    pub fn build(name: &str, cfg: &PoolConfig) -> anyhow::Result<PoolPeers> {
+    pub(crate) fn build(name: &str, cfg: &PoolConfig) -> anyhow::Result<PoolPeers> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         name.hash(&mut h);
         let tls = match &cfg.tls {
@@ -106,7 +106,7 @@ impl PoolPeers {
     }
 
     /// The peer for one instance (timeouts are set by the caller).
-    pub fn peer(&self, addr: SocketAddr, instance: &str) -> HttpPeer {
+    pub(crate) fn peer(&self, addr: SocketAddr, instance: &str) -> HttpPeer {
         let mut peer = match &self.tls {
             None => HttpPeer::new(addr, false, String::new()),
             Some(t) => {
@@ -135,7 +135,7 @@ impl PoolPeers {
     }
 
     /// Plain HTTP/1.1: the pools the gateway's own upstream leg serves (`upstream_h1`).
-    pub fn is_plain_h1(&self) -> bool {
+    pub(crate) fn is_plain_h1(&self) -> bool {
         self.tls.is_none() && self.http == UpstreamHttp::H1
     }
 }
@@ -143,7 +143,7 @@ impl PoolPeers {
 impl PoolPeers {
     /// One whole HTTP/1.1 exchange with an instance, over TLS for TLS pools (the gateway's own
     /// calls: the federation catalog). `request` carries `Connection: close`.
-    pub async fn exchange(
+    pub(crate) async fn exchange(
         &self,
         addr: SocketAddr,
         instance: &str,
@@ -155,7 +155,7 @@ impl PoolPeers {
     }
 
     /// A connection of the gateway's own to an instance, over TLS for TLS pools.
-    pub async fn connect(
+    pub(crate) async fn connect(
         &self,
         addr: SocketAddr,
         instance: &str,
@@ -212,7 +212,7 @@ fn probe_config(
 }
 
 /// For a failed TLS handshake with an instance: the reason, in words (`None` for other errors).
-pub fn handshake_failure(e: &pingora::Error) -> Option<String> {
+pub(crate) fn handshake_failure(e: &pingora::Error) -> Option<String> {
     use pingora::ErrorType::*;
     match e.etype() {
         TLSHandshakeFailure | TLSHandshakeTimedout | InvalidCert | HandshakeError

@@ -11,7 +11,7 @@ use super::{LatencySummary, Report};
 use crate::loadtest::measure::LegKind;
 
 /// Escape text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -87,7 +87,7 @@ code{background:#f1f5f9;padding:1px 5px;border-radius:4px}
 /// When the run started, for people: `2026-12-02 02:22:32 UTC`, and the RFC 3339 form for the
 /// `datetime` attribute. UTC only: the standard library cannot tell the local offset, and the
 /// page may be read in another time zone than the one it was made in anyway.
-pub fn started_at(unix_ms: u64) -> (String, String) {
+pub(crate) fn started_at(unix_ms: u64) -> (String, String) {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms);
     let rfc3339 = humantime::format_rfc3339_seconds(t).to_string();
     let human = rfc3339.replacen('T', " ", 1).replace('Z', " UTC");
@@ -114,7 +114,7 @@ fn header(o: &mut String, r: &Report, checks: &[(&str, bool, String)]) {
 }
 
 /// The page: head, title line, summary cards, checks, the extra sections, charts, tables, footer.
-pub fn render(r: &Report) -> String {
+pub(crate) fn render(r: &Report) -> String {
     let mut o = String::with_capacity(64 * 1024);
     head(&mut o, r);
     let checks = r.check_results(&r.args);

@@ -28,7 +28,7 @@ fn head(o: &mut String, cells: &[&str]) {
 }
 
 /// Every extra section, in page order.
-pub fn sections(r: &Report) -> String {
+pub(crate) fn sections(r: &Report) -> String {
     let m = &r.measures;
     let mut o = String::new();
     if let Some(d) = &r.discovery {

@@ -4,7 +4,7 @@
 //! `schema`, `config` (the options), `scenario` (name, max_rounds, flows),
 //! `started_at_unix_ms`, `elapsed_s`,
 //! `requests` {total, errors, error_rate, rate_per_s},
-//! `flows` {started, completed, failed, abandoned, interrupted, by_legs {"<n>": count}},
+//! `flows` {started, completed, failed, abandoned, interrupted, by_legs {"N": count}},
 //! `latency_ms` {first, retry, plain, flow, bad}: each {count, min, mean, p50, p90, p99, p999, max,
 //! curve: [[percentile, ms], ...]},
 //! `operations`: [{op, requests, errors, flows_completed, flows_failed, flows_abandoned,
@@ -39,7 +39,7 @@ use super::{percentile_curve, LatencySummary, Report};
 use crate::loadtest::measure::LegKind;
 
 /// The schema identifier.
-pub const SCHEMA: &str = "mcp-edge.loadtest/v1";
+pub(crate) const SCHEMA: &str = "mcp-edge.loadtest/v1";
 
 fn lat(h: &hdrhistogram::Histogram<u64>) -> Value {
     let s = LatencySummary::of(h);
@@ -58,7 +58,7 @@ fn counts<K: ToString, V: Into<Value> + Copy>(m: impl IntoIterator<Item = (K, V)
     )
 }
 
-pub fn render(r: &Report) -> Value {
+pub(crate) fn render(r: &Report) -> Value {
     let m = &r.measures;
     let l = &m.landing;
     let mut latency = Map::new();

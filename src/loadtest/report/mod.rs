@@ -3,16 +3,16 @@
 //! `mcp-edge.loadtest/v1`) and [`html`] (one self-contained file with inline SVG charts);
 //! [`shards`] is what a report merged from a sharded run's shards says of them.
 
-pub mod html;
+pub(crate) mod html;
 mod html_charts;
 mod html_extra;
 mod html_svg;
 #[cfg(test)]
 mod html_tests;
-pub mod json;
-pub mod shards;
-pub mod tasks;
-pub mod text;
+pub(crate) mod json;
+pub(crate) mod shards;
+pub(crate) mod tasks;
+pub(crate) mod text;
 
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use super::measure::{LegKind, Measures};
 use super::LoadTestArgs;
 
 /// One error group as text: `jsonrpc_error 200 -32602 "Tool create_repo not found"`.
-pub fn error_label(k: &crate::loadtest::tally::ErrorKey) -> String {
+pub(crate) fn error_label(k: &crate::loadtest::tally::ErrorKey) -> String {
     let mut s = k.kind.to_string();
     if let Some(st) = k.status {
         s.push_str(&format!(" HTTP {st}"));
@@ -36,9 +36,6 @@ pub fn error_label(k: &crate::loadtest::tally::ErrorKey) -> String {
     }
     s
 }
-
-/// Percentiles reported for every latency distribution.
-pub const PERCENTILES: &[f64] = &[50.0, 90.0, 99.0, 99.9];
 
 /// The full result of one load test.
 #[derive(Debug, Clone)]
@@ -79,7 +76,7 @@ fn ms(us: u64) -> f64 {
 }
 
 impl LatencySummary {
-    pub fn of(h: &Histogram<u64>) -> Self {
+    pub(crate) fn of(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
             return LatencySummary::default();
         }
@@ -98,7 +95,7 @@ impl LatencySummary {
 }
 
 /// Points of a percentile curve: (percentile, ms), spaced evenly in log(1/(1-p)).
-pub fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(crate) fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
@@ -119,7 +116,7 @@ pub fn percentile_curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 impl Report {
-    pub fn new(
+    pub(crate) fn new(
         args: LoadTestArgs,
         scenario: Scenario,
         started_unix_ms: u64,
@@ -149,7 +146,7 @@ impl Report {
         self.measures.errors()
     }
 
-    pub fn error_rate(&self) -> f64 {
+    pub(crate) fn error_rate(&self) -> f64 {
         match self.requests() {
             0 => 0.0,
             n => self.errors() as f64 / n as f64,
@@ -157,7 +154,7 @@ impl Report {
     }
 
     /// Requests per second over the whole run.
-    pub fn request_rate(&self) -> f64 {
+    pub(crate) fn request_rate(&self) -> f64 {
         self.requests() as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
@@ -177,7 +174,7 @@ impl Report {
         LatencySummary::of(&self.measures.leg(kind).hist)
     }
 
-    pub fn flow_latency(&self) -> LatencySummary {
+    pub(crate) fn flow_latency(&self) -> LatencySummary {
         LatencySummary::of(&self.measures.flows_hist)
     }
 
@@ -205,7 +202,7 @@ impl Report {
     }
 
     /// The most common error groups as `N × kind [status] [code] "message"`, for reasons.
-    pub fn top_errors(&self, n: usize) -> String {
+    pub(crate) fn top_errors(&self, n: usize) -> String {
         let groups = self.measures.tally.error_groups();
         let parts: Vec<String> = groups
             .iter()
@@ -245,7 +242,7 @@ impl Report {
 
     /// The checks asked for by `args` (`--expect-cross-instance`, `--max-error-rate`,
     /// `--max-check-failure-rate`), each as (name, passed, human-readable reason).
-    pub fn check_results(&self, args: &LoadTestArgs) -> Vec<(&'static str, bool, String)> {
+    pub(crate) fn check_results(&self, args: &LoadTestArgs) -> Vec<(&'static str, bool, String)> {
         let mut out = Vec::new();
         if let Some(want) = args.expect_cross_instance {
             let l = &self.measures.landing;
@@ -359,7 +356,7 @@ impl Report {
     }
 
     /// The target without its scheme (reports carry no URL).
-    pub fn target_display(&self) -> String {
+    pub(crate) fn target_display(&self) -> String {
         let t = &self.args.target;
         t.split_once("://")
             .map_or(t.as_str(), |(_, rest)| rest)
@@ -367,7 +364,7 @@ impl Report {
     }
 
     /// How the load was driven, and which shards it covers.
-    pub fn mode_display(&self) -> String {
+    pub(crate) fn mode_display(&self) -> String {
         let part = match (&self.merge, self.args.shard) {
             (Some(m), _) => format!(" · {}", m.headline()),
             (None, Some(s)) => format!(" · shard {} of the run", s.label()),

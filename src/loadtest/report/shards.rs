@@ -40,12 +40,12 @@ impl MergeInfo {
     }
 
     /// Every shard is in, or the user asked for a partial merge.
-    pub fn complete_or_allowed(&self) -> bool {
+    pub(crate) fn complete_or_allowed(&self) -> bool {
         !self.incomplete() || self.allow_partial
     }
 
     /// `merged 4 of 4 shards` or `PARTIAL merge: 3 of 4 shards`.
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         let n = self.ran.len();
         if self.partial {
             format!("PARTIAL merge: {n} of {} shards", self.count)
@@ -55,7 +55,7 @@ impl MergeInfo {
     }
 
     /// What is in and what is not, for the `all_shards` check.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = vec![format!(
             "{} of {} shards merged ({})",
             self.ran.len(),

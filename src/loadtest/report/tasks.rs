@@ -62,7 +62,7 @@ fn lat_rows(t: &TaskMeasures) -> Vec<(String, LatencySummary, Option<u64>)> {
 }
 
 /// The text section (empty when no task was followed).
-pub fn text(r: &Report) -> String {
+pub(crate) fn text(r: &Report) -> String {
     let t = &r.measures.tasks;
     if t.created == 0 {
         return String::new();
@@ -114,7 +114,7 @@ fn landing_json(l: &TaskLanding) -> Value {
 }
 
 /// The JSON member `tasks` (null when no task was followed).
-pub fn json(r: &Report, lat: impl Fn(&hdrhistogram::Histogram<u64>) -> Value) -> Value {
+pub(crate) fn json(r: &Report, lat: impl Fn(&hdrhistogram::Histogram<u64>) -> Value) -> Value {
     let t = &r.measures.tasks;
     if t.created == 0 {
         return Value::Null;
@@ -143,7 +143,11 @@ pub fn json(r: &Report, lat: impl Fn(&hdrhistogram::Histogram<u64>) -> Value) ->
 }
 
 /// The HTML section (empty when no task was followed).
-pub fn html(r: &Report, lat_head: &str, lat_cells: impl Fn(&LatencySummary) -> String) -> String {
+pub(crate) fn html(
+    r: &Report,
+    lat_head: &str,
+    lat_cells: impl Fn(&LatencySummary) -> String,
+) -> String {
     let t = &r.measures.tasks;
     if t.created == 0 {
         return String::new();

@@ -69,7 +69,7 @@ pub(super) const LAT_HEADER: [&str; 9] = [
 ];
 
 /// The summary: one section after another, each only when it has something to say.
-pub fn render(r: &Report) -> String {
+pub(crate) fn render(r: &Report) -> String {
     let mut out = String::new();
     headline(&mut out, r);
     latency(&mut out, r);

@@ -34,7 +34,7 @@ impl<'a> Claims<'a> {
     /// a missing or malformed `MCP-Protocol-Version` or `Mcp-Method`, a malformed `Mcp-Name`, a
     /// repeated `Mcp-Param-*`, or a protocol version the policy refuses. The answer still needs the body's id, so the
     /// caller reads the body and runs [`check_request`], which reports the same problem.
-    pub fn doomed(&self, policy: VersionPolicy) -> bool {
+    pub(crate) fn doomed(&self, policy: VersionPolicy) -> bool {
         let bad = |c: &Claim| matches!(c, Claim::Invalid(_));
         bad(&self.protocol_version)
             || bad(&self.method)
@@ -61,7 +61,7 @@ pub enum VersionPolicy {
 }
 
 impl VersionPolicy {
-    pub fn accepts(self, v: &str) -> bool {
+    pub(crate) fn accepts(self, v: &str) -> bool {
         match self {
             VersionPolicy::Exactly(list) => list.contains(&v),
             VersionPolicy::AtLeast(min) => !is_date(v) || v >= min,

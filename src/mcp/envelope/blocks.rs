@@ -15,7 +15,7 @@ use super::scanner::{hex4, Punt, Scan};
 
 /// The masks of one block: bit `k` is byte `k` of the block.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Masks {
+pub(crate) struct Masks {
     pub quote: u64,
     pub backslash: u64,
     /// `{ } [ ] : ,`
@@ -28,7 +28,7 @@ pub struct Masks {
 
 /// The classification of one block, byte by byte (the reference, and the reading off x86_64).
 #[cfg(any(test, not(target_arch = "x86_64")))]
-pub fn classify_bytes(block: &[u8; 64]) -> Masks {
+pub(crate) fn classify_bytes(block: &[u8; 64]) -> Masks {
     let mut m = Masks::default();
     for (k, &c) in block.iter().enumerate() {
         let bit = 1u64 << k;
@@ -51,7 +51,7 @@ pub fn classify_bytes(block: &[u8; 64]) -> Masks {
 /// The classification of one block, sixteen bytes at a time.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub fn classify(block: &[u8; 64]) -> Masks {
+pub(crate) fn classify(block: &[u8; 64]) -> Masks {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
@@ -187,7 +187,7 @@ fn classify_best(block: &[u8; 64], avx2: bool) -> Masks {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-pub fn classify(block: &[u8; 64]) -> Masks {
+pub(crate) fn classify(block: &[u8; 64]) -> Masks {
     classify_bytes(block)
 }
 
@@ -201,7 +201,7 @@ fn prefix_xor(mut x: u64) -> u64 {
 }
 
 /// The token positions of a document, read from `start` on, block after block.
-pub struct Tokens<'a> {
+pub(crate) struct Tokens<'a> {
     b: &'a [u8],
     /// The position of bit 0 of `bits`.
     base: usize,
@@ -227,7 +227,7 @@ pub struct Tokens<'a> {
 
 impl<'a> Tokens<'a> {
     /// The tokens of `b` from `start`, which must not be inside a string.
-    pub fn new(b: &'a [u8], start: usize) -> Self {
+    pub(crate) fn new(b: &'a [u8], start: usize) -> Self {
         Tokens {
             b,
             base: start,
@@ -249,7 +249,7 @@ impl<'a> Tokens<'a> {
     /// The position of the next token; `Punt` past the end of the body or at bytes that cannot
     /// be JSON.
     #[inline(always)]
-    pub fn next(&mut self) -> Scan<usize> {
+    pub(crate) fn next(&mut self) -> Scan<usize> {
         while self.bits == 0 {
             self.fill()?;
         }
@@ -261,7 +261,7 @@ impl<'a> Tokens<'a> {
     /// Whether any byte up to the end of the current block may be a backslash: without one,
     /// no string so far has an escape.
     #[inline(always)]
-    pub fn saw_backslash(&self) -> bool {
+    pub(crate) fn saw_backslash(&self) -> bool {
         self.backslash
     }
 

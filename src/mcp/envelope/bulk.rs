@@ -23,7 +23,7 @@ const DELIMITERS: u128 = {
 impl<'a> Scanner<'a> {
     /// The container at the current position (`{` or `[`), nesting at `level`; the position
     /// moves past it.
-    pub fn container(&mut self, level: usize) -> Scan<()> {
+    pub(crate) fn container(&mut self, level: usize) -> Scan<()> {
         let mut t = Tokens::new(self.bytes(), self.i);
         let first = t.next()?;
         self.i = self.token_container(&mut t, first, level)?;

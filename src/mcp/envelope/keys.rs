@@ -190,7 +190,7 @@ fn word_hash(bytes: &[u8]) -> u64 {
 const LINEAR: usize = 8;
 
 /// The keys of one object so far, to refuse (folded) duplicates.
-pub struct Seen<'a> {
+pub(crate) struct Seen<'a> {
     body: &'a str,
     /// The first keys' spans (their hashes are computed again when needed: rarely).
     spans: [u64; LINEAR],
@@ -206,7 +206,7 @@ pub struct Seen<'a> {
 impl<'a> Seen<'a> {
     /// The keys of an object in `body`.
     #[inline(always)]
-    pub fn new(body: &'a str) -> Self {
+    pub(crate) fn new(body: &'a str) -> Self {
         Seen {
             body,
             spans: [0; LINEAR],
@@ -220,7 +220,7 @@ impl<'a> Seen<'a> {
     /// The key `body[start..end]` (between its quotes): `Punt` if it has an escape or was seen
     /// before. Without `maybe_backslash` the caller knows the key has no backslash.
     #[inline(always)]
-    pub fn note_at(&mut self, start: usize, end: usize, maybe_backslash: bool) -> Scan<()> {
+    pub(crate) fn note_at(&mut self, start: usize, end: usize, maybe_backslash: bool) -> Scan<()> {
         match Key::word(self.body, start, end, maybe_backslash) {
             Some(k) => self.note(k),
             None => match Key::two_words(self.body, start, end, maybe_backslash) {

@@ -24,13 +24,13 @@ const BULK: usize = 64;
 
 /// Not accepted by the scan: the serde walk decides.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Punt;
+pub(crate) struct Punt;
 
-pub type Scan<T> = Result<T, Punt>;
+pub(crate) type Scan<T> = Result<T, Punt>;
 
 /// A string's content (between the quotes, escapes not decoded).
 #[derive(Debug, Clone, Copy)]
-pub struct Str<'a> {
+pub(crate) struct Str<'a> {
     pub raw: &'a str,
     pub escaped: bool,
 }
@@ -47,7 +47,7 @@ fn special(w: u64) -> u64 {
     zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | below_space
 }
 
-pub struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     s: &'a str,
     b: &'a [u8],
     pub i: usize,
@@ -56,7 +56,7 @@ pub struct Scanner<'a> {
 impl<'a> Scanner<'a> {
     /// The body must be UTF-8 as a whole (outside strings JSON is ASCII anyway), and below
     /// 4 GiB (the keys' offsets are 32-bit).
-    pub fn new(body: &'a [u8]) -> Scan<Self> {
+    pub(crate) fn new(body: &'a [u8]) -> Scan<Self> {
         if u32::try_from(body.len()).is_err() {
             return Err(Punt);
         }
@@ -65,22 +65,22 @@ impl<'a> Scanner<'a> {
     }
 
     /// The whole body.
-    pub fn bytes(&self) -> &'a [u8] {
+    pub(crate) fn bytes(&self) -> &'a [u8] {
         self.b
     }
 
     /// The whole body, as text.
-    pub fn text_all(&self) -> &'a str {
+    pub(crate) fn text_all(&self) -> &'a str {
         self.s
     }
 
     /// The text from `start` to the current position.
-    pub fn since(&self, start: usize) -> &'a str {
+    pub(crate) fn since(&self, start: usize) -> &'a str {
         &self.s[start..self.i]
     }
 
     #[inline]
-    pub fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
             self.i += 1;
         }
@@ -88,7 +88,7 @@ impl<'a> Scanner<'a> {
 
     /// The next byte after whitespace (not consumed).
     #[inline]
-    pub fn peek(&mut self) -> Scan<u8> {
+    pub(crate) fn peek(&mut self) -> Scan<u8> {
         self.ws();
         self.b.get(self.i).copied().ok_or(Punt)
     }
@@ -102,7 +102,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Only whitespace may follow the document.
-    pub fn end(&mut self) -> Scan<()> {
+    pub(crate) fn end(&mut self) -> Scan<()> {
         self.ws();
         if self.i == self.b.len() {
             Ok(())
@@ -113,7 +113,7 @@ impl<'a> Scanner<'a> {
 
     /// Any value; `level` is the nesting of the container holding it (a container value nests
     /// one deeper).
-    pub fn value(&mut self, level: usize) -> Scan<()> {
+    pub(crate) fn value(&mut self, level: usize) -> Scan<()> {
         match self.peek()? {
             // Containers with at least a block of body left take the bulk reading.
             b'{' | b'[' if self.b.len() - self.i >= BULK => self.container(level),
@@ -128,13 +128,13 @@ impl<'a> Scanner<'a> {
     }
 
     /// A number (at its first byte).
-    pub fn number(&mut self) -> Scan<()> {
+    pub(crate) fn number(&mut self) -> Scan<()> {
         self.i = number_end(self.b, self.i)?;
         Ok(())
     }
 
     /// A string (at its opening quote).
-    pub fn string(&mut self) -> Scan<Str<'a>> {
+    pub(crate) fn string(&mut self) -> Scan<Str<'a>> {
         self.i += 1;
         let start = self.i;
         let b = self.b;
@@ -220,7 +220,7 @@ impl<'a> Scanner<'a> {
 
     /// An object at nesting `level` (at its `{`): each key is checked against the earlier ones,
     /// then `member(scanner, key, level)` must consume the value.
-    pub fn object<F>(&mut self, level: usize, mut member: F) -> Scan<()>
+    pub(crate) fn object<F>(&mut self, level: usize, mut member: F) -> Scan<()>
     where
         F: FnMut(&mut Self, &'a str, usize) -> Scan<()>,
     {
@@ -258,7 +258,7 @@ impl<'a> Scanner<'a> {
 }
 
 /// The four hex digits of a `\u` escape at `at`, as a UTF-16 unit.
-pub fn hex4(b: &[u8], at: usize) -> Scan<u32> {
+pub(crate) fn hex4(b: &[u8], at: usize) -> Scan<u32> {
     let digits = b.get(at..at + 4).ok_or(Punt)?;
     digits.iter().try_fold(0u32, |acc, &d| {
         let v = (d as char).to_digit(16).ok_or(Punt)?;
@@ -268,7 +268,7 @@ pub fn hex4(b: &[u8], at: usize) -> Scan<u32> {
 
 /// The end of the number or literal (`true`, `false`, `null`) that starts at `at`.
 #[inline(always)]
-pub fn scalar_end(b: &[u8], at: usize) -> Scan<usize> {
+pub(crate) fn scalar_end(b: &[u8], at: usize) -> Scan<usize> {
     let word: &[u8] = match b.get(at) {
         Some(b'-' | b'0'..=b'9') => return number_end(b, at),
         Some(b't') => b"true",
@@ -285,7 +285,7 @@ pub fn scalar_end(b: &[u8], at: usize) -> Scan<usize> {
 
 /// The end of the number that starts at `start`.
 #[inline(always)]
-pub fn number_end(b: &[u8], start: usize) -> Scan<usize> {
+pub(crate) fn number_end(b: &[u8], start: usize) -> Scan<usize> {
     let digits = |mut i: usize| {
         while let Some(b'0'..=b'9') = b.get(i) {
             i += 1;

@@ -14,25 +14,23 @@ use http::HeaderMap;
 use std::borrow::Cow;
 
 /// `MCP-Protocol-Version`, on every POST.
-pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Method`, on every request: the JSON-RPC `method`.
-pub const METHOD: &str = "mcp-method";
+pub(crate) const METHOD: &str = "mcp-method";
 /// `Mcp-Name`, on tools/call, prompts/get (params.name) and resources/read (params.uri).
-pub const NAME: &str = "mcp-name";
+pub(crate) const NAME: &str = "mcp-name";
 /// Prefix of the headers that mirror tool arguments marked `x-mcp-header`.
 pub const PARAM_PREFIX: &str = "mcp-param-";
-/// The legacy session header; never minted nor echoed in this revision.
-pub const SESSION_ID: &str = "mcp-session-id";
 /// W3C trace context headers (OpenTelemetry propagation); the gateway continues and forwards them.
-pub const TRACEPARENT: &str = "traceparent";
-pub const TRACESTATE: &str = "tracestate";
+pub(crate) const TRACEPARENT: &str = "traceparent";
+pub(crate) const TRACESTATE: &str = "tracestate";
 /// The response header the gateway adds to name the instance that served a request.
 pub const DEFAULT_UPSTREAM_HEADER: &str = "x-mcp-edge-upstream";
 
 /// Headers besides the MCP ones whose value decides what a request is or where it goes. A
 /// gateway must see them exactly as the upstream will: never removed as hop-by-hop, never sent
 /// twice, never spelled so that another reader could take a different header for them.
-pub const FRAMING_AND_POLICY: [&str; 6] = [
+pub(crate) const FRAMING_AND_POLICY: [&str; 6] = [
     "content-length",
     "content-type",
     "transfer-encoding",
@@ -43,32 +41,32 @@ pub const FRAMING_AND_POLICY: [&str; 6] = [
 
 /// Headers that may appear at most once on a request: a second copy is read differently by
 /// different components (the first, the last, or both joined).
-pub const SINGLETONS: [&str; 4] = ["content-length", "host", "origin", "authorization"];
+pub(crate) const SINGLETONS: [&str; 4] = ["content-length", "host", "origin", "authorization"];
 
 /// Whether `name` (lower case) is a header the gateway checks or routes on: any `mcp-*` header,
 /// or one of [`FRAMING_AND_POLICY`].
-pub fn is_checked(name: &str) -> bool {
+pub(crate) fn is_checked(name: &str) -> bool {
     name.starts_with("mcp-") || FRAMING_AND_POLICY.contains(&name)
 }
 
 /// The name a header is read under by frameworks that fold `_` into `-` (CGI-style readers,
 /// some Python and PHP servers: `Mcp_Name` and `Mcp-Name` both become `HTTP_MCP_NAME`), lower
 /// case; `None` when the name has no underscore (it is read as itself).
-pub fn folded_name(name: &str) -> Option<String> {
+pub(crate) fn folded_name(name: &str) -> Option<String> {
     name.contains('_')
         .then(|| name.to_ascii_lowercase().replace('_', "-"))
 }
 
 /// Whether a header name with underscores becomes a checked header when a framework folds `_`
 /// into `-`: `Mcp_Name` → `mcp-name`.
-pub fn folds_into_checked(name: &str) -> bool {
+pub(crate) fn folds_into_checked(name: &str) -> bool {
     folded_name(name).is_some_and(|n| is_checked(&n))
 }
 
 /// How a request carries a header the gateway uses as a key (a rate-limit or hash key): a key
 /// must mean one thing to the gateway and to every reader behind it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyHeader<'a> {
+pub(crate) enum KeyHeader<'a> {
     Absent,
     /// Sent once, under its own name: the raw value.
     One(&'a [u8]),
@@ -80,7 +78,7 @@ pub enum KeyHeader<'a> {
 }
 
 /// Read the header `name` (lower case) as a key.
-pub fn key_header<'a>(headers: &'a HeaderMap, name: &str) -> KeyHeader<'a> {
+pub(crate) fn key_header<'a>(headers: &'a HeaderMap, name: &str) -> KeyHeader<'a> {
     let read_as_target = |n: &str| n != name && folds_to(n, name);
     if let Some(other) = headers
         .keys()
@@ -120,7 +118,10 @@ pub fn folds_to(name: &str, target: &str) -> bool {
 /// The gateway removes them (every copy) before it sets the headers it asserts, so that nothing
 /// a client (or an upstream, for response headers) sent under such a name can stand beside or
 /// in place of the gateway's value.
-pub fn shadows_of(headers: &HeaderMap, asserted: &[http::HeaderName]) -> Vec<http::HeaderName> {
+pub(crate) fn shadows_of(
+    headers: &HeaderMap,
+    asserted: &[http::HeaderName],
+) -> Vec<http::HeaderName> {
     if asserted.is_empty() {
         return Vec::new();
     }
@@ -148,7 +149,7 @@ pub enum ValueProblem {
 }
 
 impl ValueProblem {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             ValueProblem::Duplicate => "appears more than once",
             ValueProblem::BadCharacters => "has characters outside visible ASCII, space and tab",
@@ -169,7 +170,7 @@ pub enum Claim<'a> {
 }
 
 impl<'a> Claim<'a> {
-    pub fn value(&self) -> Option<&str> {
+    pub(crate) fn value(&self) -> Option<&str> {
         match self {
             Claim::Present(v) => Some(v),
             _ => None,
@@ -191,7 +192,7 @@ fn trim_ows(raw: &[u8]) -> &[u8] {
 }
 
 /// Decode one raw header value: check characters, trim, unwrap base64 when `decode_base64`.
-pub fn decode_value(raw: &[u8], decode_base64: bool) -> Result<Cow<'_, str>, ValueProblem> {
+pub(crate) fn decode_value(raw: &[u8], decode_base64: bool) -> Result<Cow<'_, str>, ValueProblem> {
     if raw
         .iter()
         .any(|b| !(*b == b'\t' || (0x20..=0x7e).contains(b)))
@@ -237,7 +238,7 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
 }
 
 /// Read a single-valued header: absent, its decoded value, or why it cannot be used.
-pub fn claim<'a>(headers: &'a HeaderMap, name: &str, decode_base64: bool) -> Claim<'a> {
+pub(crate) fn claim<'a>(headers: &'a HeaderMap, name: &str, decode_base64: bool) -> Claim<'a> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Claim::Absent;

@@ -34,7 +34,11 @@ pub(super) fn check_params(headers: &http::HeaderMap, ctx: &RequestCtx, body: &[
 
 /// The refetch failed (the upstream could not be reached, timed out, or broke off): answer
 /// with the stale entry, if `stale_if_error` kept one. `true`: answered.
-pub async fn serve_stale(session: &mut Session, ctx: &mut RequestCtx, e: &pingora::Error) -> bool {
+pub(crate) async fn serve_stale(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    e: &pingora::Error,
+) -> bool {
     if ctx.answer.is_some() || crate::gateway::stages::answer::is_downstream(e) {
         return false;
     }

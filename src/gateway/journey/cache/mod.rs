@@ -31,12 +31,12 @@ use crate::gateway::stages::cache::flow::{
 use crate::gateway::stages::cache::key;
 use crate::gateway::stages::cache::sse::NotificationScanner;
 
-pub use answer::serve_stale;
+pub(crate) use answer::serve_stale;
 use answer::{check_params, framing, serve};
 
 /// Step 1 (see the module docs): answered (a hit), refused (an `Mcp-Param-*` mismatch), or
 /// on to the upstream.
-pub async fn on_checked(
+pub(crate) async fn on_checked(
     session: &mut Session,
     ctx: &mut RequestCtx,
     body: &[u8],
@@ -121,7 +121,7 @@ pub(crate) fn would_hit(
 }
 
 /// Step 2 (see the module docs).
-pub fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Result<()> {
+pub(crate) fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) -> Result<()> {
     let ct = resp
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -196,7 +196,7 @@ fn not_storable(
 }
 
 /// Step 3 (see the module docs). The chunk itself is never changed.
-pub fn on_response_body(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end: bool) {
+pub(crate) fn on_response_body(ctx: &mut RequestCtx, chunk: Option<&Bytes>, end: bool) {
     if let (Some((scan, pool, shared)), Some(c)) = (ctx.cache.sse.as_mut(), chunk) {
         let mut found = Vec::new();
         scan.feed(c, &mut found);

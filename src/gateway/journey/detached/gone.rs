@@ -18,7 +18,7 @@ use std::time::Duration;
 
 type Reader = Box<dyn FutStream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>;
 
-pub struct Gone {
+pub(crate) struct Gone {
     req: RequestHeader,
     resp: Option<ResponseHeader>,
     client: Option<SocketAddr>,
@@ -29,7 +29,7 @@ pub struct Gone {
 }
 
 impl Gone {
-    pub fn new(from: &ServerSession) -> Gone {
+    pub(crate) fn new(from: &ServerSession) -> Gone {
         Gone {
             req: from.req_header().clone(),
             resp: from.response_written().cloned(),

@@ -55,7 +55,7 @@ pub fn handed_over() -> u64 {
 
 /// Whether the rest of this response leaves the pipeline: an event stream without a declared
 /// length, to a plain HTTP/1.1 client on a parked connection.
-pub fn takes(session: &Session, head: &ResponseHeader) -> bool {
+pub(crate) fn takes(session: &Session, head: &ResponseHeader) -> bool {
     let event_stream = head
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -68,7 +68,7 @@ pub fn takes(session: &Session, head: &ResponseHeader) -> bool {
 }
 
 /// Where the upstream connection goes back when the stream ends.
-pub struct Upstream {
+pub(crate) struct Upstream {
     pub session: H1Session,
     pub pool: Arc<Pool>,
     pub key: u64,
@@ -122,7 +122,7 @@ async fn carry_on(
 /// Hand the rest of the response over (its head is written): the client's session is taken
 /// out of the pipeline, and the request's context with it (the pipeline keeps an empty one
 /// that records nothing). The caller answers the pipeline as done.
-pub async fn hand_over(
+pub(crate) async fn hand_over(
     session: &mut Session,
     ctx: &mut RequestCtx,
     up: Upstream,

@@ -78,7 +78,7 @@ fn invalid(msg: String) -> Rejection {
 
 /// Answer a list, `server/discover` or `subscriptions/listen` on endpoint `e`; `body` is the
 /// checked request body.
-pub async fn respond(
+pub(crate) async fn respond(
     session: &mut Session,
     ctx: &mut RequestCtx,
     e: usize,

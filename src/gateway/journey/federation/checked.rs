@@ -11,7 +11,10 @@ use crate::mcp::{codes, methods, Rejection};
 
 /// Whether federation must act on this request's body (answer it, refuse an unknown name,
 /// rename) but `plan` would leave it on pingora's pipe unread (past 64 KiB on a TLS or h2 pool).
-pub fn needs_body_first(ctx: &RequestCtx, plan: crate::gateway::stages::inspect::Plan) -> bool {
+pub(crate) fn needs_body_first(
+    ctx: &RequestCtx,
+    plan: crate::gateway::stages::inspect::Plan,
+) -> bool {
     use crate::gateway::stages::inspect::Plan;
     let acts = |f: &Federated| f.answer || f.refuse.is_some() || f.rename.is_some();
     ctx.federated.as_deref().is_some_and(acts) && matches!(plan, Plan::Hold | Plan::Stream)
@@ -19,7 +22,7 @@ pub fn needs_body_first(ctx: &RequestCtx, plan: crate::gateway::stages::inspect:
 
 /// After the body check, on a federated endpoint: a merged answer, or the server's name put
 /// back into a prefixed call, or `completion/complete` routed by its `ref`, or a refusal.
-pub async fn on_checked(
+pub(crate) async fn on_checked(
     session: &mut pingora::proxy::Session,
     ctx: &mut RequestCtx,
     body: &bytes::Bytes,

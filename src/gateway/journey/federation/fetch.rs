@@ -37,7 +37,7 @@ fn request(
 
 /// A POST of `body` (a JSON-RPC `method` request) to an instance at the gateway's endpoint
 /// path, with `headers` (the caller's, for a pool).
-pub fn http_request(
+pub(crate) fn http_request(
     gw: &Gateway,
     host: &str,
     method: &str,
@@ -55,7 +55,7 @@ pub fn http_request(
 /// identity headers are the gateway's — and the pool's own credential (`credentials:`) in
 /// place of the caller's token: exchanged for the caller's, or the gateway's own for nobody.
 #[derive(Clone, Default)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub authorization: Option<http::HeaderValue>,
     pub identity: Option<std::sync::Arc<crate::auth::Identity>>,
 }
@@ -63,7 +63,7 @@ pub struct Caller {
 impl Caller {
     /// The headers for a request to pool `p`; `Err` when the pool's credential could not be
     /// obtained.
-    pub async fn headers_for(
+    pub(crate) async fn headers_for(
         &self,
         gw: &Gateway,
         p: usize,
@@ -120,7 +120,7 @@ impl Caller {
 }
 
 /// The usable instances of pool `p`, starting at a different one each time.
-pub fn instances(gw: &Gateway, p: usize) -> Vec<usize> {
+pub(crate) fn instances(gw: &Gateway, p: usize) -> Vec<usize> {
     let pool = &gw.pools[p];
     let mut usable: Vec<usize> = (0..pool.instances.len())
         .filter(|i| pool.health.usable(*i))
@@ -143,7 +143,7 @@ fn response_of(content_type: &[u8], body: &[u8]) -> Result<Value, String> {
 /// Send `method` to a usable instance of pool `p` (another one if the first cannot be reached)
 /// and return its result object. `auth`: the caller's `Authorization`, for lists fetched on
 /// a caller's behalf.
-pub async fn call(
+pub(crate) async fn call(
     gw: &Gateway,
     p: usize,
     method: &str,
@@ -209,7 +209,12 @@ fn hints(result: &Map<String, Value>) -> (Duration, bool) {
 }
 
 /// Every page of pool `p`'s list of `kind`.
-pub async fn list(gw: &Gateway, p: usize, kind: Kind, caller: &Caller) -> Result<List, String> {
+pub(crate) async fn list(
+    gw: &Gateway,
+    p: usize,
+    kind: Kind,
+    caller: &Caller,
+) -> Result<List, String> {
     let at = Instant::now();
     let max_pages = gw.federation_catalog().max_pages;
     let (mut items, mut ttl, mut private) = (Vec::new(), Duration::MAX, false);
@@ -250,7 +255,7 @@ pub async fn list(gw: &Gateway, p: usize, kind: Kind, caller: &Caller) -> Result
 }
 
 /// Pool `p`'s `server/discover` result.
-pub async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<Discover, String> {
+pub(crate) async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<Discover, String> {
     let at = Instant::now();
     let r = call(gw, p, methods::DISCOVER, None, caller).await?;
     let (ttl, private) = hints(&r);
@@ -279,9 +284,7 @@ pub async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<Discove
     // The result as the merged answer reads it, kept as the one item of its freshness.
     let item = json!({"supportedVersions": versions, "capabilities": capabilities, "instructions": instructions});
     Ok(Discover {
-        versions,
         capabilities,
-        instructions,
         freshness: List {
             items: vec![item].into(),
             ttl,
@@ -292,7 +295,7 @@ pub async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<Discove
 }
 
 /// A whole catalog: `server/discover`, then each list its capabilities announce, concurrently.
-pub async fn catalog(
+pub(crate) async fn catalog(
     gw: &Gateway,
     p: usize,
     previous: &PoolCatalog,

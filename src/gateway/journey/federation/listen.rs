@@ -24,7 +24,7 @@ use crate::mcp::{meta, methods, sse};
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Answer a listen request on endpoint `e` with the merged stream.
-pub async fn fan_in(
+pub(crate) async fn fan_in(
     session: &mut Session,
     ctx: &mut RequestCtx,
     e: usize,

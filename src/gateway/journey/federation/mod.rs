@@ -9,13 +9,13 @@
 //!   pool's credentials; [`refresh`]: the catalogs fetched again when their freshness runs out,
 //!   on `list_changed`, on reload; [`report`]: the catalog as JSON for the admin listener.
 
-pub mod answer;
+pub(crate) mod answer;
 mod checked;
-pub mod fetch;
+pub(crate) mod fetch;
 mod listen;
-pub mod refresh;
-pub mod report;
+pub(crate) mod refresh;
+pub(crate) mod report;
 mod route;
 
-pub use checked::{needs_body_first, on_checked};
-pub use route::{enter, route, Decision};
+pub(crate) use checked::{needs_body_first, on_checked};
+pub(crate) use route::{enter, route};

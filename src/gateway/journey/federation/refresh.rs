@@ -14,7 +14,7 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::federation::catalog::{Kind, List, State};
 
 /// The background service.
-pub struct CatalogRefresh {
+pub(crate) struct CatalogRefresh {
     pub live: Arc<Live>,
 }
 
@@ -33,7 +33,7 @@ impl BackgroundService for CatalogRefresh {
 }
 
 /// Refresh every federated pool that is due, concurrently.
-pub async fn refresh_due(gw: &Gateway) {
+pub(crate) async fn refresh_due(gw: &Gateway) {
     let Some(fed) = gw.federation.as_ref() else {
         return;
     };
@@ -51,7 +51,7 @@ pub async fn refresh_due(gw: &Gateway) {
 }
 
 /// Fetch pool `p`'s catalog once and store it (or mark the old one as failing).
-pub async fn refresh_pool(gw: &Gateway, p: usize) {
+pub(crate) async fn refresh_pool(gw: &Gateway, p: usize) {
     let name = &gw.table.pools[p];
     let c = gw.federation_catalog();
     let previous = gw.catalogs.get(name);
@@ -87,7 +87,7 @@ pub async fn refresh_pool(gw: &Gateway, p: usize) {
 }
 
 /// Store a public list fetched for an answer: the routing catalog learns it too.
-pub fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
+pub(crate) fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
     let name = &gw.table.pools[p];
     let mut cat = (*gw.catalogs.get(name)).clone();
     if cat.loaded.is_none() {
@@ -113,7 +113,7 @@ fn learn_params(
 
 /// The catalog gauges and the collision report: after a refresh, and before each scrape (a
 /// stale catalog expires with time, not with an event).
-pub fn publish(gw: &Gateway) {
+pub(crate) fn publish(gw: &Gateway) {
     let Some(fed) = gw.federation.as_ref() else {
         return;
     };

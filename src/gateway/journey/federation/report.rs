@@ -8,7 +8,7 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::federation::catalog::Kind;
 
 /// The report, as JSON text.
-pub fn catalog_json(gw: &Gateway) -> String {
+pub(crate) fn catalog_json(gw: &Gateway) -> String {
     let Some(fed) = gw.federation.as_ref() else {
         return "{\"federation\":null,\"why\":\"no federation: section in the config\"}\n".into();
     };

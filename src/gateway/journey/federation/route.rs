@@ -14,7 +14,7 @@ use crate::mcp::{codes, methods, Rejection};
 
 /// What the route step does with a request on a federated endpoint.
 #[derive(Debug)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Forward to `route`'s pool; `rename`: the server's name for a prefixed one.
     Go {
         route: RouteRef,
@@ -29,7 +29,7 @@ pub enum Decision {
 
 /// The route of a request on federated endpoint `e`: an explicit route first; then, for the
 /// methods that name their target, the pool the catalog says serves it.
-pub fn route(
+pub(crate) fn route(
     gw: &Gateway,
     fed: &Federation,
     e: usize,
@@ -110,7 +110,7 @@ fn unnamed_route(gw: &Gateway, ep: &Endpoint, method: &str, name: Option<&str>) 
 }
 
 /// Record a routed decision on the request; the route it takes.
-pub fn enter(ctx: &mut RequestCtx, endpoint: usize, decision: Decision) -> RouteRef {
+pub(crate) fn enter(ctx: &mut RequestCtx, endpoint: usize, decision: Decision) -> RouteRef {
     let (route, answer, rename) = match decision {
         Decision::Go { route, rename } => (route, false, rename),
         // Limits and auth see the endpoint's first pool's learned route.

@@ -3,7 +3,7 @@
 //! script, no remote load), no framing, no sniffing.
 
 /// `(path, content type, body)` of each file the admin listener serves for the console.
-pub const FILES: [(&str, &str, &str); 3] = [
+pub(crate) const FILES: [(&str, &str, &str); 3] = [
     (
         "/ui",
         "text/html; charset=utf-8",
@@ -21,10 +21,10 @@ pub const FILES: [(&str, &str, &str); 3] = [
     ),
 ];
 
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The file at `path`, if it is one of the console's.
-pub fn file(path: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn file(path: &str) -> Option<(&'static str, &'static str)> {
     let path = if path == "/ui/" { "/ui" } else { path };
     FILES
         .iter()

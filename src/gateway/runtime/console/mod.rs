@@ -9,7 +9,7 @@
 //! recent refusals ([`crate::gateway::telemetry::recent`]), the federation catalogs and the resolved config (as
 //! `mcp-edge check` prints it: no secret is in that text). Nothing here changes state.
 
-pub mod assets;
+pub(crate) mod assets;
 mod snapshot;
 
-pub use snapshot::snapshot;
+pub(crate) use snapshot::snapshot;

@@ -197,7 +197,7 @@ fn config(gw: &Gateway, live: &Live) -> Value {
 }
 
 /// The whole snapshot.
-pub fn snapshot(live: &Live) -> String {
+pub(crate) fn snapshot(live: &Live) -> String {
     let gw = live.load();
     gw.metrics.balance.publish(&gw.pools);
     let all = gw.metrics.registry.gather();

@@ -14,14 +14,14 @@ use rand::Rng;
 
 /// The score of an instance for power of two choices: expected latency times the requests it
 /// would have with this one, over its effective weight (weight times slow-start ramp).
-pub fn score(latency_ns: f64, in_flight: u32, weight: f64) -> f64 {
+pub(crate) fn score(latency_ns: f64, in_flight: u32, weight: f64) -> f64 {
     latency_ns.max(1.0) * (f64::from(in_flight) + 1.0) / weight.max(f64::MIN_POSITIVE)
 }
 
 /// Two distinct indices in `0..n` for which `eligible` holds, drawn at random: `(None, None)`
 /// when none is, `(Some(a), None)` when only one is. Allocation-free: random draws first, then
 /// a scan from a random offset when the eligible ones are rare.
-pub fn draw_two(
+pub(crate) fn draw_two(
     n: usize,
     eligible: impl Fn(usize) -> bool,
     rng: &mut impl Rng,
@@ -58,7 +58,7 @@ fn draw(
 /// instance always has room. Rounded down (the paper rounds up): then no instance ever holds
 /// more than `1 + ε` times its share, which is what `load_bound` promises. When rounding
 /// leaves no instance with room, the caller sends the request home.
-pub fn capacity(total: u64, weight: f64, total_weight: f64, bound: f64) -> u64 {
+pub(crate) fn capacity(total: u64, weight: f64, total_weight: f64, bound: f64) -> u64 {
     if total_weight <= 0.0 {
         return 1;
     }

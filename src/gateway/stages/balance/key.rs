@@ -8,13 +8,18 @@ use crate::auth::Identity;
 use crate::config::HashKey;
 use crate::mcp::header::bearer_token;
 
+#[cfg(test)]
 /// The shard key of a request, hashed to 64 bits (so a bearer token never leaves this function).
-pub fn shard_key(key: &HashKey, name: Option<&str>, headers: &http::HeaderMap) -> Option<u64> {
+pub(crate) fn shard_key(
+    key: &HashKey,
+    name: Option<&str>,
+    headers: &http::HeaderMap,
+) -> Option<u64> {
     shard_key_for(key, name, headers, None)
 }
 
-/// [`shard_key`] with the verified identity, when auth is on: `principal` is its subject.
-pub fn shard_key_for(
+/// `shard_key` with the verified identity, when auth is on: `principal` is its subject.
+pub(crate) fn shard_key_for(
     key: &HashKey,
     name: Option<&str>,
     headers: &http::HeaderMap,

@@ -8,7 +8,7 @@
 //!   and each `tasks/get` is a short request of its own).
 //! - **a peak-sensitive EWMA of latency** (Finagle's and linkerd's "peak EWMA"): a sample
 //!   above the estimate replaces it at once; one below pulls it down with a weight that grows
-//!   with the time since the last sample (the pool's `latency_decay`, [`DECAY`] by default). The estimate also decays
+//!   with the time since the last sample (the pool's `latency_decay`, [`crate::config::pools::LATENCY_DECAY`] by default). The estimate also decays
 //!   toward zero while no sample comes, so an instance that was slow and got no traffic since is
 //!   tried again after a while instead of being shunned forever. An instance without samples
 //!   starts at [`PRIOR`]. The sample is the time to the response head: a JSON answer's head
@@ -24,13 +24,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The EWMA's default time constant: after `DECAY` without samples, the estimate has fallen
-/// to 1/e.
-pub const DECAY: Duration = Duration::from_secs(10);
 /// The latency an instance without samples is assumed to have.
-pub const PRIOR: Duration = Duration::from_millis(10);
+pub(crate) const PRIOR: Duration = Duration::from_millis(10);
 /// The share a slow-starting instance takes at the start of its ramp.
-pub const RAMP_FLOOR: f64 = 0.1;
+pub(crate) const RAMP_FLOOR: f64 = 0.1;
 /// `ramp_from` of an instance that is not ramping.
 const NOT_RAMPING: u64 = 0;
 
@@ -91,7 +88,7 @@ impl InstanceLoad {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
-    pub fn in_flight(&self) -> u32 {
+    pub(crate) fn in_flight(&self) -> u32 {
         self.in_flight.load(Ordering::Relaxed)
     }
 
@@ -113,7 +110,7 @@ impl InstanceLoad {
 
     /// The latency estimate at `now`, in nanoseconds: the EWMA decayed by the time since its
     /// last sample, or [`PRIOR`] before any sample.
-    pub fn latency_ns(&self, now: u64, decay: Duration) -> f64 {
+    pub(crate) fn latency_ns(&self, now: u64, decay: Duration) -> f64 {
         let e = *self.ewma.lock().unwrap_or_else(|p| p.into_inner());
         match e.estimate {
             Some(v) => v * keep(now.saturating_sub(e.at), decay),
@@ -128,7 +125,7 @@ impl InstanceLoad {
 
     /// The share of its weight the instance takes at `now` over a `window`: from
     /// [`RAMP_FLOOR`] to 1, linearly; 1 when not ramping or without slow start.
-    pub fn ramp(&self, now: u64, window: Duration) -> f64 {
+    pub(crate) fn ramp(&self, now: u64, window: Duration) -> f64 {
         let from = self.ramp_from.load(Ordering::Relaxed);
         if from == NOT_RAMPING || window.is_zero() {
             return 1.0;
@@ -151,6 +148,7 @@ impl InstanceLoad {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::pools::LATENCY_DECAY;
 
     const MS: u64 = 1_000_000;
 
@@ -158,17 +156,17 @@ mod tests {
     fn a_peak_replaces_the_estimate_and_lower_samples_pull_it_down_with_time() {
         let l = InstanceLoad::default();
         let t0 = now_ns();
-        assert_eq!(l.latency_ns(t0, DECAY), PRIOR.as_nanos() as f64);
-        l.observe(Duration::from_millis(5), t0, DECAY);
-        assert!((l.latency_ns(t0, DECAY) - 5.0 * MS as f64).abs() < 1.0);
-        l.observe(Duration::from_millis(50), t0 + MS, DECAY);
-        assert!((l.latency_ns(t0 + MS, DECAY) - 50.0 * MS as f64).abs() < 1.0);
+        assert_eq!(l.latency_ns(t0, LATENCY_DECAY), PRIOR.as_nanos() as f64);
+        l.observe(Duration::from_millis(5), t0, LATENCY_DECAY);
+        assert!((l.latency_ns(t0, LATENCY_DECAY) - 5.0 * MS as f64).abs() < 1.0);
+        l.observe(Duration::from_millis(50), t0 + MS, LATENCY_DECAY);
+        assert!((l.latency_ns(t0 + MS, LATENCY_DECAY) - 50.0 * MS as f64).abs() < 1.0);
         // A fast sample right after barely moves it; one after a long pause moves it far.
-        l.observe(Duration::from_millis(5), t0 + 2 * MS, DECAY);
-        assert!(l.latency_ns(t0 + 2 * MS, DECAY) > 49.0 * MS as f64);
+        l.observe(Duration::from_millis(5), t0 + 2 * MS, LATENCY_DECAY);
+        assert!(l.latency_ns(t0 + 2 * MS, LATENCY_DECAY) > 49.0 * MS as f64);
         let later = t0 + 2 * MS + 30_000 * MS;
-        l.observe(Duration::from_millis(5), later, DECAY);
-        let v = l.latency_ns(later, DECAY);
+        l.observe(Duration::from_millis(5), later, LATENCY_DECAY);
+        let v = l.latency_ns(later, LATENCY_DECAY);
         assert!(v > 5.0 * MS as f64 && v < 8.0 * MS as f64, "{v}");
     }
 
@@ -176,8 +174,8 @@ mod tests {
     fn an_idle_estimate_decays_toward_zero() {
         let l = InstanceLoad::default();
         let t0 = now_ns();
-        l.observe(Duration::from_millis(100), t0, DECAY);
-        let after = l.latency_ns(t0 + DECAY.as_nanos() as u64, DECAY);
+        l.observe(Duration::from_millis(100), t0, LATENCY_DECAY);
+        let after = l.latency_ns(t0 + LATENCY_DECAY.as_nanos() as u64, LATENCY_DECAY);
         assert!((after / (100.0 * MS as f64) - (-1f64).exp()).abs() < 1e-6);
     }
 

@@ -2,13 +2,13 @@
 //! the latency estimate it compares), published at each `/metrics` scrape from the live state,
 //! and how often a bounded hash pool sent a key past its home.
 
-pub use crate::gateway::telemetry::metrics::balance::BalanceMetrics;
+pub(crate) use crate::gateway::telemetry::metrics::balance::BalanceMetrics;
 
 use super::{load, Pool};
 
 impl BalanceMetrics {
     /// Set the gauges from the pools' live state (at a scrape).
-    pub fn publish(&self, pools: &[Pool]) {
+    pub(crate) fn publish(&self, pools: &[Pool]) {
         let now = load::now_ns();
         for p in pools {
             for (i, inst) in p.instances.iter().enumerate() {
@@ -26,7 +26,7 @@ impl BalanceMetrics {
     }
 
     /// Forget an instance a reload took out of its pool.
-    pub fn forget(&self, pool: &str, instance: &str) {
+    pub(crate) fn forget(&self, pool: &str, instance: &str) {
         let labels = [pool, instance];
         let _ = self.load.remove_label_values(&labels);
         let _ = self.latency.remove_label_values(&labels);

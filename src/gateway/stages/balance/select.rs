@@ -16,7 +16,7 @@ impl Pool {
     }
 
     /// Weight times slow-start ramp.
-    pub fn effective_weight(&self, i: usize, now: u64) -> f64 {
+    pub(crate) fn effective_weight(&self, i: usize, now: u64) -> f64 {
         self.weights[i] * self.loads[i].ramp(now, self.slow_start)
     }
 

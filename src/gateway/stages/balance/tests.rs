@@ -2,6 +2,7 @@
 //! that skip tried instances, and task requests that go to their owner.
 
 use super::*;
+use crate::gateway::stages::balance::key::shard_key;
 
 #[test]
 fn param_keys_hash_the_decoded_value() {
@@ -31,7 +32,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         load_bound: None,
         weights: Default::default(),
         slow_start: Duration::ZERO,
-        latency_decay: load::DECAY,
+        latency_decay: crate::config::pools::LATENCY_DECAY,
         health: Default::default(),
         ejection: Default::default(),
         tls: None,

@@ -14,7 +14,7 @@ use crate::mcp::result_type;
 
 /// Who may be served a stored result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     Public,
     /// Only the same authorization context.
     Private,
@@ -22,7 +22,7 @@ pub enum Scope {
 
 /// What an upstream's JSON response says about caching it.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// A `complete` result with `ttlMs > 0`.
     Store(Parsed),
     /// A result that must not be stored (ttl 0, `input_required`, no scope, ...): why.
@@ -33,7 +33,7 @@ pub enum Verdict {
 
 /// The parts of a storable response.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     pub id: Range<usize>,
     pub ttl: Range<usize>,
     pub ttl_ms: u64,
@@ -73,7 +73,7 @@ fn span(outer: &[u8], inner: &str) -> Range<usize> {
 /// Read an upstream's JSON response body. Only a `complete` result (or one without
 /// `resultType`, from servers older than MRTR) whose `ttlMs` is a positive integer and whose
 /// `cacheScope` is `public` or `private` is storable; missing, zero or negative `ttlMs` is 0.
-pub fn judge(body: &[u8]) -> Verdict {
+pub(crate) fn judge(body: &[u8]) -> Verdict {
     let Ok(resp) = serde_json::from_slice::<Resp>(body) else {
         return Verdict::Skip("unreadable");
     };
@@ -113,13 +113,12 @@ pub fn judge(body: &[u8]) -> Verdict {
 
 /// A stored response.
 #[derive(Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub body: Bytes,
     pub parsed: Parsed,
     pub stored: Instant,
     /// The upstream's response headers a client gets (framing headers left out).
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    pub pool: std::sync::Arc<str>,
     pub method: &'static str,
     pub uri: Option<String>,
     /// The weight charged against the cache's byte bound.
@@ -128,21 +127,21 @@ pub struct Entry {
 
 impl Entry {
     /// Fresh until `stored + ttlMs`.
-    pub fn ttl(&self) -> Duration {
+    pub(crate) fn ttl(&self) -> Duration {
         Duration::from_millis(self.parsed.ttl_ms)
     }
 
-    pub fn age(&self, now: Instant) -> Duration {
+    pub(crate) fn age(&self, now: Instant) -> Duration {
         now.saturating_duration_since(self.stored)
     }
 
-    pub fn is_fresh(&self, now: Instant) -> bool {
+    pub(crate) fn is_fresh(&self, now: Instant) -> bool {
         self.age(now) < self.ttl()
     }
 
     /// The body for a hit: the request's `id`, and `ttlMs` reduced by the entry's age (never
     /// below 0), so a client does not extend the upstream's freshness.
-    pub fn render(&self, id: &[u8], now: Instant) -> Vec<u8> {
+    pub(crate) fn render(&self, id: &[u8], now: Instant) -> Vec<u8> {
         let age_ms = self.age(now).as_millis() as u64;
         let ttl = self.parsed.ttl_ms.saturating_sub(age_ms).to_string();
         let b = &self.body[..];
@@ -174,7 +173,6 @@ mod tests {
             parsed,
             stored: Instant::now(),
             headers: vec![],
-            pool: "p".into(),
             method: "tools/list",
             uri: None,
             weight: 1,

@@ -19,10 +19,10 @@ use super::{RouteCache, Shared};
 
 /// The response header that says where a response came from: `hit; age=<ms>`, `miss`, or
 /// `stale; age=<ms>` (served because the refetch failed, `stale_if_error`).
-pub const CACHE_HEADER: &str = "x-mcp-edge-cache";
+pub(crate) const CACHE_HEADER: &str = "x-mcp-edge-cache";
 
 /// The request that fetches a key while identical ones wait; they wake when it is dropped.
-pub struct Leader {
+pub(crate) struct Leader {
     pub(super) key: Key,
     pub(super) _tx: tokio::sync::watch::Sender<()>,
     pub(super) shared: Arc<Shared>,
@@ -184,7 +184,6 @@ pub(crate) fn finish(
                 parsed,
                 stored: Instant::now(),
                 headers,
-                pool: store.pool.clone(),
                 method: p.method,
                 uri: p.req.uri,
                 weight,

@@ -18,11 +18,11 @@ use crate::mcp::jcs_exact::{self, Value};
 
 /// A cache key (a SHA-256).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Key(pub [u8; 32]);
+pub(crate) struct Key(pub [u8; 32]);
 
 impl Key {
     /// This key narrowed to one authorization context (for `private` results).
-    pub fn private(&self, caller: &Caller) -> Key {
+    pub(crate) fn private(&self, caller: &Caller) -> Key {
         let mut h = Sha256::new();
         h.update(b"private\0");
         h.update(self.0);
@@ -33,13 +33,13 @@ impl Key {
 
 /// A hash of the caller's authorization context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller(pub [u8; 32]);
+pub(crate) struct Caller(pub [u8; 32]);
 
 /// The caller's authorization context: today a hash of the `Authorization` header. When the
 /// gateway verifies tokens (the auth stage), this is where the verified principal goes instead
 /// (its subject and the scopes the result may depend on). `None`: the caller presented no
 /// credential, and `private` results are then neither stored nor served.
-pub fn caller_context(headers: &http::HeaderMap) -> Option<Caller> {
+pub(crate) fn caller_context(headers: &http::HeaderMap) -> Option<Caller> {
     let v = headers.get(http::header::AUTHORIZATION)?;
     let mut h = Sha256::new();
     h.update(b"authorization\0");
@@ -49,7 +49,7 @@ pub fn caller_context(headers: &http::HeaderMap) -> Option<Caller> {
 
 /// What the cache needs to know about a cacheable request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     pub key: Key,
     /// `params.cursor` was present (a later page of a list).
     pub has_cursor: bool,
@@ -66,7 +66,7 @@ struct Body<'a> {
 /// The key of a request body already checked by the envelope, or `None` when it must not be
 /// answered from a cache (it carries `inputResponses` or `requestState`, or its `params` is not
 /// an object).
-pub fn of_request(pool: &str, method: &str, version: &str, body: &[u8]) -> Option<Request> {
+pub(crate) fn of_request(pool: &str, method: &str, version: &str, body: &[u8]) -> Option<Request> {
     let Body { params } = serde_json::from_slice(body).ok()?;
     let mut params = match params {
         Some(raw) => jcs_exact::parse(raw.get().as_bytes()).ok()?,

@@ -21,7 +21,7 @@ pub struct CacheMetrics {
 }
 
 impl CacheMetrics {
-    pub fn new(r: &Registry) -> prometheus::Result<CacheMetrics> {
+    pub(crate) fn new(r: &Registry) -> prometheus::Result<CacheMetrics> {
         let vec = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
             let c = IntCounterVec::new(Opts::new(name, help), labels)?;
             r.register(Box::new(c.clone()))?;

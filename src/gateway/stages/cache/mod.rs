@@ -13,12 +13,12 @@
 //!   coalescing), per-pool generations (an invalidation makes in-flight fetches unstorable),
 //!   the learned tool parameters, and every live store (for invalidations and purges).
 
-pub mod entry;
-pub mod flow;
-pub mod key;
+pub(crate) mod entry;
+pub(crate) mod flow;
+pub(crate) mod key;
 mod metrics;
-pub mod params;
-pub mod sse;
+pub(crate) mod params;
+pub(crate) mod sse;
 
 use moka::notification::RemovalCause;
 use std::collections::HashMap;
@@ -32,16 +32,16 @@ use crate::mcp::methods::RESOURCES_READ;
 use crate::mcp::query::decode_component;
 
 use crate::gateway::stages::route::{RouteRef, RouteTable};
-pub use entry::Entry;
-pub use flow::Flow;
-pub use key::Key;
-pub use metrics::CacheMetrics;
+pub(crate) use entry::Entry;
+pub(crate) use flow::Flow;
+pub(crate) use key::Key;
+pub(crate) use metrics::CacheMetrics;
 
 /// Fixed overhead charged per entry besides its body (headers, key, bookkeeping).
 const ENTRY_OVERHEAD: usize = 256;
 
 /// One route's store.
-pub struct RouteCache {
+pub(crate) struct RouteCache {
     pub cfg: CacheConfig,
     pub pool: Arc<str>,
     store: moka::sync::Cache<Key, Arc<Entry>>,
@@ -102,25 +102,25 @@ impl RouteCache {
 
     /// The weight of an entry of `len` body bytes: its size, but at least
     /// `max_bytes / max_entries`, so one bound on the total weight keeps both limits.
-    pub fn weight(&self, len: usize) -> u32 {
+    pub(crate) fn weight(&self, len: usize) -> u32 {
         let floor = self.cfg.max_bytes / self.cfg.max_entries;
         (len as u64 + ENTRY_OVERHEAD as u64)
             .max(floor)
             .min(u64::from(u32::MAX)) as u32
     }
 
-    pub fn get(&self, key: &Key) -> Option<Arc<Entry>> {
+    pub(crate) fn get(&self, key: &Key) -> Option<Arc<Entry>> {
         self.store.get(key)
     }
 
     /// This pool's generation (bumped by every invalidation).
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
     /// Store an entry fetched when the pool's generation was `generation`; an invalidation
     /// since then makes it unstorable (it may predate the change).
-    pub fn put(&self, key: Key, e: Entry, generation: u64) -> bool {
+    pub(crate) fn put(&self, key: Key, e: Entry, generation: u64) -> bool {
         if self.generation() != generation {
             return false;
         }
@@ -138,8 +138,9 @@ impl RouteCache {
         true
     }
 
+    #[cfg(test)]
     /// Bytes charged to this store now.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
 
@@ -183,7 +184,7 @@ impl Shared {
     }
 
     /// Apply an invalidation seen on a stream of `pool`, to every store of that pool.
-    pub fn invalidate(&self, pool: &str, inv: &Invalidation) {
+    pub(crate) fn invalidate(&self, pool: &str, inv: &Invalidation) {
         self.generation(&pool.into()).fetch_add(1, Ordering::AcqRel);
         self.metrics.invalidations.inc();
         for s in self.live_stores().into_iter().filter(|s| &*s.pool == pool) {
@@ -198,7 +199,7 @@ impl Shared {
 
     /// Drop the entries of `method` (all methods when `None`), and for `resources/read` of
     /// `name` (a uri) only. Returns how many stores were purged.
-    pub fn purge(&self, method: Option<String>, name: Option<String>) -> usize {
+    pub(crate) fn purge(&self, method: Option<String>, name: Option<String>) -> usize {
         let stores = self.live_stores();
         for s in &stores {
             s.generation.fetch_add(1, Ordering::AcqRel);
@@ -213,7 +214,7 @@ impl Shared {
 
     /// Become the one request that fetches `key` (`Ok`), or get a receiver that wakes when the
     /// request already fetching it finishes (`Err`).
-    pub fn lead(
+    pub(crate) fn lead(
         self: &Arc<Self>,
         key: Key,
     ) -> Result<flow::Leader, tokio::sync::watch::Receiver<()>> {
@@ -240,7 +241,7 @@ impl Shared {
 /// one method, or (with `name`) the `resources/read` of one uri. Keys and values are
 /// percent-decoded ([`crate::mcp::query::decode_component`]). Pairs split on `&` only: this
 /// endpoint is its own and only reader, so a `;` stays part of a uri.
-pub fn purge_endpoint(cache: &CacheSet, query: Option<&str>) -> (u16, String) {
+pub(crate) fn purge_endpoint(cache: &CacheSet, query: Option<&str>) -> (u16, String) {
     let (mut method, mut name) = (None, None);
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -294,7 +295,7 @@ impl CacheSet {
     /// Build the stores of `config`, keeping those of `previous` whose route, pool instances
     /// and cache settings did not change. A pool whose instances changed also forgets its
     /// learned tool parameters.
-    pub fn build(
+    pub(crate) fn build(
         config: &Config,
         table: &RouteTable,
         registry: &prometheus::Registry,
@@ -376,7 +377,7 @@ impl CacheSet {
     }
 
     /// The store of a route, when its cache is on.
-    pub fn get(&self, r: RouteRef) -> Option<Arc<RouteCache>> {
+    pub(crate) fn get(&self, r: RouteRef) -> Option<Arc<RouteCache>> {
         match r {
             RouteRef::Index(i) => self.routes.get(i)?.clone(),
             RouteRef::Default => self.default.clone(),

@@ -20,11 +20,11 @@ use crate::mcp::header::{self, Claim, PARAM_PREFIX};
 use crate::mcp::Rejection;
 
 /// Tools remembered per pool (beyond this, new tools are not learned and their calls pass).
-pub const MAX_TOOLS_PER_POOL: usize = 10_000;
+pub(crate) const MAX_TOOLS_PER_POOL: usize = 10_000;
 
 /// One marked argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
+pub(crate) struct ParamHeader {
     /// The argument's path from `arguments` through `properties` keys.
     pub path: Vec<String>,
     /// The header suffix as declared (`Region` for `Mcp-Param-Region`).
@@ -55,7 +55,7 @@ struct ListResult {
 impl ParamBook {
     /// Learn from one `tools/list` response body (a page). Tools without marked arguments are
     /// forgotten (their schema may have dropped them).
-    pub fn learn(&self, pool: &Arc<str>, body: &[u8]) {
+    pub(crate) fn learn(&self, pool: &Arc<str>, body: &[u8]) {
         let Ok(list) = serde_json::from_slice::<ListBody>(body) else {
             return;
         };
@@ -63,7 +63,7 @@ impl ParamBook {
     }
 
     /// Learn from the tools of a list (a page, or a federated pool's whole catalog list).
-    pub fn learn_tools(&self, pool: &Arc<str>, list: &[Value]) {
+    pub(crate) fn learn_tools(&self, pool: &Arc<str>, list: &[Value]) {
         let mut pools = self.pools.write().unwrap_or_else(|e| e.into_inner());
         let tools = pools.entry(pool.clone()).or_default();
         for tool in list {
@@ -84,13 +84,13 @@ impl ParamBook {
     }
 
     /// The marked arguments of a known tool of `pool`.
-    pub fn get(&self, pool: &str, tool: &str) -> Option<Arc<[ParamHeader]>> {
+    pub(crate) fn get(&self, pool: &str, tool: &str) -> Option<Arc<[ParamHeader]>> {
         let pools = self.pools.read().unwrap_or_else(|e| e.into_inner());
         pools.get(pool)?.get(tool).cloned()
     }
 
     /// Forget a pool's tools (its instances changed on reload).
-    pub fn forget(&self, pool: &str) {
+    pub(crate) fn forget(&self, pool: &str) {
         let mut pools = self.pools.write().unwrap_or_else(|e| e.into_inner());
         pools.remove(pool);
     }
@@ -149,7 +149,7 @@ struct CallParams {
 }
 
 /// Check a `tools/call` body of a known tool against its `Mcp-Param-*` headers.
-pub fn check(
+pub(crate) fn check(
     headers: &http::HeaderMap,
     params: &[ParamHeader],
     body: &[u8],

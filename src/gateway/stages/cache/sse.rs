@@ -10,10 +10,10 @@ use crate::mcp::caching::{invalidated_by, Invalidation};
 use crate::mcp::sse::{Field, Lines, Piece};
 
 /// The largest event data the scanner looks at.
-pub const MAX_EVENT: usize = 16 * 1024;
+pub(crate) const MAX_EVENT: usize = 16 * 1024;
 
 #[derive(Debug, Default)]
-pub struct NotificationScanner {
+pub(crate) struct NotificationScanner {
     /// The event-stream line reader (the one of [`crate::mcp::sse`]).
     lines: Lines,
     /// The `data:` of the current event.
@@ -38,7 +38,7 @@ struct NoteParams {
 
 impl NotificationScanner {
     /// Scan the next chunk, pushing what each complete notification in it invalidates.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Invalidation>) {
+    pub(crate) fn feed(&mut self, chunk: &[u8], out: &mut Vec<Invalidation>) {
         let mut lines = std::mem::take(&mut self.lines);
         lines.feed(chunk, |p| match p {
             Piece::Value(Field::Data, d) => self.data_piece(d),

@@ -31,7 +31,6 @@ fn entry(store: &RouteCache, method: &'static str, uri: Option<&str>, len: usize
         parsed,
         stored: Instant::now(),
         headers: vec![],
-        pool: store.pool.clone(),
         method,
         uri: uri.map(str::to_owned),
     }

@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use crate::mcp::lists::Kind;
+pub(crate) use crate::mcp::lists::Kind;
 
 /// One list (every page, in order) or a `server/discover` result, as received.
 #[derive(Debug, Clone)]
-pub struct List {
+pub(crate) struct List {
     /// Shared: an answer served from the catalog takes it without copying.
     pub items: Arc<Vec<Value>>,
     /// The smallest `ttlMs` of its pages (missing or negative: 0).
@@ -25,7 +25,7 @@ pub struct List {
 
 impl List {
     /// How much longer the list is fresh for anyone (`None`: private, or stale).
-    pub fn fresh_for(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn fresh_for(&self, now: Instant) -> Option<Duration> {
         if self.private {
             return None;
         }
@@ -37,16 +37,14 @@ impl List {
 /// A pool's `server/discover` result, as the merged one needs it (`freshness.items` holds the
 /// result's versions, capabilities and instructions as one JSON object).
 #[derive(Debug, Clone)]
-pub struct Discover {
-    pub versions: Vec<String>,
+pub(crate) struct Discover {
     pub capabilities: Map<String, Value>,
-    pub instructions: Option<String>,
     pub freshness: List,
 }
 
 /// What one pool serves.
 #[derive(Debug, Clone, Default)]
-pub struct PoolCatalog {
+pub(crate) struct PoolCatalog {
     pub discover: Option<Discover>,
     lists: [Option<List>; 4],
     /// The last refresh that succeeded.
@@ -57,7 +55,7 @@ pub struct PoolCatalog {
 
 /// How a catalog stands, as metrics and the admin endpoint show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// Never loaded: its names are unknown.
     Unknown,
     /// The last refresh succeeded.
@@ -69,8 +67,8 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 4] = [State::Unknown, State::Fresh, State::Stale, State::Expired];
-    pub fn label(self) -> &'static str {
+    pub(crate) const ALL: [State; 4] = [State::Unknown, State::Fresh, State::Stale, State::Expired];
+    pub(crate) fn label(self) -> &'static str {
         match self {
             State::Unknown => "unknown",
             State::Fresh => "fresh",
@@ -81,15 +79,15 @@ impl State {
 }
 
 impl PoolCatalog {
-    pub fn list(&self, kind: Kind) -> Option<&List> {
+    pub(crate) fn list(&self, kind: Kind) -> Option<&List> {
         self.lists[kind as usize].as_ref()
     }
 
-    pub fn set_list(&mut self, kind: Kind, list: Option<List>) {
+    pub(crate) fn set_list(&mut self, kind: Kind, list: Option<List>) {
         self.lists[kind as usize] = list;
     }
 
-    pub fn state(&self, now: Instant, keep_stale: Duration) -> State {
+    pub(crate) fn state(&self, now: Instant, keep_stale: Duration) -> State {
         match (self.loaded, &self.failing) {
             (None, _) => State::Unknown,
             (Some(_), None) => State::Fresh,
@@ -99,13 +97,13 @@ impl PoolCatalog {
     }
 
     /// Whether its names route (fresh or stale, not expired or unknown).
-    pub fn routes(&self, now: Instant, keep_stale: Duration) -> bool {
+    pub(crate) fn routes(&self, now: Instant, keep_stale: Duration) -> bool {
         matches!(self.state(now, keep_stale), State::Fresh | State::Stale)
     }
 
     /// When the routing catalog should be fetched again: when its shortest list runs out,
     /// within `floor` and `ceiling`.
-    pub fn next_refresh(&self, floor: Duration, ceiling: Duration) -> Duration {
+    pub(crate) fn next_refresh(&self, floor: Duration, ceiling: Duration) -> Duration {
         let ttls = self.lists.iter().flatten().map(|l| l.ttl);
         let ttls = ttls.chain(self.discover.iter().map(|d| d.freshness.ttl));
         ttls.min().unwrap_or(ceiling).clamp(floor, ceiling)
@@ -122,12 +120,12 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn get(&self, pool: &str) -> Arc<PoolCatalog> {
+    pub(crate) fn get(&self, pool: &str) -> Arc<PoolCatalog> {
         let map = self.catalogs.lock().expect("catalog lock");
         map.get(pool).cloned().unwrap_or_default()
     }
 
-    pub fn put(&self, pool: &str, cat: PoolCatalog) {
+    pub(crate) fn put(&self, pool: &str, cat: PoolCatalog) {
         let mut map = self.catalogs.lock().expect("catalog lock");
         map.insert(pool.to_string(), Arc::new(cat));
         self.version
@@ -144,13 +142,13 @@ impl Store {
     }
 
     /// Ask for a refresh of `pool` at `at`, replacing the previous time.
-    pub fn schedule(&self, pool: &str, at: Instant) {
+    pub(crate) fn schedule(&self, pool: &str, at: Instant) {
         let mut due = self.due.lock().expect("catalog lock");
         due.insert(pool.to_string(), at);
     }
 
     /// Whether `pool` is due now (a pool never scheduled is due).
-    pub fn is_due(&self, pool: &str, now: Instant) -> bool {
+    pub(crate) fn is_due(&self, pool: &str, now: Instant) -> bool {
         let due = self.due.lock().expect("catalog lock");
         due.get(pool).is_none_or(|at| *at <= now)
     }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 const VERSION: &str = "mcp-edge-c1";
 
 /// A digest of a list: its exposed names in order.
-pub fn digest<'a>(names: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn digest<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let mut h = Sha256::new();
     for n in names {
         h.update((n.len() as u64).to_le_bytes());
@@ -23,13 +23,13 @@ pub fn digest<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// The cursor of the page at `offset` of the list `digest` of `method` on endpoint `path`.
-pub fn make(path: &str, method: &str, offset: usize, digest: &str) -> String {
+pub(crate) fn make(path: &str, method: &str, offset: usize, digest: &str) -> String {
     let text = format!("{VERSION}\n{path}\n{method}\n{offset}\n{digest}");
     URL_SAFE_NO_PAD.encode(text)
 }
 
 /// The offset a cursor names, if it is one of ours for this endpoint, method and list.
-pub fn open(
+pub(crate) fn open(
     cursor: &str,
     path: &str,
     method: &str,

@@ -21,11 +21,9 @@
 //! This module owns the endpoints of one generation ([`Federation`], [`Endpoint`]) and what a
 //! request on one is to become ([`Federated`]).
 
-pub mod catalog;
-pub mod cursor;
-pub mod view;
-
-pub use crate::gateway::telemetry::metrics::federation::FederationMetrics;
+pub(crate) mod catalog;
+pub(crate) mod cursor;
+pub(crate) mod view;
 
 use arc_swap::ArcSwap;
 use std::sync::atomic::Ordering;
@@ -57,7 +55,11 @@ pub struct Endpoint {
 impl Federation {
     /// The endpoints of `config`; every pool they federate is due for a refresh at once in
     /// `catalogs` (the start, or a reload).
-    pub fn build(config: &Config, table: &RouteTable, catalogs: &Store) -> Option<Federation> {
+    pub(crate) fn build(
+        config: &Config,
+        table: &RouteTable,
+        catalogs: &Store,
+    ) -> Option<Federation> {
         let f = config.federation.as_ref()?;
         let index = |p: &String| {
             table
@@ -86,12 +88,12 @@ impl Federation {
     }
 
     /// The federated endpoint at `path`.
-    pub fn endpoint_of(&self, path: &str) -> Option<usize> {
+    pub(crate) fn endpoint_of(&self, path: &str) -> Option<usize> {
         self.endpoints.iter().position(|e| e.config.path == path)
     }
 
     /// Every pool some endpoint federates, once each.
-    pub fn pools(&self) -> Vec<usize> {
+    pub(crate) fn pools(&self) -> Vec<usize> {
         let mut all: Vec<usize> = self
             .endpoints
             .iter()
@@ -105,7 +107,7 @@ impl Federation {
 
 impl Endpoint {
     /// The routing view, rebuilt first if the catalogs changed since it was built.
-    pub fn view(
+    pub(crate) fn view(
         &self,
         store: &Store,
         pool_names: &[String],

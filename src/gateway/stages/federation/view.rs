@@ -11,14 +11,14 @@ use crate::config::{Collisions, FederatedEndpoint};
 
 /// Where an exposed name goes: a pool (gateway index) and the server's own name there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     pub pool: usize,
     pub name: String,
 }
 
 /// Two or more pools serving one name (or URI).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Collision {
+pub(crate) struct Collision {
     pub kind: &'static str,
     pub name: String,
     /// The pools that serve it, in the endpoint's order.
@@ -28,14 +28,14 @@ pub struct Collision {
 }
 
 /// One pool's entries of one kind, as input to [`merge`].
-pub struct Contribution<'a> {
+pub(crate) struct Contribution<'a> {
     pub pool: usize,
     pub pool_name: &'a str,
     pub items: &'a [Value],
 }
 
 /// An exposed entry: the entry as clients see it (renamed if prefixed), and its target.
-pub struct Merged {
+pub(crate) struct Merged {
     pub item: Value,
     pub exposed: String,
     pub target: Target,
@@ -43,7 +43,7 @@ pub struct Merged {
 
 /// The name clients see for `name` of `pool` under the endpoint's policy (resources and
 /// templates keep their URI: a URI names a resource on its own).
-pub fn exposed_name(ep: &FederatedEndpoint, kind: Kind, pool: &str, name: &str) -> String {
+pub(crate) fn exposed_name(ep: &FederatedEndpoint, kind: Kind, pool: &str, name: &str) -> String {
     match (ep.collisions, kind) {
         (Collisions::Prefix, Kind::Tools | Kind::Prompts) => {
             format!("{pool}{}{name}", ep.separator)
@@ -62,7 +62,7 @@ fn expose_rules(ep: &FederatedEndpoint, kind: Kind) -> &crate::config::federatio
 
 /// Merge the contributions (in the endpoint's pool order) into the exposed entries, in order,
 /// and the collisions found. An entry without a readable name is left out.
-pub fn merge(
+pub(crate) fn merge(
     ep: &FederatedEndpoint,
     kind: Kind,
     parts: &[Contribution],
@@ -127,7 +127,7 @@ pub fn merge(
 
 /// The routing view of one endpoint: every exposed name and URI and where it goes.
 #[derive(Debug, Default)]
-pub struct View {
+pub(crate) struct View {
     tools: HashMap<String, Target>,
     prompts: HashMap<String, Target>,
     resources: HashMap<String, usize>,
@@ -141,7 +141,7 @@ pub struct View {
 
 impl View {
     /// Build from each kind's contributions.
-    pub fn build(
+    pub(crate) fn build(
         ep: &FederatedEndpoint,
         by_kind: &[(Kind, Vec<Contribution>)],
         version: u64,
@@ -168,24 +168,24 @@ impl View {
     }
 
     /// A view that is never current (built on first use).
-    pub fn unbuilt() -> View {
+    pub(crate) fn unbuilt() -> View {
         View {
             version: u64::MAX,
             ..View::default()
         }
     }
 
-    pub fn tool(&self, name: &str) -> Option<&Target> {
+    pub(crate) fn tool(&self, name: &str) -> Option<&Target> {
         self.tools.get(name)
     }
 
-    pub fn prompt(&self, name: &str) -> Option<&Target> {
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Target> {
         self.prompts.get(name)
     }
 
     /// The pool serving `uri`: a listed resource (hash lookup), else the first template that
     /// matches it, in the endpoint's pool order.
-    pub fn resource(&self, uri: &str) -> Option<usize> {
+    pub(crate) fn resource(&self, uri: &str) -> Option<usize> {
         if let Some(p) = self.resources.get(uri) {
             return Some(*p);
         }
@@ -196,7 +196,7 @@ impl View {
     }
 
     /// How many names of each kind route (tools, prompts, resources, templates).
-    pub fn counts(&self) -> [usize; 4] {
+    pub(crate) fn counts(&self) -> [usize; 4] {
         [
             self.tools.len(),
             self.prompts.len(),
@@ -209,7 +209,7 @@ impl View {
 /// An RFC 6570 URI template read for matching: literal text and expressions (`{...}`); an
 /// expression matches one or more characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template(Vec<Piece>);
+pub(crate) struct Template(Vec<Piece>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
@@ -218,7 +218,7 @@ enum Piece {
 }
 
 impl Template {
-    pub fn parse(t: &str) -> Template {
+    pub(crate) fn parse(t: &str) -> Template {
         let mut pieces = Vec::new();
         let mut rest = t;
         while let Some(open) = rest.find('{') {
@@ -242,7 +242,7 @@ impl Template {
         Template(pieces)
     }
 
-    pub fn matches(&self, uri: &str) -> bool {
+    pub(crate) fn matches(&self, uri: &str) -> bool {
         fn go(p: &[Piece], s: &str) -> bool {
             match p.split_first() {
                 None => s.is_empty(),

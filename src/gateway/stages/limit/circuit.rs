@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Consecutive failures open the circuit for a while; then one probe may close it again.
-pub struct Circuit {
+pub(crate) struct Circuit {
     threshold: u32,
     open_for_ms: u64,
     failures: AtomicU32,
@@ -14,13 +14,13 @@ pub struct Circuit {
     open_until_ms: AtomicU64,
 }
 
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
 impl Circuit {
-    pub fn new(threshold: u32, open_for: Duration) -> Circuit {
+    pub(crate) fn new(threshold: u32, open_for: Duration) -> Circuit {
         Circuit {
             threshold: threshold.max(1),
             open_for_ms: open_for.as_millis() as u64,
@@ -30,7 +30,7 @@ impl Circuit {
     }
 
     /// Whether a request may ask Redis at `now` (milliseconds).
-    pub fn allow(&self, now: u64) -> bool {
+    pub(crate) fn allow(&self, now: u64) -> bool {
         if self.failures.load(Ordering::Relaxed) < self.threshold {
             return true;
         }
@@ -48,11 +48,11 @@ impl Circuit {
                 .is_ok()
     }
 
-    pub fn success(&self) {
+    pub(crate) fn success(&self) {
         self.failures.store(0, Ordering::Relaxed);
     }
 
-    pub fn failure(&self, now: u64) {
+    pub(crate) fn failure(&self, now: u64) {
         let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
         if n == self.threshold {
             self.open_until_ms
@@ -60,7 +60,7 @@ impl Circuit {
         }
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.failures.load(Ordering::Relaxed) < self.threshold
     }
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-pub const SHARDS: usize = 16;
+pub(crate) const SHARDS: usize = 16;
 
 thread_local! {
     /// Set while [`LocalLimiter::peek`] runs: the store computes governor's decision but keeps
@@ -37,19 +37,19 @@ fn process_hash_key() -> &'static RandomState {
 }
 
 /// A hasher under this process's random key (SipHash-1-3).
-pub fn keyed_hasher() -> impl Hasher {
+pub(crate) fn keyed_hasher() -> impl Hasher {
     process_hash_key().build_hasher()
 }
 
 /// A keyed state store with a hard cap on the number of keys, evicting the least recently used.
-pub struct BoundedStore {
+pub(crate) struct BoundedStore {
     shards: Vec<Mutex<LruCache<u64, Nanos>>>,
     cap_per_shard: usize,
     evicted: AtomicU64,
 }
 
 impl BoundedStore {
-    pub fn new(max_keys: usize) -> Self {
+    pub(crate) fn new(max_keys: usize) -> Self {
         BoundedStore {
             // Unbounded maps that we cap ourselves: `LruCache::new(cap)` would allocate the
             // whole capacity up front for every limit.
@@ -67,11 +67,6 @@ impl BoundedStore {
         self.shards[(key >> 60) as usize % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Buckets evicted to make room for new keys since start.
-    pub fn evicted(&self) -> u64 {
-        self.evicted.load(Ordering::Relaxed)
     }
 }
 
@@ -162,7 +157,7 @@ impl LocalLimiter {
     }
 
     /// What [`LocalLimiter::check`] would answer for `key` now, spending nothing.
-    pub fn peek(&self, key: u64) -> Result<(), Duration> {
+    pub(crate) fn peek(&self, key: u64) -> Result<(), Duration> {
         PEEKING.with(|p| p.set(true));
         let answer = self
             .limiter
@@ -186,7 +181,8 @@ impl LocalLimiter {
         }
     }
 
-    pub fn live_keys(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn live_keys(&self) -> usize {
         self.limiter.len()
     }
 }

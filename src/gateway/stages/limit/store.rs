@@ -27,7 +27,7 @@ use crate::config::{OnStoreError, RedisConfig};
 /// GCRA with governor's semantics, in microseconds of Redis time.
 /// KEYS[1]: the bucket; ARGV[1]: emission interval t; ARGV[2]: tolerance tau = t * (burst - 1).
 /// Returns {1, 0} when admitted, {0, wait} when not (the bucket is then left unchanged).
-pub const GCRA_LUA: &str = r#"
+pub(crate) const GCRA_LUA: &str = r#"
 local t = tonumber(ARGV[1])
 local tau = tonumber(ARGV[2])
 local clock = redis.call('TIME')
@@ -56,7 +56,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StoreError::Timeout => "timeout",
             StoreError::Failed => "error",
@@ -272,7 +272,7 @@ impl GlobalStore {
     }
 
     /// Count a request decided by `policy` instead of Redis.
-    pub fn fallback(&self, limit: &str, policy: OnStoreError) {
+    pub(crate) fn fallback(&self, limit: &str, policy: OnStoreError) {
         self.metrics
             .fallbacks
             .with_label_values(&[limit, policy.as_str()])

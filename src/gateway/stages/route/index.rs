@@ -60,7 +60,7 @@ fn exact(p: &Option<Pattern>) -> Option<Option<&str>> {
 }
 
 impl RouteIndex {
-    pub fn new(routes: &[Route]) -> RouteIndex {
+    pub(crate) fn new(routes: &[Route]) -> RouteIndex {
         let mut ix = RouteIndex::default();
         for (i, r) in routes.iter().enumerate() {
             // `or_insert`: a later route with the same values can never be the first match.
@@ -85,7 +85,7 @@ impl RouteIndex {
     }
 
     /// The index of the first route (in file order) that matches the claims.
-    pub fn first_match(
+    pub(crate) fn first_match(
         &self,
         routes: &[Route],
         method: Option<&str>,

@@ -15,7 +15,7 @@
 //! `flows.max_tracked` entries the oldest is dropped and counted as evicted.
 
 use crate::gateway::telemetry::expiring::Expiring;
-pub use crate::gateway::telemetry::flow_metrics::FlowMetrics;
+pub(crate) use crate::gateway::telemetry::flow_metrics::FlowMetrics;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,7 @@ pub struct SpanRef {
 
 /// What the store keeps of a flow between two legs.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub method: &'static str,
     pub name: Arc<str>,
     /// The round of the leg that was answered `input_required`.
@@ -81,7 +81,7 @@ pub struct FlowStore {
 }
 
 impl FlowStore {
-    pub fn new(cfg: &FlowsConfig) -> Self {
+    pub(crate) fn new(cfg: &FlowsConfig) -> Self {
         FlowStore {
             inner: Mutex::new(Expiring::new(cfg.timeout, cfg.max_tracked)),
             tasks: crate::gateway::telemetry::task_count::TaskMap::new(
@@ -107,7 +107,7 @@ impl FlowStore {
     }
 
     /// Count the flows whose state expired unseen as abandoned.
-    pub fn sweep(&self, now: Instant, m: &FlowMetrics) {
+    pub(crate) fn sweep(&self, now: Instant, m: &FlowMetrics) {
         let mut inner = self.lock();
         expire(&mut inner, now, m);
         m.tracked.set(inner.len() as i64);

@@ -11,7 +11,7 @@ pub struct BalanceMetrics {
 }
 
 impl BalanceMetrics {
-    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(registry: &Registry) -> prometheus::Result<Self> {
         let moved = IntCounterVec::new(
             Opts::new(
                 "balance_hash_moved_total",

@@ -13,7 +13,7 @@ pub struct ConcurrencyMetrics {
 }
 
 impl ConcurrencyMetrics {
-    pub fn register(registry: &Registry) -> prometheus::Result<Self> {
+    pub(crate) fn register(registry: &Registry) -> prometheus::Result<Self> {
         let decisions = IntCounterVec::new(
             Opts::new(
                 "concurrency_decisions_total",

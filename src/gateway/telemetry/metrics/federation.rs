@@ -18,7 +18,7 @@ pub struct FederationMetrics {
 }
 
 impl FederationMetrics {
-    pub fn register(r: &prometheus::Registry) -> prometheus::Result<FederationMetrics> {
+    pub(crate) fn register(r: &prometheus::Registry) -> prometheus::Result<FederationMetrics> {
         use prometheus::{IntCounterVec, IntGaugeVec, Opts};
         let counter = |n: &str, h: &str, l: &[&str]| -> prometheus::Result<IntCounterVec> {
             let c = IntCounterVec::new(Opts::new(n, h), l)?;

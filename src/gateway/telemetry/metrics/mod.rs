@@ -10,9 +10,9 @@
 
 pub use super::outcome::Outcome;
 
-pub mod balance;
-pub mod concurrency;
-pub mod federation;
+pub(crate) mod balance;
+pub(crate) mod concurrency;
+pub(crate) mod federation;
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -23,7 +23,7 @@ use std::sync::{Arc, OnceLock};
 use crate::config::Config;
 use crate::config::Pattern;
 
-pub use crate::gateway::telemetry::labels::{code_label, method_label, NameLabels, OTHER};
+pub(crate) use crate::gateway::telemetry::labels::{code_label, method_label, NameLabels};
 use crate::gateway::telemetry::labels::{method_index, METHOD_LABELS};
 
 fn status_class(status: u16) -> &'static str {
@@ -40,7 +40,7 @@ fn status_class(status: u16) -> &'static str {
 /// The metrics of one upstream instance, resolved once: the per-request path then touches atomics
 /// only, without hashing label values under the metric family's lock.
 #[derive(Clone)]
-pub struct UpstreamMetrics {
+pub(crate) struct UpstreamMetrics {
     pub requests: IntCounter,
     pub in_flight: IntGauge,
     pub duration: Histogram,
@@ -63,7 +63,7 @@ impl<T> Lazy<T> {
 }
 
 /// The `kind` values of `upstream_errors_total`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 6] = [
+pub(crate) const UPSTREAM_ERROR_KINDS: [&str; 6] = [
     "connect",
     "upstream-tls",
     "upstream-unavailable",
@@ -109,7 +109,7 @@ pub struct Metrics {
     body_bytes: [Lazy<(Histogram, Histogram)>; METHOD_LABELS.len()],
 }
 
-pub fn exact_names(cfg: &Config) -> Vec<String> {
+pub(crate) fn exact_names(cfg: &Config) -> Vec<String> {
     let route_names = cfg.routes.iter().filter_map(|r| r.matcher.name.clone());
     let limit_names = cfg
         .rate_limits
@@ -125,7 +125,7 @@ pub fn exact_names(cfg: &Config) -> Vec<String> {
 }
 
 impl Metrics {
-    pub fn new(cfg: &Config) -> prometheus::Result<Metrics> {
+    pub(crate) fn new(cfg: &Config) -> prometheus::Result<Metrics> {
         let registry = Registry::new_custom(Some("mcp_edge".into()), None)?;
         let latency = vec![
             0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -204,7 +204,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut buf = Vec::new();
         // Encoding gathered families into a Vec cannot fail.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
@@ -212,7 +212,7 @@ impl Metrics {
     }
 
     /// The handles of one upstream instance's metrics (resolve once, then keep them).
-    pub fn upstream(&self, pool: &str, instance: &str) -> UpstreamMetrics {
+    pub(crate) fn upstream(&self, pool: &str, instance: &str) -> UpstreamMetrics {
         UpstreamMetrics {
             requests: self.upstream_requests.with_label_values(&[pool, instance]),
             in_flight: self.upstream_in_flight.with_label_values(&[pool, instance]),
@@ -222,7 +222,7 @@ impl Metrics {
 
     /// Remove every series of an instance that a reload took out of its pool (so `/metrics` does
     /// not report instances that are gone, forever).
-    pub fn forget_upstream(&self, pool: &str, instance: &str) {
+    pub(crate) fn forget_upstream(&self, pool: &str, instance: &str) {
         let labels = [pool, instance];
         let _ = self.upstream_requests.remove_label_values(&labels);
         let _ = self.upstream_in_flight.remove_label_values(&labels);
@@ -238,21 +238,21 @@ impl Metrics {
     }
 
     /// Count a header check that passed (`result="checked"`).
-    pub fn check_passed(&self) {
+    pub(crate) fn check_passed(&self) {
         self.checked
             .get(|| self.header_checks.with_label_values(&["checked", ""]))
             .inc();
     }
 
     /// Count a request whose check was sampled out (`result="skipped"`).
-    pub fn check_skipped(&self) {
+    pub(crate) fn check_skipped(&self) {
         self.skipped
             .get(|| self.header_checks.with_label_values(&["skipped", ""]))
             .inc();
     }
 
     /// Record a finished request.
-    pub fn record(&self, o: &Outcome) {
+    pub(crate) fn record(&self, o: &Outcome) {
         let mi = method_index(o.method);
         let method = METHOD_LABELS[mi];
         // A task id (the `Mcp-Name` of tasks/*) is not a name label: each is new.
@@ -295,7 +295,7 @@ impl Metrics {
 }
 
 /// Write the access-log line.
-pub fn access_log(o: &Outcome) {
+pub(crate) fn access_log(o: &Outcome) {
     tracing::info!(
         target: "mcp_edge::access",
         method = o.method.unwrap_or("-"),

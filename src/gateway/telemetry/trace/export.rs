@@ -172,11 +172,6 @@ impl Tracing {
         }
         span.end_with_timestamp(start + o.duration);
     }
-
-    /// Send what is queued (for tests and shutdown).
-    pub fn flush(&self) {
-        let _ = self.provider.force_flush();
-    }
 }
 
 impl Drop for Tracing {

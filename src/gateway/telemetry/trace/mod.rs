@@ -16,11 +16,11 @@ use crate::gateway::telemetry::flows::SpanRef;
 
 /// A W3C `traceparent`: trace id, parent span id, the sampled flag; the same span reference
 /// a flow keeps of its previous leg.
-pub type Parent = SpanRef;
+pub(crate) type Parent = SpanRef;
 
 /// Parse a `traceparent` value (W3C Trace Context level 1): `00-<32 hex>-<16 hex>-<2 hex>`,
 /// lowercase, ids not all zero, version `ff` invalid; later versions may append `-…` fields.
-pub fn parse_traceparent(v: &str) -> Option<Parent> {
+pub(crate) fn parse_traceparent(v: &str) -> Option<Parent> {
     let b = v.trim().as_bytes();
     if b.len() < 55 || (b.len() > 55 && (b[..2] == *b"00" || b[55] != b'-')) {
         return None;
@@ -52,7 +52,7 @@ fn hex_bits(s: &[u8]) -> Option<u128> {
 }
 
 /// The `traceparent` naming a span.
-pub fn format_traceparent(trace_id: u128, span_id: u64, sampled: bool) -> String {
+pub(crate) fn format_traceparent(trace_id: u128, span_id: u64, sampled: bool) -> String {
     let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
     for i in 0..32 {
         out[3 + i] = crate::mcp::hex::digit((trace_id >> (124 - 4 * i)) as u8);
@@ -139,7 +139,7 @@ fn random_nonzero_u64() -> u64 {
 }
 
 /// [`begin`] on a request: its `traceparent`/`tracestate` headers, then its body's `_meta`.
-pub fn begin_request(
+pub(crate) fn begin_request(
     headers: &http::HeaderMap,
     envelope: Option<&crate::mcp::Envelope>,
     ratio: f64,
@@ -152,7 +152,7 @@ pub fn begin_request(
 }
 
 /// The ratio rule of OpenTelemetry's `TraceIdRatioBased`: the low 63 bits against the ratio.
-pub fn sampled_by_ratio(trace_id: u128, ratio: f64) -> bool {
+pub(crate) fn sampled_by_ratio(trace_id: u128, ratio: f64) -> bool {
     if ratio >= 1.0 {
         return true;
     }

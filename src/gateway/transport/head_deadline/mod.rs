@@ -48,7 +48,7 @@ use crate::mcp::error::{codes, error_body};
 
 /// Where a watched connection is in its current request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Reading a request head, which must be complete by the deadline. `after_newline` is
     /// true when the last byte that was not CR was LF (one more LF ends the head).
     Head { after_newline: bool },
@@ -65,7 +65,7 @@ pub enum Phase {
 }
 
 /// What a chunk of bytes read in `Head` does to the phase. Pure, for unit tests.
-pub fn scan_head(after_newline: bool, bytes: &[u8]) -> Phase {
+pub(crate) fn scan_head(after_newline: bool, bytes: &[u8]) -> Phase {
     let mut nl = after_newline;
     for &b in bytes {
         match b {
@@ -79,7 +79,7 @@ pub fn scan_head(after_newline: bool, bytes: &[u8]) -> Phase {
 }
 
 /// Whether a write starts a final (non-1xx) HTTP/1 response header.
-pub fn starts_final_response(buf: &[u8]) -> bool {
+pub(crate) fn starts_final_response(buf: &[u8]) -> bool {
     buf.len() > 9 && buf.starts_with(b"HTTP/1.") && buf[9] != b'1'
 }
 
@@ -87,7 +87,7 @@ pub fn starts_final_response(buf: &[u8]) -> bool {
 const H2_PREFACE_START: &[u8] = b"PRI * HTTP/2.0";
 
 /// The full 408 answer, written below pingora (so it is a complete HTTP/1.1 response).
-pub fn timeout_answer(limit: Duration) -> Vec<u8> {
+pub(crate) fn timeout_answer(limit: Duration) -> Vec<u8> {
     let message = format!(
         "the request head did not arrive within {} (timeouts.request_head); the connection is closed",
         humantime::format_duration(limit)
@@ -104,7 +104,7 @@ pub fn timeout_answer(limit: Duration) -> Vec<u8> {
 
 /// What the deadline reads of the live gateway, at each connection (implemented by
 /// `journey::live::Live`, so that a reload's timeouts apply to the next connection).
-pub trait Settings: Send + Sync + 'static {
+pub(crate) trait Settings: Send + Sync + 'static {
     /// How long a request head may take (`timeouts.request_head`).
     fn request_head(&self) -> Duration;
     /// How long [`HeadDeadlineApp::cleanup`] waits before pingora drops idle connections
@@ -115,13 +115,13 @@ pub trait Settings: Send + Sync + 'static {
 }
 
 /// The proxy service's app, with every HTTP/1 connection's head under a deadline.
-pub struct HeadDeadlineApp<A> {
+pub(crate) struct HeadDeadlineApp<A> {
     pub inner: Arc<A>,
     live: Arc<dyn Settings>,
 }
 
 impl<A> HeadDeadlineApp<A> {
-    pub fn new(inner: A, live: Arc<dyn Settings>) -> Self {
+    pub(crate) fn new(inner: A, live: Arc<dyn Settings>) -> Self {
         HeadDeadlineApp {
             inner: Arc::new(inner),
             live,
@@ -129,7 +129,7 @@ impl<A> HeadDeadlineApp<A> {
     }
 
     /// The wrapped app, while the service is being built (before it is shared).
-    pub fn inner_mut(&mut self) -> &mut A {
+    pub(crate) fn inner_mut(&mut self) -> &mut A {
         Arc::get_mut(&mut self.inner).expect("the app is not shared before the server starts")
     }
 }
@@ -161,7 +161,7 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for HeadDeadlineApp<A> {
 }
 
 /// An accepted stream whose request heads are under a deadline (see the module doc).
-pub struct Watched {
+pub(crate) struct Watched {
     io: Stream,
     phase: Phase,
     /// Nothing has been read yet (the h2c preface can only come first).

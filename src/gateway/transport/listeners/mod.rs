@@ -26,10 +26,10 @@ use crate::gateway::transport::tls::{self, Loaded, Shared};
 use crate::gateway::transport::upstream_tls::PoolPeers;
 
 mod options;
-pub use options::HasServerOptions;
+pub(crate) use options::HasServerOptions;
 
 /// One listener.
-pub struct Listener {
+pub(crate) struct Listener {
     /// Its key in gateway.yaml: `listen.mcp`, `listen.extra[0]`, `listen.admin`.
     pub key: String,
     pub address: SocketAddr,
@@ -39,7 +39,7 @@ pub struct Listener {
 }
 
 /// Every listener of a gateway.
-pub struct Listeners {
+pub(crate) struct Listeners {
     pub mcp: Vec<Listener>,
     pub admin: Option<Listener>,
     expiry: GaugeVec,
@@ -61,7 +61,7 @@ fn described(cfg: &Config) -> Vec<(String, SocketAddr, ListenerOptions)> {
 }
 
 /// Load the TLS files of every TLS listener of a config; the error names the listener and file.
-pub fn load_all(cfg: &Config) -> Result<Vec<(String, Option<Loaded>)>, String> {
+pub(crate) fn load_all(cfg: &Config) -> Result<Vec<(String, Option<Loaded>)>, String> {
     described(cfg)
         .into_iter()
         .map(|(key, _, o)| match &o.tls {
@@ -75,7 +75,7 @@ pub fn load_all(cfg: &Config) -> Result<Vec<(String, Option<Loaded>)>, String> {
 
 impl Listeners {
     /// Load every listener's TLS files (refusing the config if one is bad).
-    pub fn new(cfg: &Config) -> anyhow::Result<Listeners> {
+    pub(crate) fn new(cfg: &Config) -> anyhow::Result<Listeners> {
         let mut loaded = load_all(cfg).map_err(anyhow::Error::msg)?.into_iter();
         let mut mcp = Vec::new();
         let mut admin = None;
@@ -117,7 +117,7 @@ impl Listeners {
     }
 
     /// Every listening address (MCP ones, then admin).
-    pub fn addresses(&self) -> Vec<SocketAddr> {
+    pub(crate) fn addresses(&self) -> Vec<SocketAddr> {
         self.all().map(|l| l.address).collect()
     }
 
@@ -136,13 +136,13 @@ impl Listeners {
     }
 
     /// Add the expiry metric to a registry (the gateway's, which outlives reloads).
-    pub fn register(&self, registry: &Registry) -> prometheus::Result<()> {
+    pub(crate) fn register(&self, registry: &Registry) -> prometheus::Result<()> {
         registry.register(Box::new(self.expiry.clone()))
     }
 
     /// Re-read the certificates of a new config; nothing changes unless every file loads.
     /// Returns the swap to apply once the rest of the new config is accepted too.
-    pub fn stage(&self, cfg: &Config) -> Result<Staged<'_>, String> {
+    pub(crate) fn stage(&self, cfg: &Config) -> Result<Staged<'_>, String> {
         let loaded = load_all(cfg)?;
         let described = described(cfg);
         let mut swaps = Vec::new();
@@ -171,7 +171,7 @@ impl Listeners {
 
     /// Attach the MCP listeners to proxy services: one service per h2c setting (pingora sets
     /// h2c per service). `make` builds an empty proxy service.
-    pub fn attach_mcp<A, F>(&self, mut make: F) -> anyhow::Result<Vec<Service<A>>>
+    pub(crate) fn attach_mcp<A, F>(&self, mut make: F) -> anyhow::Result<Vec<Service<A>>>
     where
         F: FnMut() -> Service<A>,
         A: HasServerOptions,
@@ -200,7 +200,7 @@ impl Listeners {
     }
 
     /// Attach the admin listener (TLS or plain) to its service.
-    pub fn attach_admin<A>(&self, svc: &mut Service<A>) -> anyhow::Result<()> {
+    pub(crate) fn attach_admin<A>(&self, svc: &mut Service<A>) -> anyhow::Result<()> {
         if let Some(l) = &self.admin {
             attach(svc, l, self.buffers)?;
             gate(svc, &[l]);
@@ -282,14 +282,14 @@ fn attach<A>(svc: &mut Service<A>, l: &Listener, buffers: L4BufferSettings) -> a
 }
 
 /// Certificates read and checked, waiting to be swapped in.
-pub struct Staged<'a> {
+pub(crate) struct Staged<'a> {
     owner: &'a Listeners,
     swaps: Vec<(Arc<Shared>, Loaded)>,
 }
 
 impl Staged<'_> {
     /// New handshakes use the new certificates from now on.
-    pub fn commit(self) {
+    pub(crate) fn commit(self) {
         for (shared, new) in self.swaps {
             shared.replace(new);
         }
@@ -365,7 +365,7 @@ pub fn describe(cfg: &Config, now: i64, warn_days: i64) -> Result<(String, Vec<S
 }
 
 /// `2026-12-01 08:00 UTC` from Unix seconds.
-pub fn format_utc(secs: i64) -> String {
+pub(crate) fn format_utc(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -4,7 +4,7 @@
 use pingora::apps::HttpServerOptions;
 
 /// Apps whose pingora server options can be set (the proxy).
-pub trait HasServerOptions {
+pub(crate) trait HasServerOptions {
     fn set_server_options(&mut self, o: HttpServerOptions);
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use tokio::net::TcpStream;
 
 /// An upstream TCP connection, kept across requests by the pool.
-pub struct Conn {
+pub(crate) struct Conn {
     pub(super) stream: TcpStream,
     pub(super) peer: PSocketAddr,
     pub(super) local: Option<PSocketAddr>,
@@ -24,7 +24,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, peer: SocketAddr) -> Result<Conn> {
+    pub(crate) fn new(stream: TcpStream, peer: SocketAddr) -> Result<Conn> {
         #[cfg(unix)]
         let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
         #[cfg(not(unix))]
@@ -40,8 +40,9 @@ impl Conn {
         })
     }
 
+    #[cfg(test)]
     /// The socket's file descriptor (what pingora logs as the upstream connection's id).
-    pub fn fd(&self) -> UniqueIDType {
+    pub(crate) fn fd(&self) -> UniqueIDType {
         self.fd
     }
 
@@ -49,7 +50,7 @@ impl Conn {
     /// call when tokio knows the socket has nothing (its last read drained it, see `read_now`,
     /// and no event came since); a close or stray bytes from the upstream raise an event, and
     /// then this read sees them.
-    pub fn still_open(&self) -> bool {
+    pub(crate) fn still_open(&self) -> bool {
         let mut one = [0u8; 1];
         matches!(self.stream.try_read(&mut one), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }

@@ -21,7 +21,7 @@
 //! [`session`], the request's writer in [`write`], the wire format in [`wire`].
 
 mod conn;
-pub mod oneshot;
+pub(crate) mod oneshot;
 mod session;
 pub mod wire;
 mod write;
@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
-pub use conn::Conn;
-pub use session::H1Session;
+pub(crate) use conn::Conn;
+pub(crate) use session::H1Session;
 
 /// Idle connections to one peer, each with the time after which it is not reused (the peer's
 /// idle timeout from its release), oldest first.
@@ -47,7 +47,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Idle upstream connections by peer (pingora's reuse hash: address, TLS and ALPN settings),
 /// most recently released on top.
-pub struct Pool {
+pub(crate) struct Pool {
     idle: Mutex<Idle>,
     per_peer: usize,
 }
@@ -62,7 +62,7 @@ fn expired(deadline: &Option<Instant>, now: Instant) -> bool {
 }
 
 impl Pool {
-    pub fn new(per_peer: usize) -> Pool {
+    pub(crate) fn new(per_peer: usize) -> Pool {
         Pool {
             idle: Mutex::new(Idle {
                 by_peer: HashMap::new(),
@@ -104,8 +104,9 @@ impl Pool {
         stack.push((conn, idle_timeout.map(|t| now + t)));
     }
 
+    #[cfg(test)]
     /// Idle connections held (for tests and metrics).
-    pub fn idle_count(&self) -> usize {
+    pub(crate) fn idle_count(&self) -> usize {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.by_peer.values().map(Vec::len).sum()
     }

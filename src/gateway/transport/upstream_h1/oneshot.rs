@@ -12,7 +12,7 @@ use super::wire::{decode, parse_head, Decoded, Framing, Head};
 /// A whole MCP POST the gateway sends on its own (a health check, a catalog page): the request
 /// line for `path`, `Host`, the JSON and MCP headers for `method`, `extra` headers, `Connection:
 /// close` and the body with its `Content-Length`.
-pub fn mcp_post(
+pub(crate) fn mcp_post(
     path: &str,
     host: &str,
     method: &str,
@@ -38,11 +38,11 @@ pub fn mcp_post(
 }
 
 /// A connection the gateway's own calls use (plain TCP or TLS).
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// A response read as it arrives (an SSE stream): its head, then its body piece by piece.
-pub struct Streaming<S> {
+pub(crate) struct Streaming<S> {
     stream: S,
     buf: BytesMut,
     framing: Framing,
@@ -51,7 +51,7 @@ pub struct Streaming<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Streaming<S> {
     /// Send `request` on `stream` and read the response head.
-    pub async fn start(mut stream: S, request: &[u8]) -> Result<Streaming<S>, String> {
+    pub(crate) async fn start(mut stream: S, request: &[u8]) -> Result<Streaming<S>, String> {
         stream
             .write_all(request)
             .await
@@ -76,7 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Streaming<S> {
     }
 
     /// The next piece of the body (`None`: it ended).
-    pub async fn next(&mut self) -> Result<Option<bytes::Bytes>, String> {
+    pub(crate) async fn next(&mut self) -> Result<Option<bytes::Bytes>, String> {
         loop {
             match decode(&mut self.buf, &mut self.framing).map_err(|e| e.to_string())? {
                 Decoded::Data(d) => return Ok(Some(d)),
@@ -96,7 +96,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Streaming<S> {
 
 /// Send `request` (a whole HTTP/1.1 request, `Connection: close`) on `stream` and read the
 /// response: its head and body (decoded), at most `max` body bytes.
-pub async fn exchange<S>(
+pub(crate) async fn exchange<S>(
     mut stream: S,
     request: &[u8],
     max: usize,

@@ -26,7 +26,7 @@ use super::write::{io_error, within, BodyWriter};
 const READ_CHUNK: usize = 4096;
 
 /// One request's exchange on a [`Conn`].
-pub struct H1Session {
+pub(crate) struct H1Session {
     conn: Arc<Conn>,
     reused: bool,
     read_timeout: Option<Duration>,
@@ -49,7 +49,7 @@ pub struct H1Session {
 }
 
 impl H1Session {
-    pub fn new(conn: Arc<Conn>, reused: bool) -> H1Session {
+    pub(crate) fn new(conn: Arc<Conn>, reused: bool) -> H1Session {
         conn.request_done.store(false, Ordering::Release);
         conn.write_failed.store(false, Ordering::Release);
         H1Session {
@@ -74,7 +74,7 @@ impl H1Session {
 
     /// The connection, if it may carry another request: the request was written whole, the
     /// response read to its end with nothing after it, and neither side asked to close.
-    pub fn into_reusable(self) -> Option<Arc<Conn>> {
+    pub(crate) fn into_reusable(self) -> Option<Arc<Conn>> {
         let whole = self.conn.request_done.load(Ordering::Acquire)
             && !self.conn.write_failed.load(Ordering::Acquire);
         let ok = !self.broken
@@ -92,7 +92,7 @@ impl H1Session {
 
     /// Send a request made HTTP/1.1 by [`wire::to_http11`] and its whole body, head and body in
     /// one write (the direct leg: no body writer is boxed for pingora to take out).
-    pub async fn send_request(&mut self, req: &RequestHeader, body: &Bytes) -> Result<()> {
+    pub(crate) async fn send_request(&mut self, req: &RequestHeader, body: &Bytes) -> Result<()> {
         let mut writer = self.writer_for(req)?;
         if !body.is_empty() {
             writer.write_all_buf(&mut body.clone()).await?;
@@ -116,23 +116,18 @@ impl H1Session {
 
     /// The response head just read, moved out (the direct leg writes it to the client as it is;
     /// pingora's pipe reads it through `response_header` instead).
-    pub fn take_response(&mut self) -> Option<ResponseHeader> {
+    pub(crate) fn take_response(&mut self) -> Option<ResponseHeader> {
         self.response.take()
     }
 
     /// Whether the last head read was a 1xx (a final response follows).
-    pub fn informational(&self) -> bool {
+    pub(crate) fn informational(&self) -> bool {
         self.informational
-    }
-
-    /// Whether this request went on a connection taken from the pool.
-    pub fn reused(&self) -> bool {
-        self.reused
     }
 
     /// Give the read buffer's memory back while nothing is buffered (a long stream between two
     /// events holds no buffer then; the next read takes a new one).
-    pub fn shed_buffer(&mut self) {
+    pub(crate) fn shed_buffer(&mut self) {
         if self.buf.is_empty() {
             self.buf = BytesMut::new();
         }

@@ -8,13 +8,13 @@ use pingora::http::RequestHeader;
 use pingora::{Error, ErrorType, Result};
 
 /// Most header lines a response head may carry.
-pub const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 /// Largest response head accepted.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
 /// How a request body is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestFraming {
+pub(crate) enum RequestFraming {
     /// `Content-Length` (or no body): bytes as they are.
     Raw,
     /// `Transfer-Encoding: chunked`: each write becomes one chunk.
@@ -25,7 +25,7 @@ pub enum RequestFraming {
 /// client does before it writes: a `Host` (from the HTTP/2 `:authority`, which wins over a
 /// `Host` field, RFC 9113 §8.3.1), a framing for a body that has none (chunked), and the
 /// authority checks pingora makes.
-pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
+pub(crate) fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
     let authority = req.uri.authority().map(|a| a.as_str().to_owned());
     let host_missing = !req.headers.contains_key(http::header::HOST);
     if let Some(a) = authority.filter(|_| host_missing || req.version == http::Version::HTTP_2) {
@@ -51,7 +51,7 @@ pub fn to_http11(req: &mut RequestHeader, has_body: bool) -> Result<()> {
 /// Frame a request whose whole body (`len` bytes) is in hand by its length: `Content-Length`,
 /// never chunked, whatever framing the client used (HTTP/2 DATA frames, chunked): the body's
 /// bytes are the client's, their framing is the connection's (RFC 9112 §6).
-pub fn frame_whole(req: &mut RequestHeader, len: usize) -> Result<()> {
+pub(crate) fn frame_whole(req: &mut RequestHeader, len: usize) -> Result<()> {
     let framed = req.headers.contains_key(http::header::TRANSFER_ENCODING)
         || req.headers.contains_key(http::header::CONTENT_LENGTH);
     req.remove_header(&http::header::TRANSFER_ENCODING);
@@ -62,7 +62,7 @@ pub fn frame_whole(req: &mut RequestHeader, len: usize) -> Result<()> {
 }
 
 /// The request head as it goes on the wire (always HTTP/1.1), and how its body is framed.
-pub fn request_head(req: &RequestHeader) -> Result<(Vec<u8>, RequestFraming)> {
+pub(crate) fn request_head(req: &RequestHeader) -> Result<(Vec<u8>, RequestFraming)> {
     let path = req.raw_path();
     if path.iter().any(|b| matches!(b, b' ' | b'\r' | b'\n')) {
         return Error::e_explain(
