@@ -104,6 +104,10 @@ async fn check_all(gw: &Gateway) {
             })
     });
     for (p, i, ok) in futures::future::join_all(probes).await {
+        let (pool, inst) = (&gw.pools[p].name, &gw.pools[p].instances[i].name);
+        let result = if ok { "pass" } else { "fail" };
+        let checks = &gw.metrics.health_checks;
+        checks.with_label_values(&[pool, inst, result]).inc();
         let change = gw.pools[p].health.on_check(i, ok);
         if change != Change::None {
             gw.note_health(p, i, change);

@@ -86,6 +86,8 @@ pub struct Metrics {
     pub upstream_duration: HistogramVec,
     pub upstream_up: IntGaugeVec,
     pub upstream_ejections: IntCounterVec,
+    /// Active health probes by instance and result (`pass`, `fail`).
+    pub health_checks: IntCounterVec,
     pub header_checks: IntCounterVec,
     pub rate_limits: IntCounterVec,
     pub retry_legs: IntCounterVec,
@@ -176,6 +178,11 @@ impl Metrics {
                 "upstream_ejections_total",
                 "Passive ejections of instances after failed requests.",
                 &["pool", "upstream"],
+            )?,
+            health_checks: counter(
+                "health_checks_total",
+                "Active health probes of each instance: result is pass or fail.",
+                &["pool", "upstream", "result"],
             )?,
             header_checks: counter("header_checks_total", "Header-vs-body checks: result is checked, skipped (sampled out) or rejected; reason names what failed.", &["result", "reason"])?,
             rate_limits: counter("rate_limit_decisions_total", "Rate-limit decisions by limit: allowed, limited, or dry_run_limited.", &["limit", "decision"])?,
