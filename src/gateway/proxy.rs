@@ -1,5 +1,7 @@
-//! The pingora [`ProxyHttp`]: its phases are the request's journey, each calling the stages
-//! ([`super::stages`]) in order. The map of the default path is in [`super`] (`gateway/mod.rs`).
+//! The pingora [`ProxyHttp`]: its phases are the request's journey, each calling the journey's
+//! steps ([`super::journey`]) and the stages whose verdicts it applies itself
+//! ([`super::stages`]: admission, route, limit, inspect, validate), in order. The map of the
+//! default path is in [`super`] (`gateway/mod.rs`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
