@@ -19,9 +19,9 @@
 //! 2. **admit** the head ([`stages::admission`]);
 //! 3. **route** on the claimed `Mcp-Method`/`Mcp-Name` ([`stages::route`]; on a federated
 //!    endpoint by the pools' catalogs, [`stages::federation`]);
-//! 4. **authenticate** ([`journey::auth`]) and **limit** ([`stages::limit`],
-//!    [`stages::concurrency`] through [`journey::concurrency`]), still on the claims; only then
-//!    `100 Continue`;
+//! 4. **authenticate** ([`journey::auth`]) and **limit** ([`stages::limit`] through
+//!    [`journey::limit`], [`stages::concurrency`] through [`journey::concurrency`]), still on
+//!    the claims; only then `100 Continue`;
 //! 5. **read the body** whole, once, whatever its framing ([`stages::inspect`], through
 //!    [`journey::steps::read_before_upstream`]) and **validate** it against the headers
 //!    ([`stages::validate`]); a federated endpoint may answer here (merged lists, discovery:

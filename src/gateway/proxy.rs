@@ -1,6 +1,6 @@
 //! The pingora [`ProxyHttp`]: its phases are the request's journey, each calling the journey's
 //! steps ([`super::journey`]) and the stages whose verdicts it applies itself
-//! ([`super::stages`]: admission, route, limit, inspect, validate), in order. The map of the
+//! ([`super::stages`]: admission, route, inspect, validate), in order. The map of the
 //! default path is in [`super`] (`gateway/mod.rs`).
 
 use async_trait::async_trait;
@@ -21,10 +21,10 @@ use super::journey::steps::{
     refuse_with_id, select_route, settle_doomed,
 };
 use super::journey::{
-    auth, concurrency, credentials, direct, failure, federation, forward, observe, response,
+    auth, concurrency, credentials, direct, failure, federation, forward, limit, observe, response,
 };
 use super::stages::answer::{self, too_large};
-use super::stages::{admission, inspect, limit, route, validate};
+use super::stages::{admission, inspect, route, validate};
 use super::transport::upstream_h1;
 
 /// The pingora service.

@@ -6,7 +6,8 @@
 //! telemetry, never [`super::proxy`] or [`super::runtime`].
 //!
 //! 1. [`steps`]: admit, route, limit and read the body before any upstream (the route step
-//!    consults [`federation`] on a federated endpoint; [`concurrency`] takes the slots).
+//!    consults [`federation`] on a federated endpoint; [`limit`] asks the rate limits and
+//!    [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
 //! 3. [`cache`], or [`federation`]'s own answers, right after the body check.
 //! 4. [`forward`]: balance, the head's hop-by-hop policy and the peer; on the default path the
@@ -25,6 +26,7 @@ pub(crate) mod direct;
 pub(crate) mod failure;
 pub(crate) mod federation;
 pub(crate) mod forward;
+pub(crate) mod limit;
 pub(crate) mod live;
 pub mod observe;
 pub mod request;

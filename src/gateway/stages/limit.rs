@@ -332,29 +332,3 @@ pub(crate) fn retry_after_secs(wait: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests;
-
-/// The rate-limit step of `request_filter`: the refusal (429) and its `Retry-After` value when
-/// the request is over a limit, on what its headers claim.
-pub(crate) async fn over_limit(
-    gw: &crate::gateway::journey::state::Gateway,
-    session: &pingora::proxy::Session,
-    ctx: &crate::gateway::journey::request::RequestCtx,
-    route: &str,
-) -> Option<(crate::mcp::Rejection, String)> {
-    if gw.limits.is_empty() {
-        return None;
-    }
-    let input = LimitInput {
-        route,
-        method: ctx.method.as_deref(),
-        name: ctx.name.as_deref(),
-        headers: &session.req_header().headers,
-        client_ip: session
-            .client_addr()
-            .and_then(|a| a.as_inet())
-            .map(|a| a.ip()),
-        identity: ctx.identity.as_deref(),
-    };
-    let (limit, wait) = gw.limited(&input).await?;
-    Some(refusal(&limit.name, wait))
-}
