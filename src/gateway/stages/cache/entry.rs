@@ -22,7 +22,7 @@ pub(crate) enum Scope {
 
 /// What an upstream's JSON response says about caching it.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum Judgement {
     /// A `complete` result with `ttlMs > 0`.
     Store(Parsed),
     /// A result that must not be stored (ttl 0, `input_required`, no scope, ...): why.
@@ -73,37 +73,37 @@ fn span(outer: &[u8], inner: &str) -> Range<usize> {
 /// Read an upstream's JSON response body. Only a `complete` result (or one without
 /// `resultType`, from servers older than MRTR) whose `ttlMs` is a positive integer and whose
 /// `cacheScope` is `public` or `private` is storable; missing, zero or negative `ttlMs` is 0.
-pub(crate) fn judge(body: &[u8]) -> Verdict {
+pub(crate) fn judge(body: &[u8]) -> Judgement {
     let Ok(resp) = serde_json::from_slice::<Resp>(body) else {
-        return Verdict::Skip("unreadable");
+        return Judgement::Skip("unreadable");
     };
     if let Some(e) = resp.error {
-        return Verdict::Error(e.code);
+        return Judgement::Error(e.code);
     }
     let (Some(id), Some(result)) = (resp.id, resp.result) else {
-        return Verdict::Skip("no-result");
+        return Judgement::Skip("no-result");
     };
     let Ok(peek) = serde_json::from_str::<ResultPeek>(result.get()) else {
-        return Verdict::Skip("unreadable");
+        return Judgement::Skip("unreadable");
     };
     match peek.result_type.as_deref() {
         None | Some(result_type::COMPLETE) => {}
-        Some(_) => return Verdict::Skip("not-complete"),
+        Some(_) => return Judgement::Skip("not-complete"),
     }
     let Some(ttl_raw) = peek.ttl_ms else {
-        return Verdict::Skip("ttl-zero");
+        return Judgement::Skip("ttl-zero");
     };
     let ttl_ms = match ttl_raw.get().parse::<i64>() {
         Ok(t) if t > 0 => t as u64,
-        Ok(_) => return Verdict::Skip("ttl-zero"),
-        Err(_) => return Verdict::Skip("ttl-not-integer"),
+        Ok(_) => return Judgement::Skip("ttl-zero"),
+        Err(_) => return Judgement::Skip("ttl-not-integer"),
     };
     let scope = match peek.cache_scope.as_deref() {
         Some(crate::mcp::caching::SCOPE_PUBLIC) => Scope::Public,
         Some(SCOPE_PRIVATE) => Scope::Private,
-        _ => return Verdict::Skip("no-scope"),
+        _ => return Judgement::Skip("no-scope"),
     };
-    Verdict::Store(Parsed {
+    Judgement::Store(Parsed {
         id: span(body, id.get()),
         ttl: span(body, ttl_raw.get()),
         ttl_ms,
@@ -165,7 +165,7 @@ mod tests {
     use super::*;
 
     fn entry(body: &str) -> Entry {
-        let Verdict::Store(parsed) = judge(body.as_bytes()) else {
+        let Judgement::Store(parsed) = judge(body.as_bytes()) else {
             panic!("not storable: {body}")
         };
         Entry {
@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn only_complete_results_with_a_positive_ttl_are_stored() {
         let skip = |b: &str| match judge(b.as_bytes()) {
-            Verdict::Skip(why) => why,
+            Judgement::Skip(why) => why,
             other => panic!("{b}: {other:?}"),
         };
         assert_eq!(
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(skip("not json"), "unreadable");
         assert_eq!(
             judge(br#"{"id":1,"error":{"code":-32602,"message":"bad cursor"}}"#),
-            Verdict::Error(-32602)
+            Judgement::Error(-32602)
         );
     }
 }

@@ -12,7 +12,7 @@ use crate::mcp::caching::CACHEABLE;
 use crate::mcp::codes;
 use crate::mcp::methods::TOOLS_LIST;
 
-use super::entry::{judge, Entry, Scope, Verdict as Judged};
+use super::entry::{judge, Entry, Judgement, Scope};
 use super::key::{self, Caller, Key};
 use super::sse::NotificationScanner;
 use super::{RouteCache, Shared};
@@ -145,23 +145,23 @@ pub(crate) fn finish(
 ) {
     let m = &shared.metrics;
     let verdict = judge(&body);
-    if p.method == TOOLS_LIST && !matches!(verdict, Judged::Error(_)) {
+    if p.method == TOOLS_LIST && !matches!(verdict, Judgement::Error(_)) {
         shared.params.learn(&p.pool, &body);
     }
     let Some(store) = p.store else {
         return;
     };
     match verdict {
-        Judged::Error(c) if c == i64::from(codes::INVALID_PARAMS) && p.req.has_cursor => {
+        Judgement::Error(c) if c == i64::from(codes::INVALID_PARAMS) && p.req.has_cursor => {
             // An invalid cursor: the list's pages may be out of date as a whole.
             let method = p.method;
             store.drop_if(move |e| e.method == method);
         }
-        Judged::Error(_) => {
+        Judgement::Error(_) => {
             m.skipped.with_label_values(&[p.method, "error"]).inc();
         }
-        Judged::Skip(why) => m.skipped.with_label_values(&[p.method, why]).inc(),
-        Judged::Store(parsed) => {
+        Judgement::Skip(why) => m.skipped.with_label_values(&[p.method, why]).inc(),
+        Judgement::Store(parsed) => {
             let key = match (parsed.scope, p.caller) {
                 (Scope::Public, _) => p.req.key,
                 (Scope::Private, Some(c)) => p.req.key.private(&c),

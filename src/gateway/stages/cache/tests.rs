@@ -22,7 +22,7 @@ fn entry(store: &RouteCache, method: &'static str, uri: Option<&str>, len: usize
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{pad}","ttlMs":60000,"cacheScope":"public"}}}}"#
     );
-    let entry::Verdict::Store(parsed) = entry::judge(body.as_bytes()) else {
+    let entry::Judgement::Store(parsed) = entry::judge(body.as_bytes()) else {
         panic!()
     };
     Entry {
