@@ -103,8 +103,21 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
         "ejected after {rounds} health probes since the kill, more than two rounds"
     );
 
-    // Bring it back on the same port: re-admitted by the health checks.
-    std::thread::sleep(Duration::from_millis(700));
+    // Dead until a health probe of it has failed (counted by result), then back on the same
+    // port: re-admitted by a passing probe.
+    let counted = |m: &str, result: &str| {
+        let (label, result) = (
+            format!("upstream=\"{victim}\""),
+            format!("result=\"{result}\""),
+        );
+        sample(m, "mcp_edge_health_checks_total", &[&label, &result])
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || counted(&scrape(&gw), "fail")
+            >= 1.0),
+        "no failed health probe of the killed instance was counted"
+    );
+    let passed_before = counted(&scrape(&gw), "pass");
     procs.0[2] = backend(addrs[2].port(), Some(&key));
     let restarted_at = Instant::now();
     assert!(
@@ -113,6 +126,10 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
         "not re-admitted"
     );
     let readmitted_after = restarted_at.elapsed();
+    assert!(
+        counted(&scrape(&gw), "pass") > passed_before,
+        "re-admitted without a passing health probe counted"
+    );
 
     let r = running.join().unwrap();
     let m = &r.measures;
