@@ -27,6 +27,7 @@ mod abuse;
 mod attacks;
 mod auth;
 mod auth_sdk;
+mod bridge;
 mod cache;
 mod cases;
 mod concurrency;

@@ -4,6 +4,8 @@
 //! a socket. [`super::journey`] applies them to one request. Imports [`super::transport`] and
 //! [`super::telemetry`] only.
 //!
+//! 0. [`bridge`]: a 2025-era client's session and waiting calls (the protocol bridge, before
+//!    admission: its requests re-enter as 2026 requests).
 //! 1. [`admission`]: what the head alone decides (MCP headers, version, framing).
 //! 2. [`route`]: the claimed `Mcp-Method`/`Mcp-Name` to a pool; on a federated endpoint by the
 //!    pools' catalogs ([`federation`]).
@@ -17,6 +19,7 @@
 pub(crate) mod admission;
 pub(crate) mod answer;
 pub mod balance;
+pub(crate) mod bridge;
 pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod federation;

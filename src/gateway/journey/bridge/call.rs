@@ -224,6 +224,10 @@ pub(super) async fn run(
             } else {
                 200
             };
+            if leg > 1 || refreshed {
+                let done = status == 200 && result.is_some();
+                flow_ended(ctx, &extra, if done { "completed" } else { "error" });
+            }
             let message = relabel(response, &call.id);
             return out.last(status, message, &ans.pass).await;
         }
@@ -348,11 +352,12 @@ async fn next_round(
         _ => return Ok(Ok(extra)), // only a state: retry at once (the spec's load shedding)
     };
     let settings = &ctx.gw.config.legacy;
-    let Some(mut reg) =
-        bridge
-            .waiting
-            .register(&s.nonce, call.id.get().to_owned(), settings.max_waiting)
-    else {
+    let Some(mut reg) = bridge.waiting.register(
+        &s.nonce,
+        call.id.get().to_owned(),
+        settings.max_waiting,
+        Some(ctx.gw.metrics.bridge.waiting.clone()),
+    ) else {
         let msg =
             "The gateway has too many calls waiting for their clients' answers; try again later";
         return Ok(Err(Rejection::new(
@@ -362,8 +367,6 @@ async fn next_round(
             msg,
         )));
     };
-    let gauge = &ctx.gw.metrics.bridge.waiting;
-    gauge.set(bridge.waiting.len() as i64);
     let expires_at_ms = now_ms().saturating_add(settings.answer_timeout.as_millis() as u64);
     for (key, q) in questions {
         let method = q.get("method").and_then(Value::as_str).unwrap_or_default();
@@ -422,8 +425,6 @@ async fn next_round(
             }
         }
     }
-    drop(reg);
-    gauge.set(bridge.waiting.len() as i64);
     extra.insert("inputResponses".into(), Value::Object(answers));
     Ok(Ok(extra))
 }

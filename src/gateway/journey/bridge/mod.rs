@@ -6,7 +6,8 @@
 //!   untouched; a 2025-era one (its head says so: [`crate::mcp::legacy::era_of`]) is the
 //!   bridge's to answer, whole.
 //! - The gateway *is* the session: `initialize` is answered from the fleet's `server/discover`
-//!   ([`initialize`]); the session id is sealed and self-contained ([`session`]), so any replica
+//!   ([`initialize`]); the session id is sealed and self-contained ([`session`], in the stages
+//!   layer with the rest of the bridge's state, [`Bridge`]), so any replica
 //!   serves it; `ping` and the session-scoped settings are answered here.
 //! - Every other request becomes a 2026 request (the `_meta` from the session, `Mcp-Method` /
 //!   `Mcp-Name` from the body, never from the legacy request's headers) sent through this
@@ -25,8 +26,6 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
 
 use crate::config::Config;
 use crate::gateway::journey::request::RequestCtx;
@@ -34,85 +33,15 @@ use crate::gateway::journey::steps::{invite_body, refuse};
 use crate::gateway::stages::answer::respond;
 use crate::gateway::stages::inspect;
 use crate::mcp::legacy::{self, Era, SESSION_ID};
-use crate::mcp::seal::{Sealer, StateKeys};
 use crate::mcp::{codes, Rejection};
 
 mod answers;
 mod call;
 mod hop;
 mod initialize;
-mod params;
-pub(crate) mod session;
-pub(crate) mod waiting;
 
+pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
 use session::{caller_of, LegacySession};
-use waiting::Waiting;
-
-/// The bridge of one gateway generation: its keys and settings, and (carried over reloads) the
-/// calls waiting on this replica.
-pub(crate) struct Bridge {
-    pub(crate) sealer: Sealer,
-    /// This gateway's plain MCP listener, where translated requests enter the pipeline.
-    hop: SocketAddr,
-    /// Where the other replicas reach this one.
-    pub(crate) advertise: String,
-    pub(crate) waiting: Arc<Waiting>,
-    /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
-    params: Arc<params::ParamHeaders>,
-}
-
-impl Bridge {
-    /// The bridge for `config` (`None`: legacy clients refused everywhere, or no plain MCP
-    /// listener to hop to, which is said at start); a reload keeps the waiting calls and, when
-    /// no key file is set, the process's random key (sessions survive a reload).
-    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Option<Bridge> {
-        let l = &config.legacy;
-        if l.clients == crate::config::legacy::LegacyClients::Refuse {
-            return None;
-        }
-        let Some(hop) = plain_listener(config) else {
-            tracing::warn!("legacy: no plain (non-TLS) MCP listener for the bridge's hop; 2025-era clients are refused (-32022)");
-            return None;
-        };
-        let keys = match &l.keys_file {
-            // Validated at load: a read error here means the file changed since; keep going
-            // with the previous keys rather than dropping every session.
-            Some(path) => crate::config::legacy::read_keys(path).ok(),
-            None => None,
-        };
-        let sealer = match (keys, previous) {
-            (Some(k), _) => Sealer::new(k),
-            (None, Some(p)) => p.sealer.clone(),
-            (None, None) => Sealer::new(StateKeys::random()),
-        };
-        Some(Bridge {
-            sealer,
-            hop,
-            advertise: l
-                .advertise
-                .clone()
-                .unwrap_or_else(|| format!("http://{hop}")),
-            waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
-            params: previous.map(|p| p.params.clone()).unwrap_or_default(),
-        })
-    }
-}
-
-/// The MCP listener translated requests enter by: the main one unless it has TLS, else the
-/// first plain extra one; an unspecified address is reached on loopback.
-fn plain_listener(config: &Config) -> Option<SocketAddr> {
-    let l = &config.listen;
-    let plain = std::iter::once((l.mcp, &l.tls.mcp))
-        .chain(l.tls.extra.iter().map(|e| (e.address, &e.options)))
-        .find(|(_, o)| o.tls.is_none())
-        .map(|(a, _)| a)?;
-    let ip = match plain.ip() {
-        IpAddr::V4(v) if v.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v) if v.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    Some(SocketAddr::new(ip, plain.port()))
-}
 
 /// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
 /// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
