@@ -123,3 +123,39 @@ fn answers_posted_to_another_replica_reach_the_call_that_waits_for_them() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_federated_endpoint_serves_the_v1_client_its_merged_tools_and_their_questions() {
+    if !Client::TypeScriptV1.installed() {
+        return;
+    }
+    let (p1, p2) = (backend(), backend());
+    let cfg = crate::support::config(
+        &[("a", p1.addrs(), ""), ("b", p2.addrs(), "")],
+        "default_route: {pool: a}\nfederation:\n  endpoints:\n    - { path: /fed, pools: [a, b], collisions: prefix }\n",
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let url = format!("http://{}/fed", gw.mcp_addr);
+    let calls =
+        "a__test_input_required_result_multiple_inputs,b__test_input_required_result_multi_round";
+    let out = Client::TypeScriptV1.run(&url, calls, None);
+    assert_eq!(out["ok"], true, "{out}");
+    let tools = out["tools"].as_array().unwrap();
+    assert!(
+        tools.iter().any(|t| t == "a__echo") && tools.iter().any(|t| t == "b__echo"),
+        "{tools:?}"
+    );
+    let r = &out["results"];
+    assert!(
+        r["a__test_input_required_result_multiple_inputs"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Received all answers."),
+        "{r}"
+    );
+    assert_eq!(
+        r["b__test_input_required_result_multi_round"]["text"],
+        "Ada's favorite color is Ada"
+    );
+    assert_eq!(out["asked"].as_array().unwrap().len(), 5, "{out}");
+}
