@@ -275,7 +275,14 @@ impl Config {
             });
             ConfigError::at(file, pos, message)
         })?;
+        let mut cfg = cfg;
         cfg.validate(&Positions::of(text), file)?;
+        for p in cfg.pools.values_mut() {
+            // A 2025-era server has no server/discover to probe without a session.
+            if p.era.legacy_version().is_some() && p.health.check == HealthCheckKind::Mcp {
+                p.health.check = HealthCheckKind::Tcp;
+            }
+        }
         Ok(cfg)
     }
 }

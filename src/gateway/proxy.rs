@@ -108,6 +108,12 @@ impl ProxyHttp for Proxy {
             return refuse_with_id(session, ctx, rej).await;
         }
 
+        // 6a. A pool of 2025-era servers: over the gateway's session with an instance, its
+        //     mid-call questions turned into `input_required` (`journey::bridge::back`).
+        if let Some(version) = bridge::back::takes(ctx) {
+            return bridge::back::forward(session, ctx, version).await;
+        }
+
         // 6. A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.
         if direct::takes(session, ctx) {
             return direct::forward(session, ctx, &self.upstreams).await;

@@ -27,6 +27,7 @@ pub(crate) mod direct;
 pub(crate) mod failure;
 pub(crate) mod federation;
 pub(crate) mod forward;
+pub(crate) mod legacy_up;
 pub(crate) mod limit;
 pub(crate) mod live;
 pub mod observe;

@@ -137,7 +137,7 @@ fn a_federated_endpoint_serves_the_v1_client_its_merged_tools_and_their_question
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     let url = format!("http://{}/fed", gw.mcp_addr);
     let calls =
-        "a__test_input_required_result_multiple_inputs,b__test_input_required_result_multi_round";
+        "a__test_input_required_result_multiple_inputs;b__test_input_required_result_multi_round";
     let out = Client::TypeScriptV1.run(&url, calls, None);
     assert_eq!(out["ok"], true, "{out}");
     let tools = out["tools"].as_array().unwrap();

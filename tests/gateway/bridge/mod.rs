@@ -3,7 +3,10 @@
 //! `MCP_EDGE_LEGACY_PEERS_DIR`, default target/peers-legacy; skipped loudly when absent) in
 //! front of the 2026-only reference backend (two instances) list, call and complete every
 //! multi round-trip tool, through one gateway and across two replicas (`clients`); forged,
-//! altered, other callers' and unanswered sessions and answers (`hostile`).
+//! altered, other callers' and unanswered sessions and answers (`hostile`). And the other way
+//! round: pools of 2025-era servers written with the TypeScript SDK v1 and the Python SDK 1.x
+//! (`era: 2025-11-25`) used by the official TypeScript SDK v2 client pinned to 2026-07-28, mid-call
+//! questions turned into MRTR, across replicas, with forged states refused (`servers`).
 
 use mcp_edge::backend::{Pool, PoolOptions, StateKeys};
 use mcp_edge::gateway::RunningGateway;
@@ -15,10 +18,11 @@ use crate::support::config;
 
 mod clients;
 mod hostile;
+mod servers;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two
 /// rounds; and a plain call.
-pub(super) const CALLS: &str = "echo={\"text\":\"hi\"},test_input_required_result_elicitation,test_input_required_result_sampling,test_input_required_result_list_roots,test_input_required_result_multiple_inputs,test_input_required_result_multi_round";
+pub(super) const CALLS: &str = "echo={\"text\":\"hi\"};test_input_required_result_elicitation;test_input_required_result_sampling;test_input_required_result_list_roots;test_input_required_result_multiple_inputs;test_input_required_result_multi_round";
 
 /// Two reference backend instances sharing one state key.
 pub(super) fn backend() -> Pool {
@@ -128,4 +132,124 @@ fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process:
     }
     let _ = child.kill();
     child.wait_with_output().unwrap()
+}
+
+/// A 2025-era SDK server instance (killed on drop).
+pub(super) struct LegacyServer {
+    pub addr: std::net::SocketAddr,
+    child: std::process::Child,
+    kind: ServerKind,
+}
+
+/// Which 2025-era server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum ServerKind {
+    TypeScriptV1,
+    PythonV1,
+}
+
+impl ServerKind {
+    pub(super) fn installed(self) -> bool {
+        match self {
+            ServerKind::TypeScriptV1 => Client::TypeScriptV1.installed(),
+            ServerKind::PythonV1 => Client::PythonV1.installed(),
+        }
+    }
+}
+
+impl LegacyServer {
+    /// Start one on `port` (0: a free one) and wait until it listens.
+    pub(super) fn start(kind: ServerKind, port: u16) -> LegacyServer {
+        use std::process::Stdio;
+        let port = if port == 0 {
+            crate::support::free_port()
+        } else {
+            port
+        };
+        let d = peers();
+        let mut cmd = match kind {
+            ServerKind::TypeScriptV1 => {
+                let copy = d.join("legacy_ts_server.mjs");
+                std::fs::copy(script("legacy_ts_server.mjs"), &copy).unwrap();
+                let mut c = Command::new("node");
+                c.arg(copy);
+                c
+            }
+            ServerKind::PythonV1 => {
+                let mut c = Command::new(d.join("venv/bin/python"));
+                c.arg(script("legacy_py_server.py"));
+                c
+            }
+        };
+        let mut child = cmd
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the {kind:?} server exited"
+            );
+            assert!(
+                std::time::Instant::now() < end,
+                "the {kind:?} server did not listen within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        LegacyServer { addr, child, kind }
+    }
+
+    /// Stop it and start it again on the same port: its sessions are gone.
+    pub(super) fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut again = LegacyServer::start(self.kind, self.addr.port());
+        // `again` takes the dead child with it when it is dropped.
+        std::mem::swap(&mut self.child, &mut again.child);
+    }
+}
+
+impl Drop for LegacyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The official TypeScript SDK v2 client, pinned to 2026-07-28 (`MCP_EDGE_TS_SDK_DIR`, as the
+/// other TS client tests), against `url`; `retries_to`: send every retry leg there instead.
+pub(super) fn modern_client(url: &str, calls: &str, retries_to: Option<&str>) -> Option<Value> {
+    let dir = std::env::var_os("MCP_EDGE_TS_SDK_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ts-sdk"));
+    if !dir
+        .join("node_modules/@modelcontextprotocol/client/package.json")
+        .exists()
+    {
+        crate::support::programs::missing(
+            &format!("the TypeScript SDK v2 client is not in {}", dir.display()),
+            "bash .ci/run",
+        );
+        return None;
+    }
+    let copy = dir.join("modern_ts_client.mjs");
+    std::fs::copy(script("modern_ts_client.mjs"), &copy).unwrap();
+    let mut cmd = Command::new("node");
+    cmd.arg(copy).args([url, calls]);
+    if let Some(r) = retries_to {
+        cmd.env("MCP_EDGE_RETRY_URL", r);
+    }
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    Some(serde_json::from_str(line).unwrap_or_else(|e| {
+        panic!(
+            "the TS v2 client printed no JSON ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }))
 }

@@ -36,9 +36,14 @@ use crate::mcp::legacy::{self, Era, SESSION_ID};
 use crate::mcp::{codes, Rejection};
 
 mod answers;
+pub(crate) mod back;
+mod back_hop;
+mod back_resume;
 mod call;
 mod hop;
 mod initialize;
+mod marks;
+mod round;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
 use session::{caller_of, LegacySession};
@@ -48,9 +53,10 @@ use session::{caller_of, LegacySession};
 /// as a 2026-only server does).
 pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
     let gw = ctx.gw.clone();
-    let Some(bridge) = gw.bridge.as_ref() else {
+    let bridge = &gw.bridge;
+    if bridge.hop.is_none() {
         return Ok(None);
-    };
+    }
     let req = session.req_header();
     if legacy::era_of(&req.method, &req.headers) == Era::Modern {
         return Ok(None);

@@ -10,38 +10,43 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::mcp::seal::{Sealer, StateKeys};
 
+pub(crate) mod messages;
 pub(crate) mod params;
+pub(crate) mod servers;
 pub(crate) mod session;
 pub(crate) mod waiting;
 
 use waiting::Waiting;
 
 /// The bridge of one gateway generation: its keys and settings, and (carried over reloads) the
-/// calls waiting on this replica.
+/// calls waiting on this replica, the sessions it holds with legacy servers and the calls they
+/// paused.
 pub(crate) struct Bridge {
     pub(crate) sealer: Sealer,
-    /// This gateway's plain MCP listener, where translated requests enter the pipeline.
-    pub(crate) hop: SocketAddr,
+    /// This gateway's plain MCP listener, where translated requests of 2025-era clients enter
+    /// the pipeline (`None`: no plain listener; such clients are then refused).
+    pub(crate) hop: Option<SocketAddr>,
     /// Where the other replicas reach this one.
     pub(crate) advertise: String,
     pub(crate) waiting: Arc<Waiting>,
     /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
     pub(crate) params: Arc<params::ParamHeaders>,
+    /// Sessions with 2025-era servers (pools with a legacy `era`).
+    pub(crate) servers: Arc<servers::ServerSessions>,
+    /// Calls those servers paused to ask their client something.
+    pub(crate) paused: Arc<servers::PausedCalls>,
 }
 
 impl Bridge {
-    /// The bridge for `config` (`None`: legacy clients refused everywhere, or no plain MCP
-    /// listener to hop to, which is said at start); a reload keeps the waiting calls and, when
-    /// no key file is set, the process's random key (sessions survive a reload).
-    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Option<Bridge> {
+    /// The bridge for `config`; a reload keeps the waiting and paused calls, the server
+    /// sessions and, when no key file is set, the process's random key (sessions survive a
+    /// reload).
+    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Bridge {
         let l = &config.legacy;
-        if l.clients == crate::config::legacy::LegacyClients::Refuse {
-            return None;
-        }
-        let Some(hop) = plain_listener(config) else {
+        let hop = plain_listener(config);
+        if hop.is_none() && l.clients == crate::config::legacy::LegacyClients::Bridge {
             tracing::warn!("legacy: no plain (non-TLS) MCP listener for the bridge's hop; 2025-era clients are refused (-32022)");
-            return None;
-        };
+        }
         let keys = match &l.keys_file {
             // Validated at load: a read error here means the file changed since; keep going
             // with the previous keys rather than dropping every session.
@@ -53,16 +58,26 @@ impl Bridge {
             (None, Some(p)) => p.sealer.clone(),
             (None, None) => Sealer::new(StateKeys::random()),
         };
-        Some(Bridge {
+        let advertise = match (&l.advertise, hop) {
+            (Some(a), _) => a.clone(),
+            (None, Some(h)) => format!("http://{h}"),
+            (None, None) => format!("http://{}", config.listen.mcp),
+        };
+        let servers = previous.map(|p| p.servers.clone()).unwrap_or_else(|| {
+            Arc::new(servers::ServerSessions::new(
+                l.server_sessions,
+                l.server_session_idle,
+            ))
+        });
+        Bridge {
             sealer,
             hop,
-            advertise: l
-                .advertise
-                .clone()
-                .unwrap_or_else(|| format!("http://{hop}")),
+            advertise,
             waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),
-        })
+            servers,
+            paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),
+        }
     }
 }
 
