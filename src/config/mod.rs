@@ -37,6 +37,7 @@ mod describe;
 mod limits;
 mod listen;
 mod pattern;
+pub(crate) mod policy;
 pub(crate) mod pools;
 mod positions;
 mod rate_limits;
@@ -144,6 +145,9 @@ pub struct Config {
     /// `POST /-/cache/purge` need `Authorization: Bearer <token>` (read on start and reload).
     #[serde(default)]
     pub admin_token_file: Option<std::path::PathBuf>,
+    /// Rules over a call's arguments and the caller's claims, at the edge (see `config::policy`).
+    #[serde(default)]
+    pub argument_policy: Vec<policy::PolicyRule>,
 }
 
 fn d_dns_refresh() -> Duration {

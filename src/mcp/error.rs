@@ -69,6 +69,9 @@ pub mod codes {
         /// Gateway (credentials): the pool's credential could not be obtained from its token
         /// endpoint (HTTP 503 + Retry-After when it is down or slow, 502 when it refused).
         GATEWAY_CREDENTIAL_UNAVAILABLE = -31012, "-31012";
+        /// Gateway (argument policy): a rule over the call's arguments and the caller's claims
+        /// refuses it (HTTP 403); the message and `data.rule` name the rule.
+        GATEWAY_POLICY_DENIED = -31013, "-31013";
     }
 }
 

@@ -1,5 +1,9 @@
-//! Explain: what the gateway would do with one request, stage by stage, in the order the proxy
-//! runs them (admit → route → auth → limits → check → cache → balance), without forwarding it.
+//! Explain: what the gateway would do with one request, stage by stage, walking the same list
+//! the proxy runs (`stages::pipeline::STAGES`), without forwarding it. The answer's `stages`
+//! names the stages the request would go through, in list order, as the proxy records them in
+//! `RequestCtx::ran` (a test holds the two to agree); `steps` says what each one found, `skip`
+//! for one that does not apply. It assumes a body read whole (the default path); on pingora's
+//! pipe a body held past 64 KiB skips the stages that answer themselves (federation, cache).
 //!
 //! Each stage is the proxy's own function, asked without its side effects: limits are peeked
 //! ([`crate::gateway::stages::limit::Limit::peek`]: no token spent, no key added), the cache is only read
@@ -23,9 +27,11 @@ use std::sync::Arc;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::balance::Tried;
+use crate::gateway::stages::body::{BodyStage, Input, Scope};
 use crate::gateway::stages::limit::{LimitInput, Verdict};
+use crate::gateway::stages::pipeline::{index_of, Ran, Run, Step, STAGES};
 use crate::gateway::stages::route::RouteRef;
-use crate::mcp::{envelope, Rejection};
+use crate::mcp::{envelope, Envelope, Rejection};
 
 /// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
 #[derive(Debug, Deserialize)]
@@ -43,19 +49,32 @@ pub struct Question {
     pub client_ip: Option<std::net::IpAddr>,
 }
 
-/// The stages walked so far and, once one decides, the verdict.
+/// The stages walked so far (each as the narrative step and in [`Ran`], the set the proxy keeps
+/// too) and, once one decides, the verdict.
 struct Walk {
     steps: Vec<Value>,
+    ran: Ran,
 }
 
 impl Walk {
-    fn pass(&mut self, step: &str, detail: Value) {
+    fn pass(&mut self, i: usize, detail: Value) {
+        self.ran.mark(i);
+        let step = STAGES[i].name();
         self.steps
             .push(json!({"step": step, "outcome": "pass", "detail": detail}));
     }
 
+    /// The stage does not apply to this request (the proxy skips it too).
+    fn skip(&mut self, i: usize, detail: Value) {
+        let step = STAGES[i].name();
+        self.steps
+            .push(json!({"step": step, "outcome": "skip", "detail": detail}));
+    }
+
     /// The stage refuses: the answer the client would get.
-    fn refuse(mut self, step: &str, rej: &Rejection, detail: Value) -> Value {
+    fn refuse(mut self, i: usize, rej: &Rejection, detail: Value) -> Value {
+        self.ran.mark(i);
+        let step = STAGES[i].name();
         self.steps
             .push(json!({"step": step, "outcome": "refuse", "detail": detail}));
         json!({
@@ -63,16 +82,41 @@ impl Walk {
             "decided_by": step,
             "answer": {"status": rej.status, "code": rej.code, "reason": rej.reason, "message": rej.message},
             "steps": self.steps,
+            "stages": self.ran.names(),
         })
     }
 
-    fn done(self, verdict: &str, decided_by: &str, extra: Value) -> Value {
-        let mut v = json!({"verdict": verdict, "decided_by": decided_by, "steps": self.steps});
+    fn done(mut self, verdict: &str, i: usize, extra: Value) -> Value {
+        self.ran.mark(i);
+        let step = STAGES[i].name();
+        let mut v = json!({"verdict": verdict, "decided_by": step, "steps": self.steps,
+                           "stages": self.ran.names()});
         if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
             m.extend(e);
         }
         v
     }
+}
+
+/// What one stage says of the request.
+enum Said {
+    Pass(Value),
+    Skip(Value),
+    Refuse(Rejection, Value),
+    /// The gateway answers it itself (federation, the cache): the walk ends there.
+    Answered(Value),
+}
+
+/// A request being explained: its head, body, and what the stages so far found.
+struct Explaining<'a> {
+    gw: &'a Arc<Gateway>,
+    q: &'a Question,
+    parts: http::request::Parts,
+    ctx: RequestCtx,
+    /// The body, parsed (by the check, or for the body stages on a sampled-out route).
+    env: Option<Envelope>,
+    /// The header↔body check runs (not sampled out).
+    check: bool,
 }
 
 /// The request head as the proxy would see it (`Err`: a header that no HTTP parser accepts).
@@ -95,138 +139,197 @@ fn head(gw: &Gateway, q: &Question) -> Result<http::request::Parts, String> {
     Ok(parts)
 }
 
-/// Walk `q` through the stages of `gw`.
+/// Walk `q` through the stages of `gw`, in the order of the pipeline's list.
 pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
-    let mut walk = Walk { steps: Vec::new() };
+    let mut walk = Walk {
+        steps: Vec::new(),
+        ran: Ran::default(),
+    };
     let parts = match head(gw, q) {
         Ok(p) => p,
-        Err(e) => return json!({"verdict": "invalid", "error": e, "steps": []}),
+        Err(e) => return json!({"verdict": "invalid", "error": e, "steps": [], "stages": []}),
     };
-    let headers = &parts.headers;
-    let admitted =
-        match crate::gateway::stages::admission::admit(&parts, &gw.config, &gw.key_headers) {
-            Ok(a) => a,
-            Err(rej) => return walk.refuse("admit", &rej, json!({})),
-        };
-    let mut ctx = RequestCtx::new(gw.clone());
-    ctx.method = admitted.method.clone();
-    ctx.name = admitted.name.clone();
-    walk.pass(
-        "admit",
-        json!({"claimed_method": admitted.method, "claimed_name": admitted.name,
-               "headers_alone_doom_it": admitted.doomed}),
-    );
-    if admitted.doomed {
-        // The proxy reads the body to answer with its id: the check says why.
-        return check_only(walk, headers, q.body.as_bytes());
-    }
-    let Some(route_ref) =
-        crate::gateway::journey::steps::select_route(gw, &mut ctx, parts.uri.path())
-    else {
-        let rej =
-            crate::gateway::stages::route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
-        return walk.refuse("route", &rej, json!({"routes": gw.table.routes.len()}));
-    };
-    let Some(route) = gw.table.get(route_ref) else {
-        let rej =
-            crate::gateway::stages::route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
-        return walk.refuse("route", &rej, json!({}));
-    };
-    ctx.pool = route.pool;
-    walk.pass("route", route_detail(gw, route_ref, &ctx));
-    if let Some(auth) = &gw.auth {
-        let (m, n) = (ctx.method.as_deref(), ctx.name.as_deref());
-        match auth
-            .admit(headers, parts.uri.query(), route_ref, m, n)
-            .await
-        {
-            Ok(identity) => {
-                let who = identity.as_deref().map(|i| i.subject.clone());
-                walk.pass("auth", json!({"caller": who}));
-                ctx.identity = identity;
-            }
-            Err(refusal) => return walk.refuse("auth", &refusal.rejection, json!({})),
-        }
-    } else {
-        walk.pass("auth", json!({"configured": false}));
-    }
-    if let Some((rej, detail)) = limits(gw, &ctx, headers, &route.name, q.client_ip, &mut walk) {
-        return walk.refuse("limits", &rej, detail);
-    }
-    let sample = route.sample;
-    checked(
+    let mut x = Explaining {
         gw,
-        &ctx,
-        route_ref,
-        sample,
-        headers,
-        q.body.as_bytes(),
-        walk,
-    )
+        q,
+        parts,
+        ctx: RequestCtx::new(gw.clone()),
+        env: None,
+        check: false,
+    };
+    for (i, stage) in STAGES.iter().enumerate() {
+        let said = match stage.run {
+            Run::Step(Step::Admit) => match admit(&mut x) {
+                // The proxy reads the body to answer with its id: the check says why.
+                Ok(Some(detail)) => {
+                    walk.pass(i, detail);
+                    match check(&mut x, true) {
+                        Said::Refuse(rej, d) => return walk.refuse(index_of(Step::Check), &rej, d),
+                        _ => {
+                            return walk.done(
+                                "forwarded",
+                                index_of(Step::Check),
+                                json!({"note": "a notification without MCP headers passes"}),
+                            )
+                        }
+                    }
+                }
+                Ok(None) => {
+                    Said::Pass(json!({"claimed_method": x.ctx.method, "claimed_name": x.ctx.name}))
+                }
+                Err(rej) => Said::Refuse(rej, json!({})),
+            },
+            Run::Step(Step::Route) => route(&mut x),
+            Run::Step(Step::Auth) => auth(&mut x).await,
+            Run::Step(Step::Limits) => limits(&x),
+            Run::Step(Step::Check) => check(&mut x, false),
+            Run::Body(b) => body_stage(&mut x, i, b),
+            Run::Step(Step::Federation) => federation(&x),
+            Run::Step(Step::Cache) => cache(&x),
+            Run::Step(Step::Credentials) => credentials(&x),
+            Run::Step(Step::Balance) => balance(&x),
+        };
+        match said {
+            Said::Pass(d) => walk.pass(i, d),
+            Said::Skip(d) => walk.skip(i, d),
+            Said::Refuse(rej, d) => return walk.refuse(i, &rej, d),
+            Said::Answered(d) => return walk.done("answered", i, d),
+        }
+    }
+    walk.done("forwarded", index_of(Step::Balance), json!({}))
 }
 
-/// From the header↔body check on: the check, an answer by a federated endpoint or the cache,
-/// or the balancer's pick.
-fn checked(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    route_ref: RouteRef,
-    sample: f64,
-    headers: &http::HeaderMap,
-    body: &[u8],
-    mut walk: Walk,
-) -> Value {
+/// Admit (`Ok(Some(detail))`: the headers alone doom it, the check decides at once).
+fn admit(x: &mut Explaining) -> Result<Option<Value>, Rejection> {
+    let a = crate::gateway::stages::admission::admit(&x.parts, &x.gw.config, &x.gw.key_headers)?;
+    x.ctx.method = a.method.clone();
+    x.ctx.name = a.name.clone();
+    Ok(a.doomed.then(|| {
+        json!({"claimed_method": a.method, "claimed_name": a.name, "headers_alone_doom_it": true})
+    }))
+}
+
+fn route(x: &mut Explaining) -> Said {
+    let (gw, path) = (x.gw, x.parts.uri.path().to_string());
+    let selected = crate::gateway::journey::steps::select_route(gw, &mut x.ctx, &path);
+    let Some((r, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
+        let (m, n) = (x.ctx.method.as_deref(), x.ctx.name.as_deref());
+        let rej = crate::gateway::stages::route::no_route(m, n);
+        return Said::Refuse(rej, json!({"routes": gw.table.routes.len()}));
+    };
+    x.ctx.pool = route.pool;
+    x.ctx.route = Some(r);
+    Said::Pass(route_detail(gw, r, &x.ctx))
+}
+
+async fn auth(x: &mut Explaining<'_>) -> Said {
+    let Some(auth) = &x.gw.auth else {
+        return Said::Skip(json!({"configured": false}));
+    };
+    let (m, n) = (x.ctx.method.as_deref(), x.ctx.name.as_deref());
+    let r = x.ctx.route.expect("route passed");
+    match auth
+        .admit(&x.parts.headers, x.parts.uri.query(), r, m, n)
+        .await
+    {
+        Ok(identity) => {
+            let who = identity.as_deref().map(|i| i.subject.clone());
+            x.ctx.identity = identity;
+            Said::Pass(json!({"caller": who}))
+        }
+        Err(refusal) => Said::Refuse(refusal.rejection, json!({})),
+    }
+}
+
+/// The header↔body check, as the route's sample says (`doomed`: it always runs); the body is
+/// parsed whenever the check runs or a body stage covers the request.
+fn check(x: &mut Explaining, doomed: bool) -> Said {
+    let body = x.q.body.as_bytes();
+    let route = x.ctx.route.and_then(|r| x.gw.table.get(r));
+    let sample = route.map_or(1.0, |r| r.sample);
+    let auth_check = x.gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
+    x.check = doomed || auth_check || x.ctx.federated.is_some() || sample > 0.0;
+    let path = x.parts.uri.path();
+    if !x.check && !crate::gateway::journey::pipeline::body::needed(x.gw, path) {
+        return Said::Skip(json!({"sample": sample, "sampled_out": true}));
+    }
     let env = match envelope::parse(body) {
         Ok(env) => env,
-        Err(e) => return walk.refuse("check", &e.rejection(), json!({})),
+        Err(e) if x.check => return Said::Refuse(e.rejection(), json!({})),
+        Err(_) => return Said::Skip(json!({"sample": sample, "sampled_out": true})),
     };
     let said = json!({"body_method": env.method, "body_name": env.name});
-    if let Err(rej) = crate::gateway::stages::validate::validate(headers, &env) {
-        return walk.refuse("check", &rej, said);
+    x.env = Some(env);
+    if !x.check {
+        return Said::Skip(json!({"sample": sample, "sampled_out": true,
+                                 "note": "the body is read and parsed for the body stages", "body": said}));
     }
-    walk.pass("check", json!({"sample": sample, "body": said}));
+    let env = x.env.as_ref().expect("just set");
+    match crate::gateway::stages::validate::validate(&x.parts.headers, env) {
+        Err(rej) => Said::Refuse(rej, said),
+        Ok(()) => Said::Pass(json!({"sample": sample, "body": said})),
+    }
+}
+
+/// A body stage: its own explanation (no side effects) and its verdict.
+fn body_stage(x: &mut Explaining, i: usize, b: &BodyStage) -> Said {
+    let Some(state) = &x.gw.stage_states[i] else {
+        return Said::Skip(json!({"configured": false}));
+    };
+    let scope = || Scope {
+        path: x.parts.uri.path(),
+    };
+    if !(b.covers)(state, &scope()) {
+        return Said::Skip(json!({"covers": false}));
+    }
+    let Some(env) = &x.env else {
+        // Sampled out and the body does not parse: the proxy refuses it for the stage.
+        return match envelope::parse(x.q.body.as_bytes()) {
+            Err(e) => Said::Refuse(e.rejection(), json!({})),
+            Ok(_) => unreachable!("check parsed every body a body stage covers"),
+        };
+    };
+    let body = x.q.body.as_bytes();
+    let input = Input::new(scope(), env, body, x.ctx.identity.as_deref());
+    let detail = (b.explain)(state, &input);
+    match (b.run)(state, &input) {
+        Ok(()) => Said::Pass(detail),
+        Err(rej) => Said::Refuse(rej, detail),
+    }
+}
+
+fn federation(x: &Explaining) -> Said {
+    let (Some(env), true, Some(_)) = (&x.env, x.check, &x.ctx.federated) else {
+        return Said::Skip(json!({"federated": false}));
+    };
     let method = env.method.as_deref().unwrap_or("");
     let answered_here = crate::mcp::lists::Kind::of_method(method).is_some()
         || method == crate::mcp::methods::DISCOVER;
-    if ctx.federated.is_some() && answered_here {
-        return walk.done(
-            "answered",
-            "federation",
-            json!({"by": "the federated endpoint's merged list"}),
-        );
+    match answered_here {
+        true => Said::Answered(json!({"by": "the federated endpoint's merged list"})),
+        false => Said::Pass(json!({"answered_here": false})),
     }
-    match crate::gateway::journey::cache::would_hit(gw, route_ref, ctx.pool, method, headers, body)
-    {
-        Some(true) => {
-            return walk.done(
-                "answered",
-                "cache",
-                json!({"by": "the edge cache (a fresh entry)"}),
-            )
-        }
-        Some(false) => walk.pass("cache", json!({"hit": false})),
-        None => walk.pass("cache", json!({"cached": false})),
-    }
-    balance(gw, ctx, headers, walk)
 }
 
-/// A request the headers alone doom: the check on the body gives the answer.
-fn check_only(walk: Walk, headers: &http::HeaderMap, body: &[u8]) -> Value {
-    let env = match envelope::parse(body) {
-        Ok(env) => env,
-        Err(e) => return walk.refuse("check", &e.rejection(), json!({})),
+fn cache(x: &Explaining) -> Said {
+    let (Some(env), true, Some(r)) = (&x.env, x.check, x.ctx.route) else {
+        return Said::Skip(json!({"checked": false}));
     };
-    match crate::gateway::stages::validate::validate(headers, &env) {
-        Err(rej) => walk.refuse(
-            "check",
-            &rej,
-            json!({"body_method": env.method, "body_name": env.name}),
-        ),
-        Ok(()) => walk.done(
-            "forwarded",
-            "check",
-            json!({"note": "a notification without MCP headers passes"}),
-        ),
+    let method = env.method.as_deref().unwrap_or("");
+    let (headers, body) = (&x.parts.headers, x.q.body.as_bytes());
+    let gw: &Gateway = x.gw;
+    match crate::gateway::journey::cache::would_hit(gw, r, x.ctx.pool, method, headers, body) {
+        Some(true) => Said::Answered(json!({"by": "the edge cache (a fresh entry)"})),
+        Some(false) => Said::Pass(json!({"hit": false})),
+        None => Said::Pass(json!({"cached": false})),
+    }
+}
+
+/// The pool's credential is not fetched by explain (no token endpoint is asked).
+fn credentials(x: &Explaining) -> Said {
+    match x.gw.credentials.pool(x.ctx.pool).is_some() {
+        true => Said::Pass(json!({"pool_credentials": true, "fetched": false})),
+        false => Said::Skip(json!({"pool_credentials": false})),
     }
 }
 
@@ -252,20 +355,18 @@ fn route_detail(gw: &Gateway, r: RouteRef, ctx: &RequestCtx) -> Value {
 }
 
 /// Every rate limit, in order, as it stands now; the first that would refuse answers.
-fn limits(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    headers: &http::HeaderMap,
-    route: &str,
-    client_ip: Option<std::net::IpAddr>,
-    walk: &mut Walk,
-) -> Option<(Rejection, Value)> {
+fn limits(x: &Explaining) -> Said {
+    let (gw, ctx) = (x.gw, &x.ctx);
+    let route = ctx
+        .route
+        .and_then(|r| gw.table.get(r))
+        .map_or("", |r| r.name.as_str());
     let input = LimitInput {
         route,
         method: ctx.method.as_deref(),
         name: ctx.name.as_deref(),
-        headers,
-        client_ip,
+        headers: &x.parts.headers,
+        client_ip: x.q.client_ip,
         identity: ctx.identity.as_deref(),
     };
     let mut seen = Vec::new();
@@ -281,21 +382,18 @@ fn limits(
                 let secs = crate::gateway::stages::limit::retry_after_secs(wait);
                 seen.push(json!({"limit": l.name, "state": format!("over: refused, retry after {secs}s")}));
                 let (rej, _) = crate::gateway::stages::limit::refusal(&l.name, wait);
-                return Some((rej, json!({"limits": seen, "retry_after_s": secs})));
+                return Said::Refuse(rej, json!({"limits": seen, "retry_after_s": secs}));
             }
             Some(Verdict::NotApplicable) => json!("does not apply"),
         };
         seen.push(json!({"limit": l.name, "state": state}));
     }
-    walk.pass(
-        "limits",
-        json!({"limits": seen, "concurrency_limits": gw.concurrency.len()}),
-    );
-    None
+    Said::Pass(json!({"limits": seen, "concurrency_limits": gw.concurrency.len()}))
 }
 
 /// The instance the balancer would pick, and why.
-fn balance(gw: &Gateway, ctx: &RequestCtx, headers: &http::HeaderMap, mut walk: Walk) -> Value {
+fn balance(x: &Explaining) -> Said {
+    let (gw, ctx, headers) = (x.gw, &x.ctx, &x.parts.headers);
     let pool = &gw.pools[ctx.pool];
     let picked = pool.pick_request(
         ctx.method.as_deref(),
@@ -332,10 +430,7 @@ fn balance(gw: &Gateway, ctx: &RequestCtx, headers: &http::HeaderMap, mut walk: 
         "pool_credentials": cfg.credentials.is_some(),
     });
     match picked.index {
-        Some(_) => {
-            walk.pass("balance", detail);
-            walk.done("forwarded", "balance", json!({}))
-        }
+        Some(_) => Said::Pass(detail),
         None => {
             let rej = Rejection::new(
                 502,
@@ -343,7 +438,7 @@ fn balance(gw: &Gateway, ctx: &RequestCtx, headers: &http::HeaderMap, mut walk: 
                 "upstream-unavailable",
                 format!("pool {} has no instance to send it to", pool.name),
             );
-            walk.refuse("balance", &rej, detail)
+            Said::Refuse(rej, detail)
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The stages: what happens to a request, in journey order, each as its own state (built from
+//! The stages: what happens to a request, in the order of the one list of them ([`pipeline`]), each as its own state (built from
 //! the config, kept across reloads where it can be) and plain functions of their inputs: a
 //! stage never sees the request's context or the gateway as a whole, so each is tested without
 //! a socket. [`super::journey`] applies them to one request. Imports [`super::transport`] and
@@ -9,7 +9,8 @@
 //!    pools' catalogs ([`federation`]).
 //! 3. [`limit`], [`concurrency`]: rate and in-flight limits on the claims (the caller's token
 //!    and the pool's credential are `crate::auth` and `crate::credentials`).
-//! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body.
+//! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
+//!    then the body stages ([`body`]: plain functions over the parsed body, e.g. [`policy`]).
 //! 5. [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen streams).
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
@@ -17,11 +18,18 @@
 pub(crate) mod admission;
 pub(crate) mod answer;
 pub mod balance;
+pub(crate) mod body;
 pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod federation;
 pub(crate) mod health;
 pub(crate) mod inspect;
 pub mod limit;
+pub(crate) mod pipeline;
+pub(crate) mod policy;
 pub mod route;
 pub mod validate;
+
+/// The throwaway stage that proves a body stage is one file and one line (docs/architecture.md).
+#[cfg(test)]
+mod throwaway;
