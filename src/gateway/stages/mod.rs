@@ -1,7 +1,10 @@
-//! The stages: what happens to a request, in the order of the one list of them ([`pipeline`]), each as its own state (built from
-//! the config, kept across reloads where it can be) and plain functions of their inputs: a
-//! stage never sees the request's context or the gateway as a whole, so each is tested without
-//! a socket. [`super::journey`] applies them to one request. Imports [`super::transport`] and
+//! The stages: what happens to a request, in the order of their one list ([`pipeline`]), each
+//! as its own state (built from the config, kept across reloads where it can be) and plain
+//! functions of their inputs: a stage never sees the request's context or the gateway as a
+//! whole. Most never see a socket either; the exceptions are the body readers of [`inspect`]
+//! and the answer writer of [`answer`], which take pingora's `Session` because reading a body
+//! and writing an answer are what they do (the body stages, [`body`], only see parsed data).
+//! [`super::journey`] applies them to one request. Imports [`super::transport`] and
 //! [`super::telemetry`] only.
 //!
 //! 1. [`admission`]: what the head alone decides (MCP headers, version, framing).
