@@ -117,6 +117,8 @@ struct Explaining<'a> {
     env: Option<Envelope>,
     /// The header↔body check runs (not sampled out).
     check: bool,
+    /// The head alone doomed it, and the check on admission let it pass (a notification).
+    doomed: bool,
 }
 
 /// The request head as the proxy would see it (`Err`: a header that no HTTP parser accepts).
@@ -156,23 +158,20 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
         ctx: RequestCtx::new(gw.clone()),
         env: None,
         check: false,
+        doomed: false,
     };
     for (i, stage) in STAGES.iter().enumerate() {
         let said = match stage.run {
             Run::Step(Step::Admit) => match admit(&mut x) {
-                // The proxy reads the body to answer with its id: the check says why.
+                // The proxy reads the body at once, to answer with its id: the check says why; a
+                // notification that passes goes on (the stages that answer have nothing to do).
                 Ok(Some(detail)) => {
                     walk.pass(i, detail);
-                    match check(&mut x, true) {
-                        Said::Refuse(rej, d) => return walk.refuse(index_of(Step::Check), &rej, d),
-                        _ => {
-                            return walk.done(
-                                "forwarded",
-                                index_of(Step::Check),
-                                json!({"note": "a notification without MCP headers passes"}),
-                            )
-                        }
+                    if let Said::Refuse(rej, d) = check(&mut x, true) {
+                        return walk.refuse(index_of(Step::Check), &rej, d);
                     }
+                    x.doomed = true;
+                    continue;
                 }
                 Ok(None) => {
                     Said::Pass(json!({"claimed_method": x.ctx.method, "claimed_name": x.ctx.name}))
@@ -182,6 +181,9 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
             Run::Step(Step::Route) => route(&mut x),
             Run::Step(Step::Auth) => auth(&mut x).await,
             Run::Step(Step::Limits) => limits(&x),
+            Run::Step(Step::Check) if x.doomed => Said::Pass(json!({
+                "note": "checked on admission: a notification without MCP headers passes"
+            })),
             Run::Step(Step::Check) => check(&mut x, false),
             Run::Body(b) => body_stage(&mut x, i, b),
             Run::Step(Step::Federation) => federation(&x),
@@ -299,7 +301,7 @@ fn body_stage(x: &mut Explaining, i: usize, b: &BodyStage) -> Said {
 }
 
 fn federation(x: &Explaining) -> Said {
-    let (Some(env), true, Some(_)) = (&x.env, x.check, &x.ctx.federated) else {
+    let (Some(env), true, false, Some(_)) = (&x.env, x.check, x.doomed, &x.ctx.federated) else {
         return Said::Skip(json!({"federated": false}));
     };
     let method = env.method.as_deref().unwrap_or("");
@@ -312,7 +314,7 @@ fn federation(x: &Explaining) -> Said {
 }
 
 fn cache(x: &Explaining) -> Said {
-    let (Some(env), true, Some(r)) = (&x.env, x.check, x.ctx.route) else {
+    let (Some(env), true, false, Some(r)) = (&x.env, x.check, x.doomed, x.ctx.route) else {
         return Said::Skip(json!({"checked": false}));
     };
     let method = env.method.as_deref().unwrap_or("");

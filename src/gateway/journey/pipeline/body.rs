@@ -52,9 +52,13 @@ pub(crate) async fn on_body(
     gw: &Gateway,
 ) -> Result<Option<bool>> {
     if let Progress::Checked(_) = ctx.progress {
-        // A notification the head doomed, read and checked by admit: its body stages.
+        // A notification the head doomed, read and checked by admit: its body stages (the
+        // stages that answer themselves have nothing to answer a notification with).
         let body = ctx.in_hand.clone();
-        return run_stages(session, ctx, &body, false).await;
+        if let Err((rej, id)) = judge(session.req_header(), ctx, &body, false) {
+            return refuse(session, ctx, rej, id).await.map(Some);
+        }
+        return Ok(None);
     }
     if !matches!(ctx.progress, Progress::Claimed) {
         return Ok(None);

@@ -239,6 +239,12 @@ fn cases() -> Vec<Case> {
             call("echo", json!({})),
         ),
         c(
+            "a notification without MCP headers",
+            headers("tools/call", None)[..2].to_vec(),
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#
+                .to_string(),
+        ),
+        c(
             "list",
             headers("tools/list", None),
             format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{{{META}}}}}"#),
@@ -286,6 +292,14 @@ fn explain_and_the_proxy_run_the_same_stages_in_the_same_order() {
             h.push(("x-test-trace".to_string(), id.clone()));
             send(gw.mcp_addr, "POST", endpoint, &h, case.body.as_bytes());
             let ran = trace::stages_of(&id);
+            if case.what.starts_with("a notification") {
+                // Checked on admission, then on through the rest of the list.
+                assert_eq!(ran[..2], ["admit", "route"], "{ran:?}");
+                assert!(
+                    ran.contains(&"check") && ran.contains(&"balance"),
+                    "{ran:?}"
+                );
+            }
             let said = explain(&gw, endpoint, &case);
             let explained: Vec<&str> = said["stages"]
                 .as_array()
