@@ -103,6 +103,46 @@ pub struct SizeLimits {
     pub max_depth: Option<usize>,
 }
 
+/// The rules as `mcp-edge check` prints them (nothing without rules).
+pub(super) fn describe(rules: &[PolicyRule]) -> String {
+    let mut out = String::new();
+    if !rules.is_empty() {
+        out.push_str("\nargument policy (the first rule broken refuses: 403 / -31013)\n");
+    }
+    for r in rules {
+        let m = &r.matcher;
+        let name = m.name.as_ref().map_or("*".to_string(), |p| p.to_string());
+        let endpoint = m.endpoint.as_deref().unwrap_or("every endpoint");
+        let mut checks = Vec::new();
+        if r.schema.is_some() {
+            checks.push("schema".to_string());
+        }
+        if !r.deny.is_empty() {
+            checks.push(format!("{} deny pattern(s)", r.deny.len()));
+        }
+        if r.limits.is_some() {
+            checks.push("size limits".to_string());
+        }
+        let exempt = r.unless.as_ref().map_or(String::new(), |u| {
+            let claims = u.claims.keys().map(|c| format!("claim {c}"));
+            let who: Vec<String> = u
+                .scopes
+                .iter()
+                .map(|s| format!("scope {s}"))
+                .chain(claims)
+                .collect();
+            format!("; exempt: {}", who.join(", "))
+        });
+        out.push_str(&format!(
+            "  {:<20} {} {name} on {endpoint}: {}{exempt}\n",
+            r.name,
+            m.method,
+            checks.join(", ")
+        ));
+    }
+    out
+}
+
 /// Check every rule: unique names, a schema that compiles, patterns that compile, pointers
 /// that are pointers, and something to check.
 pub(super) fn validate(
@@ -171,6 +211,8 @@ mod tests {
         let r = &c.argument_policy[0];
         assert_eq!(r.matcher.method.to_string(), "tools/call");
         assert_eq!(r.unless.as_ref().unwrap().scopes, ["deploy:prod"]);
+        let shown = c.describe();
+        assert!(shown.contains("staging-only         tools/call deploy* on every endpoint: schema; exempt: scope deploy:prod"), "{shown}");
     }
 
     #[test]
