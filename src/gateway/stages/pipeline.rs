@@ -165,6 +165,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_architecture_page_lists_the_stages_in_order_with_their_needs() {
+        let doc = include_str!("../../../docs/architecture.md");
+        let start = doc
+            .find("| stage | needs |")
+            .expect("the table in docs/architecture.md");
+        let rows: Vec<(&str, &str)> = doc[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (cells[1].trim_matches('`'), cells[2])
+            })
+            .collect();
+        let listed: Vec<(&str, &str)> = STAGES
+            .iter()
+            .filter(|s| !matches!(s.run, Run::Body(b) if std::ptr::eq(b, &super::super::throwaway::STAGE)))
+            .map(|s| (s.name(), s.needs.label()))
+            .collect();
+        assert_eq!(
+            rows, listed,
+            "docs/architecture.md's stage table and STAGES differ"
+        );
+    }
+
+    #[test]
     fn each_stage_comes_after_what_it_needs() {
         assert!(STAGES.len() <= 64, "Ran holds 64 stages");
         let needs: Vec<Needs> = STAGES.iter().map(|s| s.needs).collect();
