@@ -206,6 +206,27 @@ fn a_sampled_out_route_still_enforces_the_rules_on_both_legs() {
 }
 
 #[test]
+fn a_reload_changes_the_rules() {
+    let up = Upstreams::start(1);
+    let port = free_port();
+    let with = |rules: &str| {
+        let y = format!(
+            "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{port}, admin: null}}\npools:\n  default:\n    instances: [{}]\ndefault_route: {{pool: default}}\n{rules}",
+            up.addrs[0]
+        );
+        mcp_edge::config::Config::parse(&y, "gateway.yaml").unwrap()
+    };
+    let gw = RunningGateway::start(with(RULES)).unwrap();
+    let bad = call_with(1, "run", r#"{"command":"a; b"}"#);
+    refused_by(&send(&gw, None, "run", &bad), "no-shell");
+    gw.reload(with("")).unwrap();
+    assert_eq!(send(&gw, None, "run", &bad).status, 200, "the rule is gone");
+    gw.reload(with(RULES)).unwrap();
+    refused_by(&send(&gw, None, "run", &bad), "no-shell");
+    assert_eq!(up.count(), 1);
+}
+
+#[test]
 fn bad_rules_are_refused_at_load_with_the_key_and_the_fix() {
     let text = "pools:\n  p:\n    instances: [127.0.0.1:7001]\ndefault_route: {pool: p}\nargument_policy:\n  - name: x\n    deny: [{pointer: /a, pattern: '(unclosed'}]\n";
     let e = mcp_edge::config::Config::parse(text, "gateway.yaml").unwrap_err();
