@@ -82,14 +82,36 @@ pub(crate) async fn on_body(
         let rej = too_large(inspect::PREREAD_MAX);
         return refuse_with_id(session, ctx, rej).await.map(Some);
     }
+    let body = match carry_out(session, ctx, plan, direct).await? {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(None),
+        Err(answered) => return Ok(Some(answered)),
+    };
+    ctx.progress = Progress::Unchecked;
+    if !read {
+        return Ok(None);
+    }
+    let check = ctx.check;
+    run_stages(session, ctx, &body, check).await
+}
+
+/// Carry out a body's plan before any upstream is chosen: `Ok(Some(body))`, read whole (kept
+/// in hand for the direct leg); `Ok(None)`, held or streamed in `request_body_filter`;
+/// `Err(answered)`, refused.
+async fn carry_out(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    plan: Plan,
+    direct: bool,
+) -> Result<std::result::Result<Option<Bytes>, bool>> {
     let stop_after = match plan {
         Plan::Stream => {
             ctx.progress = Progress::Streaming;
-            return Ok(None);
+            return Ok(Ok(None));
         }
         Plan::Hold => {
             ctx.progress = Progress::Holding(BodyHold::default());
-            return Ok(None);
+            return Ok(Ok(None));
         }
         Plan::Whole => None,
         Plan::Prefix => Some(inspect::PREREAD_MAX),
@@ -98,25 +120,20 @@ pub(crate) async fn on_body(
         Ok(Read::Whole(body)) => body,
         Ok(Read::Prefix(hold)) => {
             ctx.progress = Progress::Holding(hold);
-            return Ok(None);
+            return Ok(Ok(None));
         }
         Ok(Read::Over) => {
             ctx.progress = Progress::Drained;
             let pool = &ctx.gw.pools[ctx.pool].name;
             let rej = answer::length_required(pool, inspect::PREREAD_MAX);
-            return refuse(session, ctx, rej, None).await.map(Some);
+            return refuse(session, ctx, rej, None).await.map(Err);
         }
-        Err(answered) => return Ok(Some(answered)),
+        Err(answered) => return Ok(Err(answered)),
     };
     if direct {
         ctx.in_hand = body.clone();
     }
-    ctx.progress = Progress::Unchecked;
-    if !read {
-        return Ok(None);
-    }
-    let check = ctx.check;
-    run_stages(session, ctx, &body, check).await
+    Ok(Ok(Some(body)))
 }
 
 /// The body stages over a body read whole, before any upstream is chosen, in list order

@@ -1,208 +1,20 @@
-//! Explain: what the gateway would do with one request, stage by stage, walking the same list
-//! the proxy runs (`stages::pipeline::STAGES`), without forwarding it. The answer's `stages`
-//! names the stages the request would go through, in list order, as the proxy records them in
-//! `RequestCtx::ran` (a test holds the two to agree); `steps` says what each one found, `skip`
-//! for one that does not apply. It assumes a body read whole (the default path); on pingora's
-//! pipe a body held past 64 KiB skips the stages that answer themselves (federation, cache).
-//!
-//! Each stage is the proxy's own function, asked without its side effects: limits are peeked
-//! ([`crate::gateway::stages::limit::Limit::peek`]: no token spent, no key added), the cache is only read
-//! ([`crate::gateway::journey::cache::would_hit`]), the header↔body check counts no metric, nothing reaches an
-//! instance. Auth verifies the token for real (it may fetch the JWKS or introspect, as a request
-//! would), and the balancer's pick is a sample: round robin moves on by one, least-loaded draws
-//! at random. The answer names the caller by its verified subject, never by its token, and
-//! repeats no header value.
-//!
-//! The document may name the client's address (`client_ip`) for limits keyed on it.
-//!
-//! Asked by `POST /-/explain` on the admin listener, the console's form, and
-//! `mcp-edge explain --config gateway.yaml --request req.json` (offline: a gateway built from
-//! the config, health unknown so every instance counts as up).
+//! What each stage of the pipeline says of a request being explained: the proxy's own
+//! functions asked without their side effects (limits peeked, the cache only read, nothing
+//! forwarded, no credential fetched), each returning a [`Said`].
 
-use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use super::{Explaining, Said};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::body::{BodyStage, Input, Scope};
 use crate::gateway::stages::limit::{LimitInput, Verdict};
-use crate::gateway::stages::pipeline::{index_of, Ran, Run, Step, STAGES};
 use crate::gateway::stages::route::RouteRef;
-use crate::mcp::{envelope, Envelope, Rejection};
-
-/// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Question {
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    #[serde(default)]
-    pub body: String,
-    /// The request path (default: the gateway's `endpoint`).
-    #[serde(default)]
-    pub path: Option<String>,
-    /// The client's address, for limits keyed on `client_ip` (default: none, its own bucket).
-    #[serde(default)]
-    pub client_ip: Option<std::net::IpAddr>,
-}
-
-/// The stages walked so far (each as the narrative step and in [`Ran`], the set the proxy keeps
-/// too) and, once one decides, the verdict.
-struct Walk {
-    steps: Vec<Value>,
-    ran: Ran,
-}
-
-impl Walk {
-    fn pass(&mut self, i: usize, detail: Value) {
-        self.ran.mark(i);
-        let step = STAGES[i].name();
-        self.steps
-            .push(json!({"step": step, "outcome": "pass", "detail": detail}));
-    }
-
-    /// The stage does not apply to this request (the proxy skips it too).
-    fn skip(&mut self, i: usize, detail: Value) {
-        let step = STAGES[i].name();
-        self.steps
-            .push(json!({"step": step, "outcome": "skip", "detail": detail}));
-    }
-
-    /// The stage refuses: the answer the client would get.
-    fn refuse(mut self, i: usize, rej: &Rejection, detail: Value) -> Value {
-        self.ran.mark(i);
-        let step = STAGES[i].name();
-        self.steps
-            .push(json!({"step": step, "outcome": "refuse", "detail": detail}));
-        json!({
-            "verdict": "refused",
-            "decided_by": step,
-            "answer": {"status": rej.status, "code": rej.code, "reason": rej.reason, "message": rej.message},
-            "steps": self.steps,
-            "stages": self.ran.names(),
-        })
-    }
-
-    fn done(mut self, verdict: &str, i: usize, extra: Value) -> Value {
-        self.ran.mark(i);
-        let step = STAGES[i].name();
-        let mut v = json!({"verdict": verdict, "decided_by": step, "steps": self.steps,
-                           "stages": self.ran.names()});
-        if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
-            m.extend(e);
-        }
-        v
-    }
-}
-
-/// What one stage says of the request.
-enum Said {
-    Pass(Value),
-    Skip(Value),
-    Refuse(Rejection, Value),
-    /// The gateway answers it itself (federation, the cache): the walk ends there.
-    Answered(Value),
-}
-
-/// A request being explained: its head, body, and what the stages so far found.
-struct Explaining<'a> {
-    gw: &'a Arc<Gateway>,
-    q: &'a Question,
-    parts: http::request::Parts,
-    ctx: RequestCtx,
-    /// The body, parsed (by the check, or for the body stages on a sampled-out route).
-    env: Option<Envelope>,
-    /// The header↔body check runs (not sampled out).
-    check: bool,
-    /// The head alone doomed it, and the check on admission let it pass (a notification).
-    doomed: bool,
-}
-
-/// The request head as the proxy would see it (`Err`: a header that no HTTP parser accepts).
-fn head(gw: &Gateway, q: &Question) -> Result<http::request::Parts, String> {
-    let path = q.path.as_deref().unwrap_or(gw.config.endpoint.as_str());
-    let mut b = http::Request::builder()
-        .method(http::Method::POST)
-        .uri(path);
-    for (k, v) in &q.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
-    // Every HTTP/1.1 client sends one; a question that leaves it out means the listener's.
-    if !q.headers.keys().any(|k| k.eq_ignore_ascii_case("host")) {
-        b = b.header(http::header::HOST, gw.config.listen.mcp.to_string());
-    }
-    let (parts, ()) = b
-        .body(())
-        .map_err(|e| format!("the request head does not parse: {e}"))?
-        .into_parts();
-    Ok(parts)
-}
-
-/// Walk `q` through the stages of `gw`, in the order of the pipeline's list.
-pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
-    let mut walk = Walk {
-        steps: Vec::new(),
-        ran: Ran::default(),
-    };
-    let parts = match head(gw, q) {
-        Ok(p) => p,
-        Err(e) => return json!({"verdict": "invalid", "error": e, "steps": [], "stages": []}),
-    };
-    let mut x = Explaining {
-        gw,
-        q,
-        parts,
-        ctx: RequestCtx::new(gw.clone()),
-        env: None,
-        check: false,
-        doomed: false,
-    };
-    for (i, stage) in STAGES.iter().enumerate() {
-        let said = match stage.run {
-            Run::Step(Step::Admit) => match admit(&mut x) {
-                // The proxy reads the body at once, to answer with its id: the check says why; a
-                // notification that passes goes on (the stages that answer have nothing to do).
-                Ok(Some(detail)) => {
-                    walk.pass(i, detail);
-                    if let Said::Refuse(rej, d) = check(&mut x, true) {
-                        return walk.refuse(index_of(Step::Check), &rej, d);
-                    }
-                    x.doomed = true;
-                    continue;
-                }
-                Ok(None) => {
-                    Said::Pass(json!({"claimed_method": x.ctx.method, "claimed_name": x.ctx.name}))
-                }
-                Err(rej) => Said::Refuse(rej, json!({})),
-            },
-            Run::Step(Step::Route) => route(&mut x),
-            Run::Step(Step::Auth) => auth(&mut x).await,
-            Run::Step(Step::Limits) => limits(&x),
-            Run::Step(Step::Check) if x.doomed => Said::Pass(json!({
-                "note": "checked on admission: a notification without MCP headers passes"
-            })),
-            Run::Step(Step::Check) => check(&mut x, false),
-            Run::Body(b) => body_stage(&mut x, i, b),
-            Run::Step(Step::Federation) => federation(&x),
-            Run::Step(Step::Cache) => cache(&x),
-            Run::Step(Step::Credentials) => credentials(&x),
-            Run::Step(Step::Balance) => balance(&x),
-        };
-        match said {
-            Said::Pass(d) => walk.pass(i, d),
-            Said::Skip(d) => walk.skip(i, d),
-            Said::Refuse(rej, d) => return walk.refuse(i, &rej, d),
-            Said::Answered(d) => return walk.done("answered", i, d),
-        }
-    }
-    walk.done("forwarded", index_of(Step::Balance), json!({}))
-}
+use crate::mcp::{envelope, Rejection};
 
 /// Admit (`Ok(Some(detail))`: the headers alone doom it, the check decides at once).
-fn admit(x: &mut Explaining) -> Result<Option<Value>, Rejection> {
+pub(super) fn admit(x: &mut Explaining) -> Result<Option<Value>, Rejection> {
     let a = crate::gateway::stages::admission::admit(&x.parts, &x.gw.config, &x.gw.key_headers)?;
     x.ctx.method = a.method.clone();
     x.ctx.name = a.name.clone();
@@ -211,7 +23,7 @@ fn admit(x: &mut Explaining) -> Result<Option<Value>, Rejection> {
     }))
 }
 
-fn route(x: &mut Explaining) -> Said {
+pub(super) fn route(x: &mut Explaining) -> Said {
     let (gw, path) = (x.gw, x.parts.uri.path().to_string());
     let selected = crate::gateway::journey::steps::select_route(gw, &mut x.ctx, &path);
     let Some((r, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
@@ -224,7 +36,7 @@ fn route(x: &mut Explaining) -> Said {
     Said::Pass(route_detail(gw, r, &x.ctx))
 }
 
-async fn auth(x: &mut Explaining<'_>) -> Said {
+pub(super) async fn auth(x: &mut Explaining<'_>) -> Said {
     let Some(auth) = &x.gw.auth else {
         return Said::Skip(json!({"configured": false}));
     };
@@ -245,7 +57,7 @@ async fn auth(x: &mut Explaining<'_>) -> Said {
 
 /// The header↔body check, as the route's sample says (`doomed`: it always runs); the body is
 /// parsed whenever the check runs or a body stage covers the request.
-fn check(x: &mut Explaining, doomed: bool) -> Said {
+pub(super) fn check(x: &mut Explaining, doomed: bool) -> Said {
     let body = x.q.body.as_bytes();
     let route = x.ctx.route.and_then(|r| x.gw.table.get(r));
     let sample = route.map_or(1.0, |r| r.sample);
@@ -274,7 +86,7 @@ fn check(x: &mut Explaining, doomed: bool) -> Said {
 }
 
 /// A body stage: its own explanation (no side effects) and its verdict.
-fn body_stage(x: &mut Explaining, i: usize, b: &BodyStage) -> Said {
+pub(super) fn body_stage(x: &mut Explaining, i: usize, b: &BodyStage) -> Said {
     let Some(state) = &x.gw.stage_states[i] else {
         return Said::Skip(json!({"configured": false}));
     };
@@ -300,7 +112,7 @@ fn body_stage(x: &mut Explaining, i: usize, b: &BodyStage) -> Said {
     }
 }
 
-fn federation(x: &Explaining) -> Said {
+pub(super) fn federation(x: &Explaining) -> Said {
     let (Some(env), true, false, Some(_)) = (&x.env, x.check, x.doomed, &x.ctx.federated) else {
         return Said::Skip(json!({"federated": false}));
     };
@@ -313,7 +125,7 @@ fn federation(x: &Explaining) -> Said {
     }
 }
 
-fn cache(x: &Explaining) -> Said {
+pub(super) fn cache(x: &Explaining) -> Said {
     let (Some(env), true, false, Some(r)) = (&x.env, x.check, x.doomed, x.ctx.route) else {
         return Said::Skip(json!({"checked": false}));
     };
@@ -328,7 +140,7 @@ fn cache(x: &Explaining) -> Said {
 }
 
 /// The pool's credential is not fetched by explain (no token endpoint is asked).
-fn credentials(x: &Explaining) -> Said {
+pub(super) fn credentials(x: &Explaining) -> Said {
     match x.gw.credentials.pool(x.ctx.pool).is_some() {
         true => Said::Pass(json!({"pool_credentials": true, "fetched": false})),
         false => Said::Skip(json!({"pool_credentials": false})),
@@ -357,7 +169,7 @@ fn route_detail(gw: &Gateway, r: RouteRef, ctx: &RequestCtx) -> Value {
 }
 
 /// Every rate limit, in order, as it stands now; the first that would refuse answers.
-fn limits(x: &Explaining) -> Said {
+pub(super) fn limits(x: &Explaining) -> Said {
     let (gw, ctx) = (x.gw, &x.ctx);
     let route = ctx
         .route
@@ -394,7 +206,7 @@ fn limits(x: &Explaining) -> Said {
 }
 
 /// The instance the balancer would pick, and why.
-fn balance(x: &Explaining) -> Said {
+pub(super) fn balance(x: &Explaining) -> Said {
     let (gw, ctx, headers) = (x.gw, &x.ctx, &x.parts.headers);
     let pool = &gw.pools[ctx.pool];
     let picked = pool.pick_request(
