@@ -22,6 +22,7 @@ impl Config {
             out.push_str(&f.describe());
         }
         self.describe_caches(&mut out);
+        out.push_str(&super::policy::describe(&self.argument_policy));
         self.describe_limits(&mut out);
         self.describe_timeouts(&mut out);
         out

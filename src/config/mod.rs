@@ -38,6 +38,7 @@ mod describe;
 mod limits;
 mod listen;
 mod pattern;
+pub(crate) mod policy;
 pub(crate) mod pools;
 mod positions;
 mod rate_limits;
@@ -148,6 +149,9 @@ pub struct Config {
     /// Clients of the 2025 era: bridged (the default) or refused (see `config::legacy`).
     #[serde(default)]
     pub legacy: legacy::LegacyConfig,
+    /// Rules over a call's arguments and the caller's claims, at the edge (see `config::policy`).
+    #[serde(default)]
+    pub argument_policy: Vec<policy::PolicyRule>,
 }
 
 fn d_dns_refresh() -> Duration {

@@ -63,6 +63,8 @@ pub struct Gateway {
     pub federation: Option<crate::gateway::stages::federation::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    /// The body stages' own states, indexed as the pipeline's list (`None`: off).
+    pub(crate) stage_states: Vec<Option<crate::gateway::stages::body::State>>,
     /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
     pub(crate) admin_token: Option<[u8; 32]>,
     /// The protocol bridge for 2025-era clients and servers (`legacy:`, pools' `era`).
@@ -169,6 +171,7 @@ impl Gateway {
             held: previous.map_or_else(Default::default, |p| p.held.clone()),
             federation,
             catalogs,
+            stage_states: crate::gateway::stages::pipeline::build_states(&config),
             auth,
             credentials,
             config,

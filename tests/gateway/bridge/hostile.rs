@@ -62,7 +62,7 @@ fn forged_altered_and_other_callers_sessions_are_not_found() {
     let other = on_session(a, &sid, Some("Bearer mallory"), &list(3));
     assert_eq!(
         (other.status, other.error_code()),
-        (404, -31013),
+        (404, -31014),
         "{}",
         other.text()
     );
@@ -75,7 +75,7 @@ fn forged_altered_and_other_callers_sessions_are_not_found() {
     altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
     let altered = String::from_utf8(altered).unwrap();
     let r = on_session(a, &altered, Some("Bearer alice"), &list(5));
-    assert_eq!((r.status, r.error_code()), (404, -31013), "{}", r.text());
+    assert_eq!((r.status, r.error_code()), (404, -31014), "{}", r.text());
     let r = on_session(a, "es1.00000000.AAAA", Some("Bearer alice"), &list(6));
     assert_eq!(r.status, 404, "{}", r.text());
 
@@ -86,7 +86,7 @@ fn forged_altered_and_other_callers_sessions_are_not_found() {
     );
     assert_eq!(
         (none.status, none.error_code()),
-        (400, -31014),
+        (400, -31015),
         "{}",
         none.text()
     );
@@ -107,7 +107,7 @@ fn answers_to_questions_never_asked_or_asked_elsewhere_are_refused() {
     let (s1, s2) = (open(a, None), open(a, None));
     let forged = json!({"jsonrpc": "2.0", "id": "ea1.00000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "result": {"action": "accept"}});
     let r = on_session(a, &s1, None, &forged);
-    assert_eq!((r.status, r.error_code()), (400, -31014), "{}", r.text());
+    assert_eq!((r.status, r.error_code()), (400, -31015), "{}", r.text());
     let r = on_session(
         a,
         &s1,
@@ -130,7 +130,7 @@ fn answers_to_questions_never_asked_or_asked_elsewhere_are_refused() {
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
     let r = on_session(a, &s2, None, &answer);
-    assert_eq!((r.status, r.error_code()), (400, -31014), "{}", r.text());
+    assert_eq!((r.status, r.error_code()), (400, -31015), "{}", r.text());
     let r = on_session(a, &s1, None, &answer);
     assert_eq!(r.status, 202, "{}", r.text());
     let done = stream.next_message().expect("the result");
@@ -164,7 +164,7 @@ fn a_client_that_never_answers_ends_its_call_and_nothing_stays_waiting() {
     );
     let end = stream.next_message().expect("the call's end");
     assert_eq!(end["id"], 5);
-    assert_eq!(end["error"]["code"], -31015, "{end}");
+    assert_eq!(end["error"]["code"], -31016, "{end}");
     assert!(stream.next_message().is_none(), "the stream ends");
     let m = scrape(&gw);
     assert_eq!(

@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::{invite_body, refuse};
 use crate::gateway::stages::answer::respond;
-use crate::gateway::stages::inspect;
+use crate::gateway::stages::{admission, inspect};
 use crate::mcp::legacy::{self, Era, SESSION_ID};
 use crate::mcp::{codes, Rejection};
 
@@ -70,8 +70,16 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
         return refuse(session, ctx, rej, None).await.map(Some);
     }
     let input = Input::of(req, &path);
+    let unsure = legacy::era_of(&req.method, &req.headers) == Era::Unsure;
     match req.method {
-        http::Method::POST => post(session, ctx, bridge, input).await.map(Some),
+        http::Method::POST if unsure => headless(session, ctx, bridge, input).await,
+        http::Method::POST => {
+            let body = match read(session, ctx).await? {
+                Ok(b) => b,
+                Err(answered) => return Ok(Some(answered)),
+            };
+            post(session, ctx, bridge, input, &body).await.map(Some)
+        }
         http::Method::GET | http::Method::DELETE => {
             let s = match verify(bridge, &input) {
                 Ok(s) => s,
@@ -209,6 +217,64 @@ async fn on_session(
     Ok(true)
 }
 
+/// Read the body whole (bounded), after `100 Continue` when asked; `Err(answered)`: refused.
+async fn read(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<std::result::Result<bytes::Bytes, bool>> {
+    ctx.expects_continue = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    invite_body(session, ctx).await?;
+    session.enable_retry_buffering();
+    let max = ctx.gw.config.limits.max_body_bytes;
+    match inspect::read_whole(session, max).await {
+        Ok(b) => {
+            ctx.body_len = b.len();
+            ctx.progress = crate::gateway::journey::request::Progress::Drained;
+            Ok(Ok(b))
+        }
+        Err(rej) => refuse(session, ctx, rej, None).await.map(Err),
+    }
+}
+
+/// A POST with no session, no `Mcp-Method` and no version: a 2025-era `initialize` is the
+/// bridge's; anything else is a 2026 request missing its headers, admitted and checked as the
+/// stages would (`None`: a notification that passes goes on through the pipeline).
+async fn headless(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    bridge: &Bridge,
+    input: Input,
+) -> Result<Option<bool>> {
+    use crate::gateway::stages::pipeline::{index_of, Step};
+    let gw = ctx.gw.clone();
+    let admitted = admission::admit(session.req_header(), &gw.config, &gw.key_headers);
+    ctx.ran.mark(index_of(Step::Admit));
+    if let Err(rej) = admitted {
+        return refuse(session, ctx, rej, None).await.map(Some);
+    }
+    let body = match read(session, ctx).await? {
+        Ok(b) => b,
+        Err(answered) => return Ok(Some(answered)),
+    };
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    let initialize = serde_json::from_slice::<Method>(&body)
+        .is_ok_and(|m| m.method == Some(crate::mcp::methods::INITIALIZE));
+    if initialize {
+        ctx.ran = Default::default();
+        return post(session, ctx, bridge, input, &body).await.map(Some);
+    }
+    ctx.method = None;
+    crate::gateway::journey::steps::settle_read(session, ctx, body).await
+}
+
 /// A POSTed JSON-RPC message of the 2025 era: `initialize`, or a request, notification or
 /// response of a session.
 async fn post(
@@ -216,21 +282,9 @@ async fn post(
     ctx: &mut RequestCtx,
     bridge: &Bridge,
     input: Input,
+    body: &[u8],
 ) -> Result<bool> {
-    ctx.expects_continue = session
-        .req_header()
-        .headers
-        .get(http::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    invite_body(session, ctx).await?;
-    let max = ctx.gw.config.limits.max_body_bytes;
-    let body = match inspect::read_whole(session, max).await {
-        Ok(b) => b,
-        Err(rej) => return refuse(session, ctx, rej, None).await,
-    };
-    ctx.body_len = body.len();
-    ctx.progress = crate::gateway::journey::request::Progress::Drained;
-    let msg: Value = match serde_json::from_slice(&body) {
+    let msg: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(Value::Array(_)) => {
             let rej = Rejection::new(400, codes::INVALID_REQUEST, "batch", "JSON-RPC batches are not supported (removed in 2025-06-18): send one message a request");
