@@ -167,35 +167,11 @@ pub(super) async fn run(
     let mut leg = 0;
     while leg < MAX_ROUNDS as u64 {
         leg += 1;
-        let params = call.params_with(&extra);
-        let body = legacy::to_modern(
-            &call.method,
-            params.as_ref(),
-            leg,
-            &s.capabilities,
-            &s.client_info,
-        );
-        let carry = super::marks::param_headers(bridge, input, &call, ctx.name.as_deref());
-        let ans = match send(
-            bridge,
-            ctx,
-            input,
-            &call.method,
-            ctx.name.as_deref(),
-            &body,
-            carry,
-        )
-        .await
-        {
+        let ans = match send_leg(bridge, ctx, input, (s, &call), &extra, leg).await {
             Ok(a) => a,
             Err(rej) => return fail(out, ctx, rej, &call.id).await,
         };
         let (response, notes) = split(ans.messages());
-        if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
-            if call.method == methods::TOOLS_LIST {
-                bridge.params.learn(&input.path, r);
-            }
-        }
         if !refreshed && super::marks::needs_marks(bridge, input, &call, response.as_ref()) {
             // The fleet wants an `Mcp-Param-*` header of a tool not seen in a list yet: read
             // the list, as a 2026 client would, and send the call once more.
@@ -204,43 +180,20 @@ pub(super) async fn run(
             leg -= 1;
             continue;
         }
-        if !notes.is_empty() {
-            for n in &notes {
-                out.event(n.to_string().as_bytes()).await?;
-            }
+        for n in &notes {
+            out.event(n.to_string().as_bytes()).await?;
         }
         let Some(response) = response else {
             return pass_through(out, ctx, &ans, &call.id).await;
         };
-        let result = response.get("result");
-        let asks = result
-            .and_then(|r| r.get("resultType"))
-            .and_then(Value::as_str)
-            == Some(result_type::INPUT_REQUIRED);
-        if !asks {
-            let status = if response.get("error").is_some() {
-                ans.status
-            } else {
-                200
-            };
-            if leg > 1 || refreshed {
-                let done = status == 200 && result.is_some();
-                flow_ended(ctx, &extra, if done { "completed" } else { "error" });
-            }
-            let message = relabel(response, &call.id);
-            return out.last(status, message, &ans.pass).await;
-        }
-        let result = result.expect("asks is read from the result");
+        let Some(result) = asks(&response) else {
+            let asked = (leg > 1 || refreshed).then_some(&extra);
+            return finish(out, ctx, response, (&ans, asked), &call.id).await;
+        };
         extra = match super::round::next_round(&mut out, bridge, ctx, s, &call, result).await? {
             Ok(extra) => extra,
             Err(rej) => {
-                let outcome = match rej.reason {
-                    "answer-timeout" => "timed_out",
-                    "cancelled" => "cancelled",
-                    "answer-refused" => "refused",
-                    _ => "error",
-                };
-                flow_ended(ctx, &Map::new(), outcome);
+                flow_ended(ctx, &Map::new(), outcome_of(rej.reason));
                 return fail(out, ctx, rej, &call.id).await;
             }
         };
@@ -250,6 +203,65 @@ pub(super) async fn run(
     );
     let rej = Rejection::new(502, codes::GATEWAY_UPSTREAM_FAILED, "too-many-rounds", msg);
     fail(out, ctx, rej, &call.id).await
+}
+
+/// One leg of the call as a 2026 request (the previous round's answers in `extra`); a
+/// `tools/list` result teaches the bridge its tools' `x-mcp-header` marks.
+async fn send_leg(
+    bridge: &Bridge,
+    ctx: &RequestCtx,
+    input: &Input,
+    (s, call): (&LegacySession, &Call),
+    extra: &Map<String, Value>,
+    leg: u64,
+) -> Result<Answer, Rejection> {
+    let params = call.params_with(extra);
+    let (caps, info) = (&s.capabilities, &s.client_info);
+    let body = legacy::to_modern(&call.method, params.as_ref(), leg, caps, info);
+    let name = ctx.name.as_deref();
+    let carry = super::marks::param_headers(bridge, input, call, name);
+    let ans = send(bridge, ctx, input, &call.method, name, &body, carry).await?;
+    if call.method == methods::TOOLS_LIST {
+        let (response, _) = split(ans.messages());
+        if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
+            bridge.params.learn(&input.path, r);
+        }
+    }
+    Ok(ans)
+}
+
+/// The `input_required` result of a response, if it is one.
+fn asks(response: &Value) -> Option<&Value> {
+    let result = response.get("result")?;
+    let kind = result.get("resultType").and_then(Value::as_str);
+    (kind == Some(result_type::INPUT_REQUIRED)).then_some(result)
+}
+
+/// The final answer, counted as a flow's end when the call asked (`asked`: its last answers).
+async fn finish(
+    mut out: Out<'_>,
+    ctx: &RequestCtx,
+    response: Value,
+    (ans, asked): (&Answer, Option<&Map<String, Value>>),
+    id: &RawValue,
+) -> Result<bool> {
+    let failed = response.get("error").is_some();
+    let status = if failed { ans.status } else { 200 };
+    if let Some(extra) = asked {
+        let done = status == 200 && !failed;
+        flow_ended(ctx, extra, if done { "completed" } else { "error" });
+    }
+    out.last(status, relabel(response, id), &ans.pass).await
+}
+
+/// The metric label of a round that ended the call.
+fn outcome_of(reason: &str) -> &'static str {
+    match reason {
+        "answer-timeout" => "timed_out",
+        "cancelled" => "cancelled",
+        "answer-refused" => "refused",
+        _ => "error",
+    }
 }
 
 /// Count a call that needed input (it carried answers or a state) by how it ended.

@@ -48,37 +48,74 @@ pub(super) async fn next_round(
             msg,
         )));
     };
-    let expires_at_ms = now_ms().saturating_add(settings.answer_timeout.as_millis() as u64);
+    if let Some(rej) = undeclared(s, questions) {
+        return Ok(Err(rej));
+    }
+    ask(out, bridge, s, reg.id, questions, settings.answer_timeout).await?;
+    let answers = match collect(&mut reg.rx, questions, settings.answer_timeout).await {
+        Ok(a) => a,
+        Err(rej) => return Ok(Err(rej)),
+    };
+    extra.insert("inputResponses".into(), Value::Object(answers));
+    Ok(Ok(extra))
+}
+
+/// A question for a capability the client did not declare at `initialize` (none is asked then).
+fn undeclared(s: &LegacySession, questions: &Map<String, Value>) -> Option<Rejection> {
+    let method = questions
+        .values()
+        .map(|q| q.get("method").and_then(Value::as_str).unwrap_or_default())
+        .find(|m| !legacy::declared(&s.capabilities, m))?;
+    let msg = format!(
+        "The server asked {method:?}, a capability this client did not declare at initialize"
+    );
+    let code = codes::MISSING_REQUIRED_CLIENT_CAPABILITY;
+    Some(Rejection::new(400, code, "capability-missing", msg))
+}
+
+/// Send each question on the call's stream, with a sealed id naming this replica and the call.
+async fn ask(
+    out: &mut Out<'_>,
+    bridge: &Bridge,
+    s: &LegacySession,
+    call: u64,
+    questions: &Map<String, Value>,
+    timeout: std::time::Duration,
+) -> Result<()> {
+    let expires_at_ms = now_ms().saturating_add(timeout.as_millis() as u64);
     for (key, q) in questions {
-        let method = q.get("method").and_then(Value::as_str).unwrap_or_default();
-        if !legacy::declared(&s.capabilities, method) {
-            let msg = format!("The server asked {method:?}, a capability this client did not declare at initialize");
-            return Ok(Err(Rejection::new(
-                400,
-                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                "capability-missing",
-                msg,
-            )));
-        }
         let id = AnswerId {
             replica: bridge.advertise.clone(),
-            call: reg.id,
+            call,
             key: key.clone(),
             session: s.nonce.clone(),
             expires_at_ms,
         };
-        let ask = json!({"jsonrpc": "2.0", "id": id.seal(&bridge.sealer), "method": method, "params": q.get("params").cloned().unwrap_or(json!({}))});
+        let params = q.get("params").cloned().unwrap_or(json!({}));
+        let ask = json!({"jsonrpc": "2.0", "id": id.seal(&bridge.sealer), "method": q["method"], "params": params});
         out.event(ask.to_string().as_bytes()).await?;
     }
+    Ok(())
+}
+
+/// Every answer, within `timeout`; a refusal, a cancellation or the time running out ends it.
+async fn collect(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    questions: &Map<String, Value>,
+    timeout: std::time::Duration,
+) -> std::result::Result<Map<String, Value>, Rejection> {
+    let ended = |status, reason, msg: String| {
+        Rejection::new(status, codes::GATEWAY_INPUT_NOT_GIVEN, reason, msg)
+    };
     let mut answers = Map::new();
-    let deadline = tokio::time::sleep(settings.answer_timeout);
+    let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     while answers.len() < questions.len() {
         let event = tokio::select! {
-            e = reg.rx.recv() => e,
+            e = rx.recv() => e,
             _ = &mut deadline => {
-                let msg = format!("The client did not answer the server's questions within {:?} (legacy.answer_timeout)", settings.answer_timeout);
-                return Ok(Err(Rejection::new(504, codes::GATEWAY_INPUT_NOT_GIVEN, "answer-timeout", msg)));
+                let msg = format!("The client did not answer the server's questions within {timeout:?} (legacy.answer_timeout)");
+                return Err(ended(504, "answer-timeout", msg));
             }
         };
         match event {
@@ -87,25 +124,17 @@ pub(super) async fn next_round(
             }
             Some(Event::Answer { answer: Err(e), .. }) => {
                 let msg = format!("The client answered the server's request with an error: {e}");
-                return Ok(Err(Rejection::new(
-                    400,
-                    codes::GATEWAY_INPUT_NOT_GIVEN,
-                    "answer-refused",
-                    msg,
-                )));
+                return Err(ended(400, "answer-refused", msg));
             }
             Some(Event::Answer { .. }) => {}
             Some(Event::Cancelled) | None => {
-                let msg = "The client cancelled the call";
-                return Ok(Err(Rejection::new(
+                return Err(ended(
                     400,
-                    codes::GATEWAY_INPUT_NOT_GIVEN,
                     "cancelled",
-                    msg,
-                )));
+                    "The client cancelled the call".into(),
+                ));
             }
         }
     }
-    extra.insert("inputResponses".into(), Value::Object(answers));
-    Ok(Ok(extra))
+    Ok(answers)
 }
