@@ -146,3 +146,28 @@ pub(crate) fn read_keys(path: &PathBuf) -> Result<crate::mcp::seal::StateKeys, S
     crate::mcp::seal::StateKeys::parse_ring(&text)
         .map_err(|e| format!("legacy.keys_file: {}: {e}", path.display()))
 }
+
+/// What `mcp-edge check` says of the eras each endpoint serves.
+pub(crate) fn describe(c: &LegacyConfig, endpoints: Vec<&str>) -> String {
+    let mut out = String::from("\neras\n");
+    for e in endpoints {
+        let clients = if c.bridges(e) {
+            "2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"
+        } else {
+            "2026-07-28 clients only (2025-era clients refused with -32022)"
+        };
+        out.push_str(&format!("  {e:<12} {clients}\n"));
+    }
+    let keys = match &c.keys_file {
+        Some(k) => format!("sealing keys from {}", k.display()),
+        None => {
+            "a random sealing key per process (set legacy.keys_file for several replicas)".into()
+        }
+    };
+    out.push_str(&format!(
+        "  {:<12} {keys}; answers between replicas via {}\n",
+        "",
+        c.advertise.as_deref().unwrap_or("the MCP listener")
+    ));
+    out
+}
