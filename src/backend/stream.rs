@@ -103,7 +103,12 @@ pub(super) async fn special(
             tokio::spawn(async move {
                 // This tool logs at info level: send only when the client asked for info or lower.
                 if rank <= 1 {
-                    for msg in ["test_logging_tool started", "test_logging_tool finished"] {
+                    let msgs = [
+                        "test_logging_tool started",
+                        "test_logging_tool working",
+                        "test_logging_tool finished",
+                    ];
+                    for msg in msgs {
                         let n = json!({"jsonrpc": "2.0", "method": NOTIFY_MESSAGE,
                             "params": {"level": "info", "logger": "test_logging_tool", "data": msg}});
                         if !send_frame(&mut tx, n.to_string().as_bytes()).await {

@@ -35,9 +35,16 @@ pub enum Era {
 
 /// The era of a request head (`method`: the HTTP method).
 pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
-    // A 2025-era client never sends `Mcp-Method`: a POST that does is a 2026 request, whatever
-    // version it claims (the check then answers -32022 for a 2025 one) and whatever session id
-    // it carries (a 2026 server ignores one).
+    let version = headers
+        .get(super::header::PROTOCOL_VERSION)
+        .map(|v| v.as_bytes().trim_ascii());
+    // A request that says it speaks a 2025 revision is one, whatever else it carries (some
+    // 2025-era clients also send `Mcp-Method`).
+    if version.is_some_and(|v| VERSIONS.iter().any(|l| l.as_bytes() == v)) {
+        return Era::Legacy;
+    }
+    // A POST claiming `Mcp-Method` otherwise is a 2026 request, whatever session id it carries
+    // (a 2026 server ignores one).
     let post = method == http::Method::POST;
     if post && headers.contains_key(super::header::METHOD) {
         return Era::Modern;
@@ -45,14 +52,8 @@ pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
     if headers.contains_key(SESSION_ID) {
         return Era::Legacy;
     }
-    if !post {
-        return Era::Modern;
-    }
-    let version = headers
-        .get(super::header::PROTOCOL_VERSION)
-        .map(|v| v.as_bytes().trim_ascii());
     match version {
-        Some(v) if VERSIONS.iter().any(|l| l.as_bytes() == v) => Era::Legacy,
+        _ if !post => Era::Modern,
         Some(_) => Era::Modern,
         None => Era::Unsure,
     }
@@ -89,6 +90,7 @@ pub fn to_modern(
     id: u64,
     capabilities: &Value,
     client_info: &Value,
+    log_level: Option<&str>,
 ) -> Vec<u8> {
     let mut params = match params {
         Some(Value::Object(p)) => p.clone(),
@@ -105,6 +107,9 @@ pub fn to_modern(
     m.insert(meta::CLIENT_CAPABILITIES.into(), capabilities.clone());
     if !client_info.is_null() {
         m.insert(meta::CLIENT_INFO.into(), client_info.clone());
+    }
+    if let Some(l) = log_level {
+        m.insert(meta::LOG_LEVEL.into(), l.into());
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     serde_json::to_vec(&body).expect("a JSON value serializes")
@@ -203,13 +208,29 @@ mod tests {
             Era::Modern
         );
         assert_eq!(era_of(&post, &head(&[])), Era::Unsure);
+        // A stray session id on a 2026 request is ignored, as a 2026 server ignores it.
+        let stray = [("mcp-session-id", "x"), ("mcp-method", "tools/list")];
+        assert_eq!(era_of(&post, &head(&stray)), Era::Modern);
+        // Some 2025-era clients send Mcp-Method too: the version they claim decides.
+        let both = [
+            ("mcp-method", "initialize"),
+            ("mcp-protocol-version", "2025-11-25"),
+        ];
+        assert_eq!(era_of(&post, &head(&both)), Era::Legacy);
     }
 
     #[test]
     fn a_legacy_call_becomes_a_2026_call_with_the_sessions_meta() {
         let params = json!({"name": "echo", "arguments": {"a": 1}, "_meta": {"progressToken": 5}});
         let caps = json!({"elicitation": {}});
-        let body = to_modern("tools/call", Some(&params), 9, &caps, &json!({"name": "c"}));
+        let body = to_modern(
+            "tools/call",
+            Some(&params),
+            9,
+            &caps,
+            &json!({"name": "c"}),
+            Some("debug"),
+        );
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["id"], 9);
         assert_eq!(v["params"]["arguments"]["a"], 1);
@@ -217,6 +238,7 @@ mod tests {
         assert_eq!(m["progressToken"], 5);
         assert_eq!(m[meta::PROTOCOL_VERSION], PROTOCOL_VERSION);
         assert_eq!(m[meta::CLIENT_CAPABILITIES], caps);
+        assert_eq!(m[meta::LOG_LEVEL], "debug");
         assert_eq!(
             name_of("tools/call", Some(&params)).as_deref(),
             Some("echo")

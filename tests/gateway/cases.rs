@@ -192,8 +192,9 @@ cases! {
     no_mcp_protocol_version: &[CALL, WEATHER], w() => 400, MISMATCH;
     /// version header vs body
     version_header_vs_body: &[PV, CALL, WEATHER], weather("2025-11-25") => 400, MISMATCH;
-    /// legacy version header
-    legacy_version_header: &[("MCP-Protocol-Version", "2025-06-18"), CALL, WEATHER], legacy() => 400, Some(-32022);
+    /// legacy version header: a 2025-era request, the bridge's; without a session it is told
+    /// to initialize first (with `legacy.clients: refuse`, -32022: abuse::operations::i13_7)
+    legacy_version_header: &[("MCP-Protocol-Version", "2025-06-18"), CALL, WEATHER], legacy() => 400, Some(-31015);
     /// no version header, no meta
     no_version_header_no_meta: &[CALL, WEATHER], legacy() => 400, MISMATCH;
     /// batch

@@ -144,7 +144,7 @@ pub(super) static TOOLS: &[Tool] = &[
     },
 ];
 
-const fn fixture(
+pub(super) const fn fixture(
     name: &'static str,
     description: &'static str,
     needs: &'static [&'static str],

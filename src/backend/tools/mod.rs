@@ -17,6 +17,7 @@
 
 mod answers;
 mod fixtures;
+mod fixtures_2025;
 mod prompts;
 mod resources;
 mod seed;
@@ -174,6 +175,7 @@ pub(crate) fn all_tools() -> impl Iterator<Item = &'static Tool> {
     seed::TOOLS
         .iter()
         .chain(fixtures::TOOLS)
+        .chain(fixtures_2025::TOOLS)
         .chain(tasked::TOOLS)
 }
 

@@ -217,7 +217,15 @@ async fn send_leg(
 ) -> Result<Answer, Rejection> {
     let params = call.params_with(extra);
     let (caps, info) = (&s.capabilities, &s.client_info);
-    let body = legacy::to_modern(&call.method, params.as_ref(), leg, caps, info);
+    let level = bridge.levels.get(s);
+    let body = legacy::to_modern(
+        &call.method,
+        params.as_ref(),
+        leg,
+        caps,
+        info,
+        level.as_deref(),
+    );
     let name = ctx.name.as_deref();
     let carry = super::marks::param_headers(bridge, input, call, name);
     let ans = send(bridge, ctx, input, &call.method, name, &body, carry).await?;

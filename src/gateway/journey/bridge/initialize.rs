@@ -95,7 +95,7 @@ async fn discover(
     (capabilities, info): (&Value, &Value),
     id: &RawValue,
 ) -> Result<std::result::Result<Value, bool>> {
-    let body = legacy::to_modern(DISCOVER, None, 1, capabilities, info);
+    let body = legacy::to_modern(DISCOVER, None, 1, capabilities, info, None);
     let ans = match send(bridge, ctx, input, DISCOVER, None, &body, Vec::new()).await {
         Ok(a) => a,
         Err(rej) => {

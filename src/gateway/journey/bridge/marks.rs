@@ -63,6 +63,7 @@ pub(super) async fn learn_tools(
             page + 1,
             &s.capabilities,
             &s.client_info,
+            None,
         );
         let Ok(ans) = send(
             bridge,

@@ -183,15 +183,20 @@ fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
             msg,
         ));
     };
-    LegacySession::verify(&bridge.sealer, id, &input.caller, &input.path).map_err(|r| {
-        Rejection::new(
-            404,
-            codes::GATEWAY_SESSION_NOT_FOUND,
-            "session-not-found",
-            r.message(),
-        )
-        .with_data(serde_json::json!({"reason": r.label()}))
-    })
+    LegacySession::verify(&bridge.sealer, id, &input.caller, &input.path)
+        .and_then(|s| match bridge.ended.has(&s) {
+            true => Err(session::Refused::Ended),
+            false => Ok(s),
+        })
+        .map_err(|r| {
+            Rejection::new(
+                404,
+                codes::GATEWAY_SESSION_NOT_FOUND,
+                "session-not-found",
+                r.message(),
+            )
+            .with_data(serde_json::json!({"reason": r.label()}))
+        })
 }
 
 /// `GET` (the standalone stream: not offered, 405 as the 2025 spec allows) and `DELETE` (the
@@ -213,6 +218,7 @@ async fn on_session(
         return refuse(session, ctx, rej, None).await;
     }
     bridge.waiting.cancel(&s.nonce, None);
+    bridge.ended.end(s);
     respond(session, 200, Vec::new(), &[]).await?;
     Ok(true)
 }
@@ -317,6 +323,13 @@ async fn post(
         (None, Some(id)) => answers::deliver(session, ctx, bridge, &input, &s, msg, id).await,
         (Some(m), None) => notified(session, bridge, &s, &m, &msg).await,
         (Some(m), Some(id)) => match legacy::answered_at_edge(&m) {
+            Some(result) if m == "logging/setLevel" => {
+                // Remembered here and sent in each later request's `_meta`.
+                if let Some(level) = msg.pointer("/params/level").and_then(Value::as_str) {
+                    bridge.levels.set(&s, level);
+                }
+                reply(session, &id, &result).await
+            }
             Some(result) => reply(session, &id, &result).await,
             None => {
                 call::run(

@@ -29,6 +29,10 @@ pub(crate) struct Bridge {
     /// Where the other replicas reach this one.
     pub(crate) advertise: String,
     pub(crate) waiting: Arc<Waiting>,
+    /// Sessions ended by `DELETE` here (carried over reloads).
+    pub(crate) ended: Arc<session::Ended>,
+    /// Log levels set by sessions' clients here (carried over reloads).
+    pub(crate) levels: Arc<session::Levels>,
     /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
     pub(crate) params: Arc<params::ParamHeaders>,
     /// Sessions with 2025-era servers (pools with a legacy `era`).
@@ -74,6 +78,8 @@ impl Bridge {
             hop,
             advertise,
             waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
+            ended: previous.map(|p| p.ended.clone()).unwrap_or_default(),
+            levels: previous.map(|p| p.levels.clone()).unwrap_or_default(),
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),
             servers,
             paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),

@@ -53,6 +53,8 @@ pub(crate) enum Refused {
     Expired,
     OtherEndpoint,
     OtherCaller,
+    /// Ended by `DELETE` (on this replica).
+    Ended,
 }
 
 impl Refused {
@@ -64,6 +66,7 @@ impl Refused {
             Refused::OtherCaller => {
                 "the session was opened with another credential (Authorization)".into()
             }
+            Refused::Ended => "the session was ended (DELETE)".into(),
         };
         format!("Session not found: {why}; send initialize again to open a new session")
     }
@@ -76,6 +79,7 @@ impl Refused {
             Refused::Expired => "expired",
             Refused::OtherEndpoint => "other_endpoint",
             Refused::OtherCaller => "other_caller",
+            Refused::Ended => "ended",
         }
     }
 }
@@ -184,5 +188,62 @@ mod tests {
             Err(Refused::Expired)
         );
         assert_eq!(caller_of(None), "");
+    }
+}
+
+/// Sessions ended by `DELETE` on this replica, refused from then on until they would have
+/// expired anyway (a sealed session cannot be unsealed; this set is what ends one here).
+/// Bounded: past [`MAX_ENDED`] the expired ones go, then the soonest to expire.
+#[derive(Default)]
+pub(crate) struct Ended {
+    set: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+const MAX_ENDED: usize = 100_000;
+
+impl Ended {
+    pub(crate) fn end(&self, s: &LegacySession) {
+        let mut set = self.set.lock().expect("ended lock");
+        if set.len() >= MAX_ENDED {
+            let now = now_ms();
+            set.retain(|_, exp| *exp > now);
+            if set.len() >= MAX_ENDED {
+                let soonest = set.iter().min_by_key(|(_, e)| **e).map(|(k, _)| k.clone());
+                if let Some(k) = soonest {
+                    set.remove(&k);
+                }
+            }
+        }
+        set.insert(s.nonce.clone(), s.expires_at_ms);
+    }
+
+    pub(crate) fn has(&self, s: &LegacySession) -> bool {
+        self.set.lock().expect("ended lock").contains_key(&s.nonce)
+    }
+}
+
+/// The log level a session's client set (`logging/setLevel`), on this replica: a 2026 request
+/// carries its level in `_meta`, a 2025 session set it once. Bounded like [`Ended`].
+#[derive(Default)]
+pub(crate) struct Levels {
+    map: std::sync::Mutex<std::collections::HashMap<String, (String, u64)>>,
+}
+
+impl Levels {
+    pub(crate) fn set(&self, s: &LegacySession, level: &str) {
+        let mut m = self.map.lock().expect("levels lock");
+        if m.len() >= MAX_ENDED {
+            let now = now_ms();
+            m.retain(|_, (_, exp)| *exp > now);
+            if m.len() >= MAX_ENDED {
+                m.clear();
+            }
+        }
+        m.insert(s.nonce.clone(), (level.to_owned(), s.expires_at_ms));
+    }
+
+    pub(crate) fn get(&self, s: &LegacySession) -> Option<String> {
+        let m = self.map.lock().expect("levels lock");
+        m.get(&s.nonce).map(|(l, _)| l.clone())
     }
 }
