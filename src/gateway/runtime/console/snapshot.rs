@@ -8,7 +8,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::gateway::journey::live::Live;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::telemetry::recent;
+use crate::gateway::telemetry::history;
 
 /// The label value `name` of one sample.
 fn label<'a>(m: &'a prometheus::proto::Metric, name: &str) -> &'a str {
@@ -40,17 +40,10 @@ fn sum_by(
     out
 }
 
-/// Whose fault a `requests_total` sample is (`ok` when neither), by [`recent::side`] on its
-/// status class and code labels.
+/// Whose fault a `requests_total` sample is (`ok` when neither), by its status class and code
+/// labels ([`history::side_of_sample`]).
 fn side(status: &str, code: &str) -> &'static str {
-    let status = match status {
-        "5xx" => 500,
-        "4xx" => 400,
-        _ => 200,
-    };
-    // A code label is the code, or `_other` for one outside the known list: still the gateway's.
-    let code = (!code.is_empty()).then(|| code.parse().unwrap_or(i32::MIN));
-    recent::side(status, code).map_or("ok", |s| s.label())
+    history::side_of_sample(status, code).map_or("ok", |s| s.label())
 }
 
 /// The request-duration histogram summed over its labels: `[[le, cumulative count], ...]`.
