@@ -75,15 +75,18 @@ fn totals(all: &[MetricFamily]) -> Value {
     let spoofs = sum_by(all, "mcp_edge_header_checks_total", |m| {
         (label(m, "result") == "rejected").then(String::new)
     });
+    // `+ 0.0`: a float sum of nothing is -0.0 in Rust, which the page would show as `-0` (the
+    // tasks card did, before a task was routed).
     let one = |name: &str| {
         sum_by(all, name, |_| Some(String::new()))
             .values()
             .sum::<f64>()
+            + 0.0
     };
     json!({
-        "requests": sides.values().sum::<f64>(),
+        "requests": sides.values().sum::<f64>() + 0.0,
         "by_side": sides,
-        "spoofs_refused": spoofs.values().sum::<f64>(),
+        "spoofs_refused": spoofs.values().sum::<f64>() + 0.0,
         "retry_legs": one("mcp_edge_mrtr_retry_legs_total"),
         "input_required": one("mcp_edge_mrtr_input_required_total"),
         "cache_hits": one("mcp_edge_cache_hits_total"),
@@ -204,6 +207,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
     let v = json!({
         "at_unix_ms": std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
         "version": env!("CARGO_PKG_VERSION"),
+        "endpoint": gw.config.endpoint,
         "totals": totals(&all),
         "latency_buckets": latency(&all),
         "routes": routes(&gw, &all),
