@@ -97,7 +97,14 @@ pub fn investigate(args: &InitArgs) -> anyhow::Result<Outcome> {
             owners.join(", ")
         );
     }
-    let _ = writeln!(report, "collisions: {}: {}", plan.policy, plan.why);
+    if plan.pools.iter().any(|p| p.federable()) {
+        let _ = writeln!(report, "collisions: {}: {}", plan.policy, plan.why);
+    } else {
+        let _ = writeln!(
+            report,
+            "no federated endpoint: no server here can be federated yet (see the pools' comments)"
+        );
+    }
     for url in &plan.other_paths {
         let _ = writeln!(
             report,

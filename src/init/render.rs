@@ -225,10 +225,7 @@ pub(crate) fn yaml(plan: &Plan, listen: SocketAddr, admin: SocketAddr) -> String
         w,
         "# Every key is described in docs/configuration.md; federation in docs/federation.md.\n"
     );
-    let _ = writeln!(
-        w,
-        "listen:\n  mcp: {listen}      # MCP clients POST here: the federated endpoint below"
-    );
+    let _ = writeln!(w, "listen:\n  mcp: {listen}      # MCP clients POST here");
     let _ = writeln!(
         w,
         "  admin: {admin}    # /metrics (Prometheus), the console at /ui, /catalog, /healthz\n"
@@ -315,7 +312,11 @@ fn pool_yaml(w: &mut String, pool: &Pool) {
         let _ = writeln!(w, "  # It is a 2025-era server (2025-11-25, sessions): it does not answer server/discover,");
         let _ = writeln!(
             w,
-            "  # so health is a TCP connect and the federated endpoint leaves it out."
+            "  # so health is a TCP connect and the federated endpoint leaves it out. A gateway with"
+        );
+        let _ = writeln!(
+            w,
+            "  # pool eras (docs/bridge.md) serves 2026 clients from it: uncomment `era:` below."
         );
     }
     if let Some(a) = &p.auth {
@@ -346,6 +347,10 @@ fn pool_yaml(w: &mut String, pool: &Pool) {
     }
     if !pool.federable() {
         let _ = writeln!(w, "    health: {{check: tcp}}");
+    }
+    if p.eras == Eras::Legacy {
+        let version = p.versions.first().map_or("2025-11-25", String::as_str);
+        let _ = writeln!(w, "    # era: {}", comment_text(version));
     }
 }
 

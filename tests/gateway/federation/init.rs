@@ -326,3 +326,43 @@ fn init_on_one_reference_pool_keeps_names_as_served_and_serves() {
     seen.sort();
     assert_eq!(seen, own, "every tool, under its own name");
 }
+
+#[test]
+fn init_says_a_2025_era_server_is_one_and_lists_its_tools_the_2025_way() {
+    use crate::support::scripted::{Script, Scripted};
+    // Answers initialize (2025-11-25) and its lists; server/discover is a method it lacks.
+    let old = Scripted::start(|req| match req["method"].as_str().unwrap_or("") {
+        "initialize" => Script::Result(
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "old-server", "version": "0.9"}}),
+            Duration::ZERO,
+        ),
+        "tools/list" => Script::Result(
+            json!({"tools": [{"name": "old_tool", "inputSchema": {"type": "object"}}]}),
+            Duration::ZERO,
+        ),
+        "notifications/initialized" => Script::Result(json!({}), Duration::ZERO),
+        _ => Script::Error(-32601),
+    });
+    let dir = Scratch::new();
+    let file = dir.path().join("gateway.yaml");
+    let o = init(&[url(old.addr)], &file, &[]);
+    let report = text(&o);
+    assert!(o.status.success(), "{report}");
+    assert!(report.contains("a 2025-era server"), "{report}");
+    assert!(
+        report.contains("tools: 1 in 1 page(s) (old_tool)"),
+        "{report}"
+    );
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        yaml.contains("# era: 2025-11-25") && yaml.contains("health: {check: tcp}"),
+        "{yaml}"
+    );
+    check(&file);
+    // Its list was asked the 2025 way: the era's version header, no Mcp-Method.
+    let heads = old.headers_of("tools/list");
+    assert!(!heads.is_empty());
+    assert_eq!(heads[0]["mcp-protocol-version"], "2025-11-25");
+    assert!(heads[0].get("mcp-method").is_none());
+}
