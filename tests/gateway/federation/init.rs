@@ -1,7 +1,7 @@
 //! `mcp-edge init`: the command asks real servers over loopback (the reference backend, two
 //! instances, and the TypeScript and Python SDK servers of tests/peers), writes a config,
 //! `check` accepts it, `serve` serves it, and every tool of every server is listed through the
-//! federated endpoint. Also: an unreachable URL is reported with its reason, a URL that is not
+//! federated endpoint (by a plain client and by the official Python SDK client). Also: an unreachable URL is reported with its reason, a URL that is not
 //! MCP or that wants a token is said so, and an existing file is not overwritten.
 
 use serde_json::{json, Value};
@@ -139,6 +139,38 @@ fn serve(config: &Path, admin: SocketAddr, pools: &[&str]) -> Served {
     served
 }
 
+/// Every tool name the Python SDK client lists at `url` (following its cursors).
+fn python_client_tools(url: &str) -> Vec<String> {
+    let code = "import asyncio, json, sys
+from mcp import Client
+async def main():
+    async with Client(sys.argv[1], mode='2026-07-28', cache=None) as c:
+        names, cursor = [], None
+        for _ in range(50):
+            page = await c.list_tools(cursor=cursor)
+            names += [t.name for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        print(json.dumps(names))
+asyncio.run(main())
+";
+    let out = Command::new(peers::dir().join("venv/bin/python"))
+        .arg("-c")
+        .arg(code)
+        .arg(url)
+        .output()
+        .expect("run the Python SDK client");
+    assert!(
+        out.status.success(),
+        "the Python SDK client failed: {}",
+        text(&out)
+    );
+    let line = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(line.trim().lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
 #[test]
 fn init_federates_the_reference_backend_and_both_sdk_servers() {
     if !peers::installed(Sdk::TypeScript) || !peers::installed(Sdk::Python) {
@@ -213,6 +245,12 @@ fn init_federates_the_reference_backend_and_both_sdk_servers() {
         );
     }
     assert_eq!(through.len(), expected.len(), "{through:?}");
+    // The official Python SDK client (2026-07-28) sees the same tools through it.
+    let sdk = python_client_tools(&url(SocketAddr::from(([127, 0, 0, 1], mcp))));
+    let (mut a, mut b) = (sdk.clone(), through.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the Python SDK client's tools/list");
     // A call reaches the server that owns the name.
     let r = support::http::rpc(
         SocketAddr::from(([127, 0, 0, 1], mcp)),
