@@ -1,8 +1,10 @@
 //! `mcp-edge init`: the command asks real servers over loopback (the reference backend, two
 //! instances, and the TypeScript and Python SDK servers of tests/peers), writes a config,
 //! `check` accepts it, `serve` serves it, and every tool of every server is listed through the
-//! federated endpoint (by a plain client and by the official Python SDK client). Also: an unreachable URL is reported with its reason, a URL that is not
-//! MCP or that wants a token is said so, and an existing file is not overwritten.
+//! federated endpoint (by a plain client and by the official Python SDK client). Also: an
+//! unreachable URL is reported with its reason, a URL that is not MCP or that wants a token is
+//! said so, a 2025-era server is recognised and listed the 2025 way, and an existing file is
+//! not overwritten.
 
 use serde_json::{json, Value};
 use std::io::Write as _;
