@@ -19,6 +19,7 @@ pub mod config;
 pub mod credentials;
 pub mod demo;
 pub mod gateway;
+pub mod init;
 pub mod loadtest;
 pub mod mcp;
 pub mod tls_util;

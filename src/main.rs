@@ -62,6 +62,9 @@ enum Command {
     Loadtest(Box<mcp_edge::loadtest::LoadtestCommand>),
     /// Start a backend pool, the gateway and a short MRTR load test in one process, and report.
     Demo(mcp_edge::demo::DemoArgs),
+    /// Ask MCP servers what they serve and write a commented gateway.yaml that federates them
+    /// (stdout, or -o FILE).
+    Init(mcp_edge::init::InitArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -155,6 +158,15 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Backend(args) => mcp_edge::backend::run(args),
+        Command::Init(args) => match mcp_edge::init::run(args) {
+            Ok(true) => Ok(()),
+            // No server reachable: the report said why for each.
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
         Command::Demo(args) => {
             init_logging(AccessLog::Off, true);
             match mcp_edge::demo::run(args) {

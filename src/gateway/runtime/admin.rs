@@ -1,6 +1,6 @@
 //! The admin listener: `/healthz` (the process answers), `/readyz` (every pool has a usable
 //! instance), `/metrics` (Prometheus text format), `/catalog` (what each federated pool serves),
-//! the console (`/ui` and the `/-/console.json` it polls, [`crate::gateway::runtime::console`]), `POST /-/explain`
+//! the console (`/ui`, the `/-/console.json` and `/-/history` it polls, [`crate::gateway::runtime::console`]), `POST /-/explain`
 //! (what the gateway would do with a request, [`crate::gateway::runtime::explain`]), `POST /-/reload` (re-read the
 //! config file), `POST /-/cache/purge[?method=M&name=N]` (drop edge-cache entries).
 
@@ -14,6 +14,8 @@ use crate::gateway::journey::live::Live;
 
 pub(crate) struct AdminApp {
     pub(crate) live: Arc<Live>,
+    /// The per-second and per-minute history the console draws (`GET /-/history`).
+    pub(crate) history: crate::gateway::runtime::console::history::Shared,
 }
 
 /// The largest `POST /-/explain` document read (the request body it carries included).
@@ -155,6 +157,7 @@ impl ServeHttp for AdminApp {
             // Browsers ask for it on every page: nothing to show, and no 404 in their console.
             "/favicon.ico" => text(204, "image/x-icon", String::new()),
             "/-/console.json" => text(200, "application/json", crate::gateway::runtime::console::snapshot(&self.live)),
+            "/-/history" => text(200, "application/json", crate::gateway::runtime::console::history::json(&self.history)),
             "/-/explain" if post => explain(self, session).await,
             "/-/cache/purge" | "/-/reload" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
@@ -171,7 +174,7 @@ impl ServeHttp for AdminApp {
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /ui (the console), /healthz, /readyz, /metrics, /catalog, POST /-/explain, POST /-/reload or POST /-/cache/purge\n"),
+                format!("no admin endpoint at {other}; try /ui (the console), /healthz, /readyz, /metrics, /catalog, /-/history, POST /-/explain, POST /-/reload or POST /-/cache/purge\n"),
             ),
         }
     }

@@ -216,12 +216,24 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         server.add_service(proxy);
     }
     if listeners.admin.is_some() {
+        // The console's history: sampled once a second for as long as the process runs.
+        let history = crate::gateway::runtime::console::history::Shared::default();
         let mut admin = pingora::services::listening::Service::new(
             "mcp-edge admin".into(),
-            admin::AdminApp { live: live.clone() },
+            admin::AdminApp {
+                live: live.clone(),
+                history: history.clone(),
+            },
         );
         listeners.attach_admin(&mut admin)?;
         server.add_service(admin);
+        server.add_service(pingora::services::background::background_service(
+            "console history",
+            crate::gateway::runtime::console::history::Sampler {
+                live: live.clone(),
+                history,
+            },
+        ));
     }
     server.add_service(pingora::services::background::background_service(
         "health checks",

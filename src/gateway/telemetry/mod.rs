@@ -8,10 +8,13 @@
 //!   entries that expire: [`expiring`]).
 //! - [`trace`]: W3C trace context and OTLP spans.
 //! - [`recent`]: the ring of recent refusals the console shows, and whose fault each one was.
+//! - [`history`]: per-second and per-minute points of what the gateway served, for the
+//!   console's charts, read from the metrics.
 
 pub(crate) mod expiring;
 pub(crate) mod flow_metrics;
 pub mod flows;
+pub(crate) mod history;
 pub(crate) mod labels;
 pub mod metrics;
 pub(crate) mod outcome;

@@ -18,7 +18,13 @@ fn get(gw: &RunningGateway, path: &str) -> crate::support::http::Reply {
 fn the_console_is_served_with_a_policy_that_forbids_inline_and_remote_code() {
     let up = Upstreams::start(1);
     let gw = simple_gateway(&up, "");
-    for path in ["/ui", "/ui/console.js", "/ui/console.css"] {
+    for path in [
+        "/ui",
+        "/ui/console.js",
+        "/ui/charts.js",
+        "/ui/console.css",
+        "/ui/pools",
+    ] {
         let r = get(&gw, path);
         assert_eq!(r.status, 200, "{path}");
         let csp = r.header("content-security-policy").expect("a CSP");

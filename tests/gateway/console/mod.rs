@@ -5,4 +5,5 @@
 
 mod admin;
 mod explain;
+mod history;
 mod page;

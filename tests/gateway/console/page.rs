@@ -3,7 +3,10 @@
 //! (`mcp-edge serve` from a file) in front of two `mcp-edge backend` processes gets traffic and
 //! a spoofed call, loses one instance, and refuses a broken reload; the script checks that the
 //! overview's count is `/metrics`', the dead instance shows down, the spoof shows with the
-//! claimed and the real name, the reload's error shows, and explain answers from the form.
+//! claimed and the real name, the reload's error shows, and explain answers from the form. The
+//! page is opened only after the load is in the gateway's history: its charts show that load;
+//! the topology shows the dead instance down; every tab opens from its address (`/ui#<tab>`,
+//! `/ui/<tab>`) and the arrow keys move between tabs; nothing shows `-0`.
 //! Screenshots of each page go to target/console-shots/.
 
 use std::path::PathBuf;
@@ -55,6 +58,21 @@ fn the_console_shows_traffic_a_down_instance_a_spoof_and_a_failed_reload() {
     }
     let r = post(gw.mcp, &refs(&call_headers("echo")), &call(7, "deploy"));
     assert_eq!(r.status, 400);
+    // The page is opened after this load: wait until the gateway's history holds it, so the
+    // charts can only show it from there.
+    let in_history = || {
+        let h = crate::support::http::raw(gw.admin, b"GET /-/history HTTP/1.1\r\nHost: x\r\n\r\n")
+            .json();
+        h["seconds"]["points"].as_array().map_or(0, |ps| {
+            ps.iter()
+                .map(|p| p["requests"].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        }) >= 7
+    };
+    assert!(
+        eventually(Duration::from_secs(10), in_history),
+        "the history never held the 7 requests"
+    );
     // One instance goes away: health checks take it down.
     let mut procs = _procs;
     let mut dead = procs.0.remove(1);
@@ -94,6 +112,7 @@ fn the_console_shows_traffic_a_down_instance_a_spoof_and_a_failed_reload() {
         .env("EXPECT_CLAIMED", "echo")
         .env("EXPECT_BODY", "deploy")
         .env("EXPECT_RELOAD_ERROR", "instances")
+        .env("EXPECT_REQUESTS_BEFORE", "7")
         .output()
         .expect("run node");
     assert!(
@@ -102,7 +121,9 @@ fn the_console_shows_traffic_a_down_instance_a_spoof_and_a_failed_reload() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    for page in ["overview", "pools", "refusals", "config", "explain"] {
+    for page in [
+        "overview", "topology", "pools", "refusals", "config", "explain",
+    ] {
         assert!(
             shots.join(format!("{page}.png")).exists(),
             "no screenshot of {page}"

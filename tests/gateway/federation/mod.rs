@@ -11,6 +11,7 @@
 
 mod auth;
 mod freshness;
+mod init;
 mod policies;
 mod routing;
 mod scripted;

@@ -8,8 +8,13 @@
 //! nothing: it reads what the metrics already count, the pools' health and load, the ring of
 //! recent refusals ([`crate::gateway::telemetry::recent`]), the federation catalogs and the resolved config (as
 //! `mcp-edge check` prints it: no secret is in that text). Nothing here changes state.
+//!
+//! What happened before the page was opened comes from the gateway's own [`history`]: a
+//! background task reads the metrics once a second into fixed-size rings (`GET /-/history`),
+//! which the page draws as charts.
 
 pub(crate) mod assets;
+pub(crate) mod history;
 mod snapshot;
 
 pub(crate) use snapshot::snapshot;

@@ -8,7 +8,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::gateway::journey::live::Live;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::telemetry::recent;
+use crate::gateway::telemetry::history;
 
 /// The label value `name` of one sample.
 fn label<'a>(m: &'a prometheus::proto::Metric, name: &str) -> &'a str {
@@ -40,17 +40,10 @@ fn sum_by(
     out
 }
 
-/// Whose fault a `requests_total` sample is (`ok` when neither), by [`recent::side`] on its
-/// status class and code labels.
+/// Whose fault a `requests_total` sample is (`ok` when neither), by its status class and code
+/// labels ([`history::side_of_sample`]).
 fn side(status: &str, code: &str) -> &'static str {
-    let status = match status {
-        "5xx" => 500,
-        "4xx" => 400,
-        _ => 200,
-    };
-    // A code label is the code, or `_other` for one outside the known list: still the gateway's.
-    let code = (!code.is_empty()).then(|| code.parse().unwrap_or(i32::MIN));
-    recent::side(status, code).map_or("ok", |s| s.label())
+    history::side_of_sample(status, code).map_or("ok", |s| s.label())
 }
 
 /// The request-duration histogram summed over its labels: `[[le, cumulative count], ...]`.
@@ -82,15 +75,18 @@ fn totals(all: &[MetricFamily]) -> Value {
     let spoofs = sum_by(all, "mcp_edge_header_checks_total", |m| {
         (label(m, "result") == "rejected").then(String::new)
     });
+    // `+ 0.0`: a float sum of nothing is -0.0 in Rust, which the page would show as `-0` (the
+    // tasks card did, before a task was routed).
     let one = |name: &str| {
         sum_by(all, name, |_| Some(String::new()))
             .values()
             .sum::<f64>()
+            + 0.0
     };
     json!({
-        "requests": sides.values().sum::<f64>(),
+        "requests": sides.values().sum::<f64>() + 0.0,
         "by_side": sides,
-        "spoofs_refused": spoofs.values().sum::<f64>(),
+        "spoofs_refused": spoofs.values().sum::<f64>() + 0.0,
         "retry_legs": one("mcp_edge_mrtr_retry_legs_total"),
         "input_required": one("mcp_edge_mrtr_input_required_total"),
         "cache_hits": one("mcp_edge_cache_hits_total"),
@@ -225,6 +221,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
     let v = json!({
         "at_unix_ms": std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
         "version": env!("CARGO_PKG_VERSION"),
+        "endpoint": gw.config.endpoint,
         "totals": totals(&all),
         "latency_buckets": latency(&all),
         "routes": routes(&gw, &all),

@@ -1,10 +1,13 @@
-// The mcp-edge console: polls /-/console.json every two seconds and renders it. Every value
+// The mcp-edge console: polls /-/console.json and /-/history every two seconds and renders
+// them; the charts (charts.js) draw the gateway's own history, so a page opened during an
+// incident shows the minutes before it. A tab is a URL (/ui#pools or /ui/pools). Every value
 // from the gateway goes into the page through textContent (names and messages come from
 // clients), never as markup.
 "use strict";
 
-const history = []; // [{at, snap}] over the last minute
 let last = null;
+let hist = null; // the last /-/history answer
+const TABS = ["overview", "topology", "routes", "pools", "tools", "refusals", "catalog", "config", "explain"];
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -27,19 +30,13 @@ function card(k, v) {
   return el("div", { class: "card" }, el("div", { class: "v", "data-key": k }, v), el("div", { class: "k" }, k));
 }
 
+// A number for the page: `–` for none, never `-0` (a float sum of nothing is -0 on the wire,
+// and a rate rounds to it).
 function fmt(n) {
-  if (n == null) return "–";
+  if (n == null || Number.isNaN(n)) return "–";
   if (typeof n !== "number") return String(n);
+  if (Math.abs(n) < 0.005) return "0";
   return Number.isInteger(n) ? n.toLocaleString("en") : n.toFixed(2);
-}
-
-// The q-quantile (0..1) of the requests between two cumulative histograms, in ms.
-function quantile(a, b, q) {
-  const d = b.map(([le, n], i) => [le, n - (a[i] ? a[i][1] : 0)]);
-  const total = d.length ? d[d.length - 1][1] : 0;
-  if (total <= 0) return null;
-  for (const [le, n] of d) if (n >= q * total) return le * 1000;
-  return null;
 }
 
 function overview(s) {
@@ -55,16 +52,19 @@ function overview(s) {
     card("cache hits", fmt(t.cache_hits)),
     card("tasks routed", fmt(t.tasks_routed)),
   );
-  const first = history[0];
-  const secs = first ? (s.at_unix_ms - first.snap.at_unix_ms) / 1000 : 0;
-  const rate = (f) => (secs > 0 ? (f(s) - f(first.snap)) / secs : null);
-  const side = (k) => (x) => x.totals.by_side[k] || 0;
-  const errs = (x) => side("client")(x) + side("gateway")(x) + side("upstream")(x);
+  // The last minute, from the gateway's own per-second history (not from what this page saw).
+  const pts = points().slice(-60);
+  const secs = pts.reduce((a, p) => a + p.span_ms, 0) / 1000;
+  const sum = (f) => pts.reduce((a, p) => a + f(p), 0);
+  const reqs = sum((p) => p.requests);
+  const errs = sum((p) => p.errors.client + p.errors.upstream + p.errors.gateway);
+  const weighted = reqs > 0 ? sum((p) => (p.p50_ms == null ? 0 : p.p50_ms * p.requests)) / reqs : null;
+  const worst = pts.reduce((m, p) => (p.p99_ms != null && (m == null || p.p99_ms > m) ? p.p99_ms : m), null);
   document.getElementById("rates").replaceChildren(
-    card("requests/s", fmt(rate((x) => x.totals.requests))),
-    card("errors/s", fmt(rate(errs))),
-    card("p50 ms", fmt(first ? quantile(first.snap.latency_buckets, s.latency_buckets, 0.5) : null)),
-    card("p99 ms", fmt(first ? quantile(first.snap.latency_buckets, s.latency_buckets, 0.99) : null)),
+    card("requests/s", fmt(secs > 0 ? reqs / secs : null)),
+    card("errors/s", fmt(secs > 0 ? errs / secs : null)),
+    card("p50 ms", fmt(weighted)),
+    card("worst p99 ms (1 s)", fmt(worst)),
   );
 }
 
@@ -80,6 +80,7 @@ function pools(s) {
   list.replaceChildren();
   for (const p of s.pools) {
     list.append(el("h2", {}, `${p.name} (${p.balance}, checks every ${p.health_interval_s}s)`));
+    list.append(el("div", { class: "charts", "data-pool-charts": p.name }));
     const t = el("table", { "data-pool": p.name });
     t.append(el("tr", {}, ...["instance", "state", "in flight", "latency ms", "weight", "requests", "errors"].map((h) => el("th", {}, h))));
     for (const i of p.instances) {
@@ -118,14 +119,74 @@ function config(s) {
   document.getElementById("catalog-text").textContent = s.catalog == null ? "no federation: configure federation: to see catalogs" : JSON.stringify(s.catalog, null, 2);
 }
 
+// The history's points of the range chosen (per second: 5 min; per minute: 1 h).
+function points() {
+  if (!hist) return [];
+  const range = document.getElementById("range");
+  return (range && range.value === "minutes" ? hist.minutes : hist.seconds).points;
+}
+
+// Replace a chart container's charts, keeping the keyboard focus on the chart it was on.
+function drawCharts(id, figures) {
+  const box = document.getElementById(id);
+  if (!box) return;
+  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.chart : null;
+  box.replaceChildren(...figures);
+  if (focused) {
+    const again = box.querySelector(`[data-chart="${CSS.escape(focused)}"]`);
+    if (again) again.focus();
+  }
+}
+
+function charts() {
+  const pts = points();
+  drawCharts("overview-charts", Charts.overview(pts));
+  for (const box of document.querySelectorAll("[data-pool-charts]")) {
+    box.replaceChildren(...Charts.of(pts, "pools", box.dataset.poolCharts));
+  }
+  // The tools busiest over the range, three at most.
+  const calls = {};
+  for (const p of pts) for (const t of p.tools) calls[t.name] = (calls[t.name] || 0) + t.requests;
+  const top = Object.entries(calls).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([n]) => n);
+  drawCharts("tool-charts", top.flatMap((n) => Charts.of(pts, "tools", n)));
+}
+
+// Endpoints → pools → instances, with health, load, latency and (federated) catalog state.
+function topology(s) {
+  const box = document.getElementById("topology-view");
+  const cat = s.catalog && s.catalog.pools ? s.catalog : null;
+  const routed = [...new Set(s.routes.routes.map((r) => r.pool))];
+  const eps = [];
+  const fed = cat ? cat.endpoints : [];
+  if (!fed.some((e) => e.path === s.endpoint)) eps.push({ path: s.endpoint, pools: routed, how: "routes" });
+  for (const e of fed) eps.push({ path: e.path, pools: e.pools, how: `federated, collisions: ${e.collisions_policy}` });
+  const byName = Object.fromEntries(s.pools.map((p) => [p.name, p]));
+  box.replaceChildren(...eps.map((e) => el("div", { class: "ep", "data-endpoint": e.path },
+    el("div", { class: "ep-head" }, el("strong", {}, `POST ${e.path}`), ` (${e.how})`),
+    el("div", { class: "ep-pools" }, ...e.pools.map((name) => {
+      const p = byName[name];
+      const state = cat && cat.pools[name] ? cat.pools[name].state : null;
+      const instances = p ? p.instances : [];
+      const up = instances.filter((i) => i.usable).length;
+      return el("div", { class: `tp ${up === 0 ? "tp-down" : ""}`, "data-topology-pool": name },
+        el("div", { class: "tp-head" }, el("strong", {}, name), ` ${p ? p.balance : ""} · ${up}/${instances.length} up`,
+          state ? el("span", { class: `cat cat-${state}` }, ` catalog ${state}`) : ""),
+        el("ul", {}, ...instances.map((i) => {
+          const health = i.ejected_for_s != null ? "ejected" : i.usable ? "up" : "down";
+          return el("li", { class: `ti h-${health}`, "data-instance": i.name },
+            el("span", { class: "mark" }, health === "up" ? "●" : "○"), ` ${i.name} `, el("b", {}, health),
+            ` · ${fmt(i.in_flight)} in flight · ${fmt(i.latency_ms)} ms`);
+        })));
+    })))));
+}
+
 async function poll() {
   try {
-    const r = await fetch("/-/console.json", { cache: "no-store" });
+    const [r, h] = await Promise.all([fetch("/-/console.json", { cache: "no-store" }), fetch("/-/history", { cache: "no-store" })]);
     const s = await r.json();
+    hist = await h.json();
     last = s;
-    history.push({ at: Date.now(), snap: s });
-    while (history.length > 1 && s.at_unix_ms - history[0].snap.at_unix_ms > 60000) history.shift();
-    overview(s); routes(s); pools(s); tools(s); refusals(s); config(s); stages(s);
+    overview(s); routes(s); pools(s); tools(s); refusals(s); config(s); stages(s); topology(s); charts();
     document.getElementById("status").textContent = `mcp-edge ${s.version} · updated ${new Date(s.at_unix_ms).toISOString().slice(11, 19)}`;
     document.body.dataset.polls = String((Number(document.body.dataset.polls) || 0) + 1);
   } catch (e) {
@@ -145,14 +206,39 @@ async function explain() {
   table("explain-steps", ["step", "outcome", "detail"], (v.steps || []).map((s) => [s.step, el("span", { class: s.outcome }, s.outcome), JSON.stringify(s.detail)]));
 }
 
+// The tab a URL names: /ui#pools or /ui/pools; the overview otherwise.
+function tabOf(loc) {
+  const h = loc.hash.replace(/^#/, "");
+  if (TABS.includes(h)) return h;
+  const p = loc.pathname.replace(/^\/ui\/?/, "");
+  return TABS.includes(p) ? p : "overview";
+}
+
+function openTab(tab, focus) {
+  for (const b of document.querySelectorAll("#tabs [data-tab]")) {
+    const on = b.dataset.tab === tab;
+    b.classList.toggle("on", on);
+    b.setAttribute("aria-selected", String(on));
+    b.tabIndex = on ? 0 : -1;
+    if (on && focus) b.focus();
+  }
+  for (const t of document.querySelectorAll(".tab")) t.classList.toggle("on", t.id === tab);
+  document.title = `mcp-edge console · ${tab}`;
+}
+
 document.addEventListener("DOMContentLoaded", () => {
-  for (const b of document.querySelectorAll("#tabs button")) {
-    b.addEventListener("click", () => {
-      for (const x of document.querySelectorAll("#tabs button, .tab")) x.classList.remove("on");
-      b.classList.add("on");
-      document.getElementById(b.dataset.tab).classList.add("on");
+  const tabs = [...document.querySelectorAll("#tabs [data-tab]")];
+  for (const b of tabs) {
+    // A link: middle-click and copy work; a plain click changes the hash (the address to share).
+    b.addEventListener("keydown", (ev) => {
+      const i = tabs.indexOf(b);
+      const to = ev.key === "ArrowRight" ? tabs[(i + 1) % tabs.length] : ev.key === "ArrowLeft" ? tabs[(i + tabs.length - 1) % tabs.length] : null;
+      if (to) { ev.preventDefault(); location.hash = to.dataset.tab; openTab(to.dataset.tab, true); }
     });
   }
+  window.addEventListener("hashchange", () => openTab(tabOf(location), false));
+  document.getElementById("range").addEventListener("change", charts);
+  openTab(tabOf(location), false);
   document.getElementById("explain-go").addEventListener("click", explain);
   poll();
   setInterval(poll, 2000);
