@@ -51,6 +51,33 @@ pub struct PoolConfig {
     /// token exchange for the caller); the caller's own token never goes to such a pool.
     #[serde(default)]
     pub credentials: Option<super::credentials::CredentialsConfig>,
+    /// What the gateway does with the pool's MRTR flows ([`PoolMrtr`]).
+    #[serde(default)]
+    pub mrtr: PoolMrtr,
+}
+
+/// `pools.<name>.mrtr`: MRTR options of a pool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolMrtr {
+    /// Where a retry leg (a request carrying `requestState`) lands: `any` (the default: balanced
+    /// like any request) or `elsewhere` (an instance other than the one that served the
+    /// previous leg of its flow, and than leg 1's when a third is eligible; the same instance
+    /// only when no other is eligible). For load tests, canaries and continuous proof that the
+    /// servers keep no state between legs. Needs `flows` (on by default).
+    #[serde(default)]
+    pub retry_landing: RetryLanding,
+}
+
+/// `pools.<name>.mrtr.retry_landing`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryLanding {
+    /// Retry legs are balanced like any request.
+    #[default]
+    Any,
+    /// Retry legs go to another instance than their flow's previous leg whenever one is eligible.
+    Elsewhere,
 }
 
 /// How instances are probed.

@@ -194,4 +194,32 @@ fn balancing_keys_are_checked_with_their_fix() {
     );
     let c = Config::parse(&ok, "t.yaml").unwrap();
     assert_eq!(c.pools["default"].balance, Balance::LeastLoaded);
+    assert_eq!(
+        c.pools["default"].mrtr.retry_landing,
+        super::RetryLanding::Any
+    );
+}
+
+#[test]
+fn retry_landing_elsewhere_needs_flows_and_a_known_value() {
+    let pool = |extra: &str| {
+        format!(
+            "pools:\n  default:\n    instances: [127.0.0.1:7001, 127.0.0.1:7002]\n    mrtr: {{retry_landing: elsewhere}}\ndefault_route: {{pool: default}}\n{extra}"
+        )
+    };
+    let c = Config::parse(&pool(""), "t.yaml").unwrap();
+    assert_eq!(
+        c.pools["default"].mrtr.retry_landing,
+        super::RetryLanding::Elsewhere
+    );
+    let e = err(&pool("flows: {enabled: false}\n"));
+    expect_at(
+        &e,
+        4,
+        27,
+        "pools.default.mrtr.retry_landing",
+        "turn flows on",
+    );
+    let e = err(&pool("").replace("elsewhere", "far"));
+    assert!(e.message.contains("elsewhere"), "{e}");
 }

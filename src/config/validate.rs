@@ -136,6 +136,14 @@ impl Config {
             ));
         }
         check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
+        if pool.mrtr.retry_landing == super::RetryLanding::Elsewhere && !self.flows.enabled {
+            return Err(err(
+                &format!("pools.{name}.mrtr.retry_landing"),
+                format!(
+                    "pools.{name}.mrtr.retry_landing: `elsewhere` finds a retry leg's previous instance in the flows the gateway follows, and flows.enabled is false; turn flows on (remove `enabled: false`) or set retry_landing: any"
+                ),
+            ));
+        }
         self.check_credentials(name, pool)
             .map_err(|(key, msg)| err(&key, msg))?;
         Ok(())

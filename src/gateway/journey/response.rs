@@ -55,6 +55,10 @@ pub(crate) fn on_header(
             let value = pool.instances[idx].header_value.clone();
             upstream_response.insert_header(name.clone(), value)?;
         }
+        if let Some(l) = ctx.landing {
+            let name = crate::mcp::header::RETRY_LANDING;
+            upstream_response.insert_header(name, l.header_value())?;
+        }
         let status = upstream_response.status.as_u16();
         gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
     }

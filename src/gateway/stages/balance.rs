@@ -20,6 +20,9 @@
 //! balance and the health state say: only it holds the task. When it cannot be reached the
 //! request fails instead of trying another instance, which would only answer "unknown task".
 //! Ids without a known hint are balanced as usual (servers with a shared task store).
+//!
+//! Retry landing: with `mrtr.retry_landing: elsewhere`, an MRTR retry leg skips the instances
+//! of its flow's earlier legs whenever another is eligible ([`steer`]), whatever the mode.
 
 use pingora::lb::discovery::Static;
 use pingora::lb::selection::{BackendIter, BackendSelection, Consistent, RoundRobin};
@@ -31,7 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Identity;
-use crate::config::{Balance, HashKey, PoolConfig};
+use crate::config::{Balance, HashKey, PoolConfig, RetryLanding};
 use crate::gateway::stages::health::{Change, PoolHealth};
 use crate::mcp::tasks::{is_task_method, owner_hint, parse_owner_hint};
 
@@ -40,9 +43,11 @@ pub(crate) mod key;
 pub mod load;
 pub(crate) mod metrics;
 mod select;
+pub(crate) mod steer;
 
 pub(crate) use key::shard_key_for;
 pub(crate) use load::InstanceLoad;
+pub(crate) use steer::{Landing, Steer};
 
 /// One upstream instance.
 #[derive(Debug, Clone)]
@@ -105,6 +110,8 @@ pub struct Pool {
     bound: Option<f64>,
     /// Spreads keyless requests of a hash pool.
     counter: AtomicU64,
+    /// `mrtr.retry_landing`: where MRTR retry legs go.
+    pub retry_landing: RetryLanding,
 }
 
 /// The instance a request goes to, and how it was chosen.
@@ -115,6 +122,8 @@ pub struct Picked {
     pub task: Option<TaskRoute>,
     /// A bounded hash pool sent the key past its home, which was over its bound.
     pub moved: bool,
+    /// A steered retry leg: where it landed relative to its flow's previous leg.
+    pub landing: Option<Landing>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -201,6 +210,7 @@ impl Pool {
             decay: cfg.latency_decay,
             bound: cfg.load_bound.filter(|_| cfg.balance == Balance::Hash),
             counter: AtomicU64::new(0),
+            retry_landing: cfg.mrtr.retry_landing,
         })
     }
 
@@ -250,8 +260,22 @@ impl Pool {
         identity: Option<&Identity>,
         tried: Tried,
     ) -> Picked {
+        self.pick_steered(method, name, headers, identity, tried, Steer::default())
+    }
+
+    /// [`Pool::pick_request`] for a retry leg that should avoid the instances of `steer`
+    /// (tasks/* requests still go to their task's owner).
+    pub(crate) fn pick_steered(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        identity: Option<&Identity>,
+        tried: Tried,
+        steer: Steer,
+    ) -> Picked {
         let Some(task_id) = name.filter(|_| method.is_some_and(is_task_method)) else {
-            return self.choose(name, headers, identity, tried);
+            return self.choose(name, headers, identity, tried, steer);
         };
         let route = match parse_owner_hint(task_id) {
             None => TaskRoute::NoHint,
@@ -265,13 +289,13 @@ impl Pool {
                     return Picked {
                         index,
                         task: Some(task),
-                        moved: false,
+                        ..Picked::default()
                     };
                 }
                 None => TaskRoute::UnknownOwner,
             },
         };
-        let picked = self.choose(name, headers, identity, tried);
+        let picked = self.choose(name, headers, identity, tried, steer);
         Picked {
             task: Some(route),
             ..picked
@@ -301,7 +325,8 @@ impl Pool {
         headers: &http::HeaderMap,
         tried: Tried,
     ) -> Option<usize> {
-        self.choose(name, headers, None, tried).index
+        self.choose(name, headers, None, tried, Steer::default())
+            .index
     }
 
     /// The pick for a request that is not a task's: `principal` and `claim:<name>` keys use the
@@ -312,11 +337,22 @@ impl Pool {
         headers: &http::HeaderMap,
         identity: Option<&Identity>,
         tried: Tried,
+        steer: Steer,
     ) -> Picked {
         // Usable instances first; when none is left, any untried one ("panic mode": better a
         // chance on a doubtful instance than a certain refusal).
-        let panic = !(0..self.instances.len()).any(|i| !tried.has(i) && self.health.usable(i));
-        let eligible = |i: usize| !tried.has(i) && (panic || self.health.usable(i));
+        let n = self.instances.len();
+        let panic = !(0..n).any(|i| !tried.has(i) && self.health.usable(i));
+        let untried = |i: usize| !tried.has(i) && (panic || self.health.usable(i));
+        // A steered retry leg skips its flow's instances when another is eligible.
+        let (skip, landing) = match steer.is_set() {
+            true => {
+                let (skip, landing) = steer.avoid(n, &untried);
+                (skip, Some(landing))
+            }
+            false => (Tried::default(), None),
+        };
+        let eligible = |i: usize| untried(i) && !skip.has(i);
         // The clock is read only by the modes that use it.
         let clocked = matches!(self.selector, Selector::LeastLoaded)
             || self.bound.is_some()
@@ -338,6 +374,7 @@ impl Pool {
             index,
             task: None,
             moved,
+            landing,
         }
     }
 }
