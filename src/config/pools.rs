@@ -28,6 +28,14 @@ pub struct PoolConfig {
     /// slow spell is forgotten, and an instance that got no traffic since is tried again).
     #[serde(default = "d_latency_decay", with = "humantime_serde_compat")]
     pub latency_decay: Duration,
+    /// With `balance: least_loaded`: an instance without a sample for this long (one the
+    /// balancer avoids) gets one real request, a probe, to measure it again. Default 2s.
+    #[serde(default = "d_probe_interval", with = "humantime_serde_compat")]
+    pub probe_interval: Duration,
+    /// With `balance: least_loaded`: the most probes may be of the pool's requests (a share,
+    /// above 0 and up to 1).
+    #[serde(default = "d_probe_share")]
+    pub probe_share: f64,
     /// Relative weight of instances (by their `host:port` as listed); unlisted ones weigh 1.
     #[serde(default)]
     pub weights: std::collections::BTreeMap<String, u32>,
@@ -150,6 +158,17 @@ impl Default for EjectionConfig {
 /// samples, an instance's estimate has fallen to 1/e.
 pub(crate) const LATENCY_DECAY: Duration = Duration::from_secs(10);
 
+/// `probe_interval`'s default.
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+/// `probe_share`'s default.
+pub(crate) const PROBE_SHARE: f64 = 0.01;
+
+fn d_probe_interval() -> Duration {
+    PROBE_INTERVAL
+}
+fn d_probe_share() -> f64 {
+    PROBE_SHARE
+}
 fn d_latency_decay() -> Duration {
     LATENCY_DECAY
 }

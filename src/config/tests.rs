@@ -189,6 +189,15 @@ fn balancing_keys_are_checked_with_their_fix() {
     assert!(e.message.contains("add load_bound"), "{e}");
     let e = err(&pool("    balance: least_loaded\n    latency_decay: 1ms\n"));
     assert!(e.message.contains("at least 100ms"), "{e}");
+    let e = err(&pool(
+        "    balance: least_loaded\n    probe_interval: 10ms\n",
+    ));
+    assert!(
+        e.message.contains("probe_interval") && e.message.contains("at least 100ms"),
+        "{e}"
+    );
+    let e = err(&pool("    balance: least_loaded\n    probe_share: 0\n"));
+    assert!(e.message.contains("e.g. 0.01"), "{e}");
     let ok = pool(
         "    balance: least_loaded\n    weights: {\"127.0.0.1:7002\": 3}\n    slow_start: 30s\n",
     );

@@ -363,6 +363,18 @@ fn check_balance(name: &str, pool: &super::PoolConfig) -> Result<(), (String, St
             pool.latency_decay
         )));
     }
+    if pool.probe_interval < std::time::Duration::from_millis(100) {
+        return Err((at("probe_interval"), format!(
+            "pools.{name}.probe_interval: {:?} would probe an avoided instance all the time; write at least 100ms (the default is 2s)",
+            pool.probe_interval
+        )));
+    }
+    if !(pool.probe_share > 0.0 && pool.probe_share <= 1.0) {
+        return Err((at("probe_share"), format!(
+            "pools.{name}.probe_share: {} is out of range; write a share above 0 and up to 1, e.g. 0.01 (at most 1% of the pool's requests are probes)",
+            pool.probe_share
+        )));
+    }
     for (inst, w) in &pool.weights {
         if !pool.instances.contains(inst) {
             return Err((at(&format!("weights.{inst}")), format!(

@@ -81,7 +81,14 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
         steer.unwrap_or_default(),
     );
     if steer.is_some() {
-        ctx.landing = Some(picked.landing.unwrap_or(Landing::Untracked));
+        let landing = picked.landing.unwrap_or(Landing::Untracked);
+        ctx.landing = Some(landing);
+        let labels = [pool.name.as_str(), landing.label()];
+        gw.metrics
+            .balance
+            .retry_landing
+            .with_label_values(&labels)
+            .inc();
     }
     if let Some(r) = picked.task {
         let labels = [pool.name.as_str(), r.label()];
@@ -106,6 +113,10 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
     pool.loads[idx].begin();
     ctx.loading = true;
     let inst = &pool.instances[idx];
+    if picked.probe {
+        let labels = [pool.name.as_str(), inst.name.as_str()];
+        gw.metrics.balance.probes.with_label_values(&labels).inc();
+    }
     let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
     Ok(peer(base, &gw.config.timeouts))
 }

@@ -2,9 +2,10 @@
 //!
 //! Three ways, chosen per pool by `balance:`:
 //! - `round_robin` spreads requests evenly (by weight);
-//! - `least_loaded` is power of two choices on in-flight requests times a peak-sensitive latency
-//!   average ([`choice`], [`load`]): a slow or busy instance gets less, and gets tried again
-//!   when the average has decayed;
+//! - `least_loaded` is power of two choices on in-flight requests times a latency estimate
+//!   that a lone outlier does not move ([`choice`], [`load`]): a slow or busy instance gets
+//!   less, and an instance it avoids is measured again by bounded probes (at most one per
+//!   `probe_interval`, within `probe_share` of the pool's picks: [`select`]);
 //! - `hash` is consistent hashing (ketama, from pingora-load-balancing) on the decoded
 //!   `Mcp-Name`, the caller, a header, a claim or an `Mcp-Param-*` value ([`key`]), so a tool's
 //!   traffic stays warm on one instance and adding or removing one of N instances moves only
@@ -106,6 +107,13 @@ pub struct Pool {
     slow_start: Duration,
     /// The latency average's time constant ([`load`]).
     pub decay: Duration,
+    /// Least-loaded probes ([`select`]): an instance unseen this long may get one...
+    probe_interval: Duration,
+    /// ...within this share of the pool's picks,
+    probe_share: f64,
+    /// counted here: least-loaded picks, and the pick count at the last probe.
+    picks: AtomicU64,
+    last_probe: AtomicU64,
     /// `load_bound` of a hash pool.
     bound: Option<f64>,
     /// Spreads keyless requests of a hash pool.
@@ -124,6 +132,8 @@ pub struct Picked {
     pub moved: bool,
     /// A steered retry leg: where it landed relative to its flow's previous leg.
     pub landing: Option<Landing>,
+    /// Least-loaded sent the request to an instance it avoids, to measure it again.
+    pub probe: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -208,6 +218,10 @@ impl Pool {
             weights,
             slow_start: cfg.slow_start,
             decay: cfg.latency_decay,
+            probe_interval: cfg.probe_interval,
+            probe_share: cfg.probe_share,
+            picks: AtomicU64::new(0),
+            last_probe: AtomicU64::new(0),
             bound: cfg.load_bound.filter(|_| cfg.balance == Balance::Hash),
             counter: AtomicU64::new(0),
             retry_landing: cfg.mrtr.retry_landing,
@@ -358,16 +372,23 @@ impl Pool {
             || self.bound.is_some()
             || !self.slow_start.is_zero();
         let now = if clocked { load::now_ns() } else { 0 };
-        let (index, moved) = match &self.selector {
-            Selector::LeastLoaded => (self.least_loaded(&eligible, now), false),
-            Selector::RoundRobin(lb) => (self.round_robin(lb, &eligible, now), false),
+        let (mut probe, mut moved) = (false, false);
+        let index = match &self.selector {
+            Selector::LeastLoaded => {
+                let (i, p) = self.least_loaded(&eligible, now, &mut rand::thread_rng());
+                probe = p;
+                i
+            }
+            Selector::RoundRobin(lb) => self.round_robin(lb, &eligible, now),
             Selector::Hash(lb, key) => {
                 let k = key::shard_key_for(key, name, headers, identity).unwrap_or_else(|| {
                     self.counter
                         .fetch_add(1, Ordering::Relaxed)
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 });
-                self.hashed(lb, k, &eligible, now)
+                let (i, m) = self.hashed(lb, k, &eligible, now);
+                moved = m;
+                i
             }
         };
         Picked {
@@ -375,6 +396,7 @@ impl Pool {
             task: None,
             moved,
             landing,
+            probe,
         }
     }
 }
@@ -398,5 +420,7 @@ impl Tried {
     }
 }
 
+#[cfg(test)]
+mod probe_tests;
 #[cfg(test)]
 mod tests;

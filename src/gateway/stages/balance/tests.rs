@@ -33,6 +33,8 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         weights: Default::default(),
         slow_start: Duration::ZERO,
         latency_decay: crate::config::pools::LATENCY_DECAY,
+        probe_interval: crate::config::pools::PROBE_INTERVAL,
+        probe_share: crate::config::pools::PROBE_SHARE,
         health: Default::default(),
         ejection: Default::default(),
         tls: None,
