@@ -37,15 +37,19 @@ impl Pool {
         let look = |i: usize| {
             let l = &self.loads[i];
             let (latency, due) = l.estimate_at(now, self.probe_interval);
-            let s = choice::score(latency, l.in_flight(), self.effective_weight(i, now));
-            (s, due)
+            let n = l.in_flight();
+            (
+                choice::score(latency, n, self.effective_weight(i, now)),
+                n,
+                due,
+            )
         };
         let (a, b) = choice::draw_two(self.instances.len(), eligible, rng);
         let (Some(a), Some(b)) = (a, b) else {
             return (a, false);
         };
-        let ((sa, due_a), (sb, due_b)) = (look(a), look(b));
-        let (winner, loser, loser_due) = match choice::second_wins(sa, sb, rng.gen()) {
+        let ((sa, na, due_a), (sb, nb, due_b)) = (look(a), look(b));
+        let (winner, loser, loser_due) = match choice::second_wins(sa, sb, na == nb, rng.gen()) {
             true => (b, a, due_a),
             false => (a, b, due_b),
         };
