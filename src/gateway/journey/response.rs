@@ -46,12 +46,13 @@ pub(crate) fn on_header(
                 );
             }
         }
+        // The gateway names the instance and where a retry leg landed: no spelling of these
+        // names from the upstream stays.
+        let own = &gw.response_asserted;
+        for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
+            upstream_response.remove_header(&shadow);
+        }
         if let Some(name) = &gw.upstream_header {
-            // The gateway names the instance: no spelling of the name from the upstream stays.
-            let own = std::slice::from_ref(name);
-            for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
-                upstream_response.remove_header(&shadow);
-            }
             let value = pool.instances[idx].header_value.clone();
             upstream_response.insert_header(name.clone(), value)?;
         }
