@@ -45,10 +45,12 @@ pub mod load;
 pub(crate) mod metrics;
 mod select;
 pub(crate) mod steer;
+mod tried;
 
 pub(crate) use key::shard_key_for;
 pub(crate) use load::InstanceLoad;
 pub(crate) use steer::{Landing, Steer};
+pub use tried::Tried;
 
 /// One upstream instance.
 #[derive(Debug, Clone)]
@@ -398,25 +400,6 @@ impl Pool {
             landing,
             probe,
         }
-    }
-}
-
-/// The set of instance indices a request has been sent to (pools hold at most 64 instances
-/// for this purpose; later ones are never marked).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tried(u64);
-
-impl Tried {
-    pub(crate) fn add(&mut self, i: usize) {
-        if i < 64 {
-            self.0 |= 1 << i;
-        }
-    }
-    pub(crate) fn has(self, i: usize) -> bool {
-        i < 64 && self.0 & (1 << i) != 0
-    }
-    pub(crate) fn count(self) -> u32 {
-        self.0.count_ones()
     }
 }
 
