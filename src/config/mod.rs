@@ -52,6 +52,7 @@ pub(crate) use listen::{Listen, OriginsConfig};
 pub(crate) use pattern::Pattern;
 pub(crate) use pools::{
     Balance, EjectionConfig, HashKey, HealthCheckKind, HealthConfig, PoolConfig, Retries,
+    RetryLanding,
 };
 pub(crate) use positions::{Pos, Positions};
 pub(crate) use rate_limits::{KeyPart, LimitMatch, Rate, RateLimitConfig};

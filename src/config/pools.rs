@@ -28,6 +28,14 @@ pub struct PoolConfig {
     /// slow spell is forgotten, and an instance that got no traffic since is tried again).
     #[serde(default = "d_latency_decay", with = "humantime_serde_compat")]
     pub latency_decay: Duration,
+    /// With `balance: least_loaded`: an instance without a sample for this long (one the
+    /// balancer avoids) gets one real request, a probe, to measure it again. Default 2s.
+    #[serde(default = "d_probe_interval", with = "humantime_serde_compat")]
+    pub probe_interval: Duration,
+    /// With `balance: least_loaded`: the most probes may be of the pool's requests (a share,
+    /// above 0 and up to 1).
+    #[serde(default = "d_probe_share")]
+    pub probe_share: f64,
     /// Relative weight of instances (by their `host:port` as listed); unlisted ones weigh 1.
     #[serde(default)]
     pub weights: std::collections::BTreeMap<String, u32>,
@@ -57,6 +65,9 @@ pub struct PoolConfig {
     /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
     #[serde(default)]
     pub era: PoolEra,
+    /// What the gateway does with the pool's MRTR flows ([`PoolMrtr`]).
+    #[serde(default)]
+    pub mrtr: PoolMrtr,
 }
 
 /// What a pool's instances speak.
@@ -83,6 +94,30 @@ impl PoolEra {
             PoolEra::V2025_03_26 => Some("2025-03-26"),
         }
     }
+}
+
+/// `pools.<name>.mrtr`: MRTR options of a pool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoolMrtr {
+    /// Where a retry leg (a request carrying `requestState`) lands: `any` (the default: balanced
+    /// like any request) or `elsewhere` (an instance other than the one that served the
+    /// previous leg of its flow, and than leg 1's when a third is eligible; the same instance
+    /// only when no other is eligible). For load tests, canaries and continuous proof that the
+    /// servers keep no state between legs. Needs `flows` (on by default).
+    #[serde(default)]
+    pub retry_landing: RetryLanding,
+}
+
+/// `pools.<name>.mrtr.retry_landing`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryLanding {
+    /// Retry legs are balanced like any request.
+    #[default]
+    Any,
+    /// Retry legs go to another instance than their flow's previous leg whenever one is eligible.
+    Elsewhere,
 }
 
 /// How instances are probed.
@@ -155,6 +190,17 @@ impl Default for EjectionConfig {
 /// samples, an instance's estimate has fallen to 1/e.
 pub(crate) const LATENCY_DECAY: Duration = Duration::from_secs(10);
 
+/// `probe_interval`'s default.
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+/// `probe_share`'s default.
+pub(crate) const PROBE_SHARE: f64 = 0.01;
+
+fn d_probe_interval() -> Duration {
+    PROBE_INTERVAL
+}
+fn d_probe_share() -> f64 {
+    PROBE_SHARE
+}
 fn d_latency_decay() -> Duration {
     LATENCY_DECAY
 }

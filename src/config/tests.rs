@@ -189,9 +189,46 @@ fn balancing_keys_are_checked_with_their_fix() {
     assert!(e.message.contains("add load_bound"), "{e}");
     let e = err(&pool("    balance: least_loaded\n    latency_decay: 1ms\n"));
     assert!(e.message.contains("at least 100ms"), "{e}");
+    let e = err(&pool(
+        "    balance: least_loaded\n    probe_interval: 10ms\n",
+    ));
+    assert!(
+        e.message.contains("probe_interval") && e.message.contains("at least 100ms"),
+        "{e}"
+    );
+    let e = err(&pool("    balance: least_loaded\n    probe_share: 0\n"));
+    assert!(e.message.contains("e.g. 0.01"), "{e}");
     let ok = pool(
         "    balance: least_loaded\n    weights: {\"127.0.0.1:7002\": 3}\n    slow_start: 30s\n",
     );
     let c = Config::parse(&ok, "t.yaml").unwrap();
     assert_eq!(c.pools["default"].balance, Balance::LeastLoaded);
+    assert_eq!(
+        c.pools["default"].mrtr.retry_landing,
+        super::RetryLanding::Any
+    );
+}
+
+#[test]
+fn retry_landing_elsewhere_needs_flows_and_a_known_value() {
+    let pool = |extra: &str| {
+        format!(
+            "pools:\n  default:\n    instances: [127.0.0.1:7001, 127.0.0.1:7002]\n    mrtr: {{retry_landing: elsewhere}}\ndefault_route: {{pool: default}}\n{extra}"
+        )
+    };
+    let c = Config::parse(&pool(""), "t.yaml").unwrap();
+    assert_eq!(
+        c.pools["default"].mrtr.retry_landing,
+        super::RetryLanding::Elsewhere
+    );
+    let e = err(&pool("flows: {enabled: false}\n"));
+    expect_at(
+        &e,
+        4,
+        27,
+        "pools.default.mrtr.retry_landing",
+        "turn flows on",
+    );
+    let e = err(&pool("").replace("elsewhere", "far"));
+    assert!(e.message.contains("elsewhere"), "{e}");
 }

@@ -138,6 +138,14 @@ impl Config {
             ));
         }
         check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
+        if pool.mrtr.retry_landing == super::RetryLanding::Elsewhere && !self.flows.enabled {
+            return Err(err(
+                &format!("pools.{name}.mrtr.retry_landing"),
+                format!(
+                    "pools.{name}.mrtr.retry_landing: `elsewhere` finds a retry leg's previous instance in the flows the gateway follows, and flows.enabled is false; turn flows on (remove `enabled: false`) or set retry_landing: any"
+                ),
+            ));
+        }
         self.check_credentials(name, pool)
             .map_err(|(key, msg)| err(&key, msg))?;
         Ok(())
@@ -355,6 +363,18 @@ fn check_balance(name: &str, pool: &super::PoolConfig) -> Result<(), (String, St
         return Err((at("latency_decay"), format!(
             "pools.{name}.latency_decay: {:?} is too short to average anything; write at least 100ms (the default is 10s)",
             pool.latency_decay
+        )));
+    }
+    if pool.probe_interval < std::time::Duration::from_millis(100) {
+        return Err((at("probe_interval"), format!(
+            "pools.{name}.probe_interval: {:?} would probe an avoided instance all the time; write at least 100ms (the default is 2s)",
+            pool.probe_interval
+        )));
+    }
+    if !(pool.probe_share > 0.0 && pool.probe_share <= 1.0) {
+        return Err((at("probe_share"), format!(
+            "pools.{name}.probe_share: {} is out of range; write a share above 0 and up to 1, e.g. 0.01 (at most 1% of the pool's requests are probes)",
+            pool.probe_share
         )));
     }
     for (inst, w) in &pool.weights {

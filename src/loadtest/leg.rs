@@ -89,7 +89,29 @@ pub(super) async fn exchange(
     Ok((ans, instance))
 }
 
-/// Send one leg and classify the answer. Returns the outcome, the error if any, and the instance.
+/// Where the gateway says it steered a retry leg (its `x-mcp-edge-retry-landing` header), as
+/// one of the values it sends (`other` for anything else).
+fn steered(ans: &Answer) -> Option<&'static str> {
+    let v = ans.headers.get(crate::mcp::header::RETRY_LANDING)?;
+    Some(match v.as_bytes() {
+        b"elsewhere" => "elsewhere",
+        b"same" => "same",
+        b"untracked" => "untracked",
+        _ => "other",
+    })
+}
+
+/// One leg's answer as the flow records it.
+pub(super) struct Sent {
+    pub outcome: Outcome,
+    pub error: Option<LegError>,
+    /// The instance that served it.
+    pub instance: Option<Bytes>,
+    /// The gateway's retry-landing header ([`steered`]).
+    pub steered: Option<&'static str>,
+}
+
+/// Send one leg and classify the answer.
 pub(super) async fn send_leg(
     ctx: &Ctx,
     tpl: &FlowTemplate,
@@ -97,7 +119,7 @@ pub(super) async fn send_leg(
     id: u64,
     body: Vec<u8>,
     mode: LegMode,
-) -> (Outcome, Option<LegError>, Option<Bytes>) {
+) -> Sent {
     let mut headers = if mode.bad {
         tpl.bad_headers.clone()
     } else {
@@ -109,7 +131,14 @@ pub(super) async fn send_leg(
     let req = ctx.http.request(headers, body);
     let (ans, mut instance) = match exchange(ctx, req).await {
         Ok(got) => got,
-        Err(e) => return (Outcome::Failed { result: None }, Some(e), None),
+        Err(e) => {
+            return Sent {
+                outcome: Outcome::Failed { result: None },
+                error: Some(e),
+                instance: None,
+                steered: None,
+            }
+        }
     };
     let payload = json_payload(
         &ans.body,
@@ -127,8 +156,13 @@ pub(super) async fn send_leg(
         };
         instance = meta.and_then(instance_from_meta).map(Bytes::from);
     }
-    let (outcome, e) = classify(&ans, &payload, reply, mode);
-    (outcome, e, instance)
+    let (outcome, error) = classify(&ans, &payload, reply, mode);
+    Sent {
+        outcome,
+        error,
+        instance,
+        steered: steered(&ans),
+    }
 }
 
 /// What an answer means for the flow: the outcome, and the error when the leg failed. A bad

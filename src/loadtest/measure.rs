@@ -288,6 +288,9 @@ impl Measures {
         self.landing.retry_known += o.landing.retry_known;
         self.landing.cross += o.landing.cross;
         self.landing.retry_unknown += o.landing.retry_unknown;
+        for (k, v) in &o.landing.steered {
+            *self.landing.steered.entry(k.clone()).or_default() += v;
+        }
         for (k, v) in &o.landing.instances {
             let c = self.landing.instances.entry(k.clone()).or_default();
             c.first += v.first;

@@ -54,6 +54,7 @@ mod task_flow;
 pub mod task_measure;
 pub(crate) mod template;
 pub(crate) mod tls;
+pub(crate) mod trial;
 pub mod wire;
 
 use anyhow::Context as _;

@@ -16,6 +16,7 @@ use super::feed::{self, Feed, Vars};
 use super::preflight::{self, header_params, Discovery, PreflightError};
 use super::scenario::{FlowSpec, Scenario};
 use super::template::FlowTemplate;
+use super::trial;
 use super::LoadTestArgs;
 
 /// One flow ready to run.
@@ -115,7 +116,7 @@ pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyh
     let extra = parse_headers(&opts.header)?;
     let want_auto = opts.tool.is_none() && opts.scenario == auto::AUTO;
     let discovery = discover(opts, http, &extra, want_auto, print).await?;
-    let (mut scenario, excluded) = choose_scenario(opts, discovery.as_ref(), want_auto, print)?;
+    let (mut scenario, mut excluded) = choose_scenario(opts, discovery.as_ref(), want_auto)?;
     if let Some(d) = &discovery {
         d.check_scenario(&scenario)?;
         add_param_headers(&mut scenario, d);
@@ -140,6 +141,20 @@ pub(super) async fn build(opts: &LoadTestArgs, http: &Http, print: bool) -> anyh
     let mut flows = Vec::with_capacity(scenario.flows.len());
     for spec in &scenario.flows {
         flows.push(compile_flow(spec, given)?);
+    }
+    if want_auto {
+        try_tools(
+            opts,
+            http,
+            &extra,
+            (&mut scenario, &mut flows),
+            &mut excluded,
+        )
+        .await?;
+        if print && !excluded.is_empty() {
+            let list: Vec<String> = excluded.iter().map(|(n, w)| format!("{n} ({w})")).collect();
+            eprintln!("preflight: auto scenario leaves out {}", list.join(", "));
+        }
     }
     Ok(Plan {
         scenario,
@@ -179,7 +194,6 @@ fn choose_scenario(
     opts: &LoadTestArgs,
     discovery: Option<&Discovery>,
     want_auto: bool,
-    print: bool,
 ) -> anyhow::Result<(Scenario, Vec<(String, &'static str)>)> {
     let scenario = match (&opts.tool, want_auto) {
         (Some(t), _) => Scenario::one_tool(t, opts.tool_args.as_deref(), &opts.answer)?,
@@ -193,15 +207,47 @@ fn choose_scenario(
             }
             let (s, ex) = auto::scenario(&d.tools, opts.include_destructive)
                 .map_err(|e| PreflightError(format!("{e:#}")))?;
-            if print && !ex.is_empty() {
-                let list: Vec<String> = ex.iter().map(|(n, w)| format!("{n} ({w})")).collect();
-                eprintln!("preflight: auto scenario leaves out {}", list.join(", "));
-            }
             return Ok((s, ex));
         }
         (None, false) => Scenario::load(&opts.scenario)?,
     };
     Ok((scenario, Vec::new()))
+}
+
+/// `--scenario auto`: call each tool once ([`trial`]) and leave out those that answer an error,
+/// with the reason (refused when no tool is left).
+async fn try_tools(
+    opts: &LoadTestArgs,
+    http: &Http,
+    extra: &HeaderMap,
+    (scenario, flows): (&mut Scenario, &mut Vec<FlowPlan>),
+    excluded: &mut Vec<(String, &'static str)>,
+) -> anyhow::Result<()> {
+    let auth = preflight_headers(opts, extra)?
+        .get(http::header::AUTHORIZATION)
+        .cloned();
+    let tpls: Vec<&FlowTemplate> = flows.iter().map(|f| &f.tpl).collect();
+    let verdicts = trial::run(http, &tpls, auth.as_ref(), opts.timeout).await;
+    for (f, why) in flows.iter().zip(&verdicts) {
+        if let Some(why) = why {
+            excluded.push((f.spec.tool.clone().unwrap_or_default(), why));
+        }
+    }
+    // Flows and the scenario's specs are in the same order.
+    let keep: Vec<bool> = verdicts.iter().map(Option::is_none).collect();
+    let mut k = keep.iter();
+    flows.retain(|_| *k.next().unwrap_or(&true));
+    let mut k = keep.iter();
+    scenario.flows.retain(|_| *k.next().unwrap_or(&true));
+    if flows.is_empty() {
+        let why: Vec<String> = excluded.iter().map(|(n, w)| format!("{n}: {w}")).collect();
+        return Err(PreflightError(format!(
+            "--scenario auto: every tool the target offers was left out ({})",
+            why.join("; ")
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Tools that declare x-mcp-header get their Mcp-Param-* headers, unless the flow says.

@@ -88,11 +88,20 @@ pub struct Landing {
     /// Retry legs (answered) for which either instance is unknown.
     pub retry_unknown: u64,
     pub instances: BTreeMap<String, InstanceCounts>,
+    /// Retry legs by the gateway's `x-mcp-edge-retry-landing` header (`elsewhere`, `same`,
+    /// `untracked`): present only when the pool steers retry legs (`mrtr.retry_landing`).
+    #[serde(default)]
+    pub steered: BTreeMap<String, u64>,
 }
 
 impl Landing {
     pub(crate) fn cross_fraction(&self) -> Option<f64> {
         (self.retry_known > 0).then(|| self.cross as f64 / self.retry_known as f64)
+    }
+
+    /// Retry legs the gateway said it steered (any value of its retry-landing header).
+    pub(crate) fn steered_total(&self) -> u64 {
+        self.steered.values().sum()
     }
 }
 

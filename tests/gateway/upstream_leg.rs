@@ -256,3 +256,31 @@ fn an_h2_request_leaves_as_http_1_1_with_a_host_and_a_length() {
         assert_eq!(s.first_read, s.whole, "one write");
     }
 }
+
+#[test]
+fn an_upstream_cannot_name_its_instance_or_claim_a_retry_landing() {
+    for extra in ["", IN_PINGORAS_PIPE] {
+        let up = Raw::start(|n, s| {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{"content":[]}}}}"#);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Mcp-Edge-Upstream: evil\r\nX-Mcp-Edge-Retry-Landing: elsewhere\r\nx_mcp_edge_retry_landing: same\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(body.as_bytes()).unwrap();
+            true
+        });
+        let gw = gateway(&up, extra);
+        let r = post(gw.mcp_addr, &refs(&call_headers("echo")), &call(1, "echo"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        let real = up.server.addr.to_string();
+        assert_eq!(
+            r.header("x-mcp-edge-upstream"),
+            Some(real.as_str()),
+            "{extra}"
+        );
+        // Not a retry leg of a steering pool: the gateway says nothing, and nor may the upstream.
+        assert!(r.header("x-mcp-edge-retry-landing").is_none(), "{extra}");
+        assert!(r.header("x_mcp_edge_retry_landing").is_none(), "{extra}");
+    }
+}

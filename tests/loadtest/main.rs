@@ -12,6 +12,7 @@ mod support;
 
 mod flows;
 mod https;
+mod landing;
 mod pool;
 mod report;
 mod sdk_fleets;

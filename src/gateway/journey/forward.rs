@@ -15,8 +15,9 @@ use crate::gateway::journey::auth;
 
 use crate::gateway::telemetry::trace;
 
-use crate::config::Timeouts;
+use crate::config::{RetryLanding, Timeouts};
 use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::stages::balance::{Landing, Steer};
 use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.
@@ -72,13 +73,25 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
     ctx.ran.mark(index_of(Step::Balance));
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
-    let picked = pool.pick_request(
+    let steer = retry_steer(ctx);
+    let picked = pool.pick_steered(
         ctx.method.as_deref(),
         ctx.name.as_deref(),
         headers,
         ctx.identity.as_deref(),
         ctx.tried,
+        steer.unwrap_or_default(),
     );
+    if steer.is_some() {
+        let landing = picked.landing.unwrap_or(Landing::Untracked);
+        ctx.landing = Some(landing);
+        let labels = [pool.name.as_str(), landing.label()];
+        gw.metrics
+            .balance
+            .retry_landing
+            .with_label_values(&labels)
+            .inc();
+    }
     if let Some(r) = picked.task {
         let labels = [pool.name.as_str(), r.label()];
         gw.metrics.task_routing.with_label_values(&labels).inc();
@@ -102,8 +115,31 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
     pool.loads[idx].begin();
     ctx.loading = true;
     let inst = &pool.instances[idx];
+    if picked.probe {
+        let labels = [pool.name.as_str(), inst.name.as_str()];
+        gw.metrics.balance.probes.with_label_values(&labels).inc();
+    }
     let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
     Ok(peer(base, &gw.config.timeouts))
+}
+
+/// For a retry leg (a checked body with `requestState`) of a pool with
+/// `mrtr.retry_landing: elsewhere`: the instances of its flow's previous leg and leg 1, as the
+/// flows this replica follows know them (an empty steer when they do not). `None` for any other
+/// request.
+fn retry_steer(ctx: &RequestCtx) -> Option<Steer> {
+    if ctx.gw.pools[ctx.pool].retry_landing != RetryLanding::Elsewhere {
+        return None;
+    }
+    let digest = ctx.progress.envelope()?.request_state_digest?;
+    let placement = ctx.gw.flows.as_ref().and_then(|f| f.placement(digest));
+    let here = |at: Option<(usize, usize)>| at.filter(|(p, _)| *p == ctx.pool).map(|(_, i)| i);
+    Some(
+        placement.map_or_else(Steer::default, |(previous, first)| Steer {
+            previous: here(previous),
+            first: here(first),
+        }),
+    )
 }
 
 /// The request head that goes upstream: hop-by-hop headers removed, then the headers the

@@ -141,6 +141,8 @@ pub struct RequestCtx {
     pub tried: Tried,
     /// When the current instance was chosen, while a request is in flight to it.
     pub upstream_since: Option<Instant>,
+    /// A retry leg steered by `mrtr.retry_landing: elsewhere`: where it landed.
+    pub landing: Option<crate::gateway::stages::balance::Landing>,
     /// The request counts in its instance's load ([`crate::gateway::stages::balance::InstanceLoad`]).
     pub loading: bool,
     /// The request went on outside the pipeline ([`crate::gateway::journey::detached`]): this context is the
@@ -178,6 +180,7 @@ impl RequestCtx {
             held: Default::default(),
             instance: None,
             tried: Tried::default(),
+            landing: None,
             upstream_since: None,
             loading: false,
             answer: None,

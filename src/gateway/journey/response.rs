@@ -46,14 +46,19 @@ pub(crate) fn on_header(
                 );
             }
         }
+        // The gateway names the instance and where a retry leg landed: no spelling of these
+        // names from the upstream stays.
+        let own = &gw.response_asserted;
+        for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
+            upstream_response.remove_header(&shadow);
+        }
         if let Some(name) = &gw.upstream_header {
-            // The gateway names the instance: no spelling of the name from the upstream stays.
-            let own = std::slice::from_ref(name);
-            for shadow in crate::mcp::header::shadows_of(&upstream_response.headers, own) {
-                upstream_response.remove_header(&shadow);
-            }
             let value = pool.instances[idx].header_value.clone();
             upstream_response.insert_header(name.clone(), value)?;
+        }
+        if let Some(l) = ctx.landing {
+            let name = crate::mcp::header::RETRY_LANDING;
+            upstream_response.insert_header(name, l.header_value())?;
         }
         let status = upstream_response.status.as_u16();
         gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));

@@ -41,6 +41,9 @@ pub struct Gateway {
     /// The span exporter (`None`, the default, when tracing is off).
     pub tracing: Option<Arc<Tracing>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
+    /// The response headers the gateway asserts (`upstream_header`, `x-mcp-edge-retry-landing`):
+    /// no spelling of them from an upstream reaches the client ([`crate::gateway::journey::response`]).
+    pub(crate) response_asserted: Vec<http::HeaderName>,
     /// The request headers the gateway asserts to upstreams (identity from `auth.forward`, the
     /// trace context it propagates): whatever a client sent under these names, or names that
     /// fold onto them, is removed before the gateway sets its own ([`crate::gateway::journey::forward`]).
@@ -164,6 +167,12 @@ impl Gateway {
             asserted: asserted_headers(&config, auth.as_ref()),
             key_headers: config.key_headers(),
             upstream_header: upstream_header(&config)?,
+            response_asserted: upstream_header(&config)?
+                .into_iter()
+                .chain([http::HeaderName::from_static(
+                    crate::mcp::header::RETRY_LANDING,
+                )])
+                .collect(),
             upstream_metrics: pools
                 .iter()
                 .map(|p| p.instances.iter().map(|_| OnceLock::new()).collect())

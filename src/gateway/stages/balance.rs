@@ -2,9 +2,10 @@
 //!
 //! Three ways, chosen per pool by `balance:`:
 //! - `round_robin` spreads requests evenly (by weight);
-//! - `least_loaded` is power of two choices on in-flight requests times a peak-sensitive latency
-//!   average ([`choice`], [`load`]): a slow or busy instance gets less, and gets tried again
-//!   when the average has decayed;
+//! - `least_loaded` is power of two choices on in-flight requests times a latency estimate
+//!   that a lone outlier does not move ([`choice`], [`load`]): a slow or busy instance gets
+//!   less, and an instance it avoids is measured again by bounded probes (at most one per
+//!   `probe_interval`, within `probe_share` of the pool's picks: [`select`]);
 //! - `hash` is consistent hashing (ketama, from pingora-load-balancing) on the decoded
 //!   `Mcp-Name`, the caller, a header, a claim or an `Mcp-Param-*` value ([`key`]), so a tool's
 //!   traffic stays warm on one instance and adding or removing one of N instances moves only
@@ -20,6 +21,9 @@
 //! balance and the health state say: only it holds the task. When it cannot be reached the
 //! request fails instead of trying another instance, which would only answer "unknown task".
 //! Ids without a known hint are balanced as usual (servers with a shared task store).
+//!
+//! Retry landing: with `mrtr.retry_landing: elsewhere`, an MRTR retry leg skips the instances
+//! of its flow's earlier legs whenever another is eligible ([`steer`]), whatever the mode.
 
 use pingora::lb::discovery::Static;
 use pingora::lb::selection::{BackendIter, BackendSelection, Consistent, RoundRobin};
@@ -31,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Identity;
-use crate::config::{Balance, HashKey, PoolConfig};
+use crate::config::{Balance, HashKey, PoolConfig, RetryLanding};
 use crate::gateway::stages::health::{Change, PoolHealth};
 use crate::mcp::tasks::{is_task_method, owner_hint, parse_owner_hint};
 
@@ -40,9 +44,13 @@ pub(crate) mod key;
 pub mod load;
 pub(crate) mod metrics;
 mod select;
+pub(crate) mod steer;
+mod tried;
 
 pub(crate) use key::shard_key_for;
 pub(crate) use load::InstanceLoad;
+pub(crate) use steer::{Landing, Steer};
+pub use tried::Tried;
 
 /// One upstream instance.
 #[derive(Debug, Clone)]
@@ -101,10 +109,19 @@ pub struct Pool {
     slow_start: Duration,
     /// The latency average's time constant ([`load`]).
     pub decay: Duration,
+    /// Least-loaded probes ([`select`]): an instance unseen this long may get one...
+    probe_interval: Duration,
+    /// ...within this share of the pool's picks,
+    probe_share: f64,
+    /// counted here: least-loaded picks, and the pick count at the last probe.
+    picks: AtomicU64,
+    last_probe: AtomicU64,
     /// `load_bound` of a hash pool.
     bound: Option<f64>,
     /// Spreads keyless requests of a hash pool.
     counter: AtomicU64,
+    /// `mrtr.retry_landing`: where MRTR retry legs go.
+    pub retry_landing: RetryLanding,
 }
 
 /// The instance a request goes to, and how it was chosen.
@@ -115,6 +132,10 @@ pub struct Picked {
     pub task: Option<TaskRoute>,
     /// A bounded hash pool sent the key past its home, which was over its bound.
     pub moved: bool,
+    /// A steered retry leg: where it landed relative to its flow's previous leg.
+    pub landing: Option<Landing>,
+    /// Least-loaded sent the request to an instance it avoids, to measure it again.
+    pub probe: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -199,8 +220,13 @@ impl Pool {
             weights,
             slow_start: cfg.slow_start,
             decay: cfg.latency_decay,
+            probe_interval: cfg.probe_interval,
+            probe_share: cfg.probe_share,
+            picks: AtomicU64::new(0),
+            last_probe: AtomicU64::new(0),
             bound: cfg.load_bound.filter(|_| cfg.balance == Balance::Hash),
             counter: AtomicU64::new(0),
+            retry_landing: cfg.mrtr.retry_landing,
         })
     }
 
@@ -250,8 +276,22 @@ impl Pool {
         identity: Option<&Identity>,
         tried: Tried,
     ) -> Picked {
+        self.pick_steered(method, name, headers, identity, tried, Steer::default())
+    }
+
+    /// [`Pool::pick_request`] for a retry leg that should avoid the instances of `steer`
+    /// (tasks/* requests still go to their task's owner).
+    pub(crate) fn pick_steered(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        headers: &http::HeaderMap,
+        identity: Option<&Identity>,
+        tried: Tried,
+        steer: Steer,
+    ) -> Picked {
         let Some(task_id) = name.filter(|_| method.is_some_and(is_task_method)) else {
-            return self.choose(name, headers, identity, tried);
+            return self.choose(name, headers, identity, tried, steer);
         };
         let route = match parse_owner_hint(task_id) {
             None => TaskRoute::NoHint,
@@ -265,13 +305,13 @@ impl Pool {
                     return Picked {
                         index,
                         task: Some(task),
-                        moved: false,
+                        ..Picked::default()
                     };
                 }
                 None => TaskRoute::UnknownOwner,
             },
         };
-        let picked = self.choose(name, headers, identity, tried);
+        let picked = self.choose(name, headers, identity, tried, steer);
         Picked {
             task: Some(route),
             ..picked
@@ -301,7 +341,8 @@ impl Pool {
         headers: &http::HeaderMap,
         tried: Tried,
     ) -> Option<usize> {
-        self.choose(name, headers, None, tried).index
+        self.choose(name, headers, None, tried, Steer::default())
+            .index
     }
 
     /// The pick for a request that is not a task's: `principal` and `claim:<name>` keys use the
@@ -312,54 +353,57 @@ impl Pool {
         headers: &http::HeaderMap,
         identity: Option<&Identity>,
         tried: Tried,
+        steer: Steer,
     ) -> Picked {
         // Usable instances first; when none is left, any untried one ("panic mode": better a
         // chance on a doubtful instance than a certain refusal).
-        let panic = !(0..self.instances.len()).any(|i| !tried.has(i) && self.health.usable(i));
-        let eligible = |i: usize| !tried.has(i) && (panic || self.health.usable(i));
+        let n = self.instances.len();
+        let panic = !(0..n).any(|i| !tried.has(i) && self.health.usable(i));
+        let untried = |i: usize| !tried.has(i) && (panic || self.health.usable(i));
+        // A steered retry leg skips its flow's instances when another is eligible.
+        let (skip, landing) = match steer.is_set() {
+            true => {
+                let (skip, landing) = steer.avoid(n, &untried);
+                (skip, Some(landing))
+            }
+            false => (Tried::default(), None),
+        };
+        let eligible = |i: usize| untried(i) && !skip.has(i);
         // The clock is read only by the modes that use it.
         let clocked = matches!(self.selector, Selector::LeastLoaded)
             || self.bound.is_some()
             || !self.slow_start.is_zero();
         let now = if clocked { load::now_ns() } else { 0 };
-        let (index, moved) = match &self.selector {
-            Selector::LeastLoaded => (self.least_loaded(&eligible, now), false),
-            Selector::RoundRobin(lb) => (self.round_robin(lb, &eligible, now), false),
+        let (mut probe, mut moved) = (false, false);
+        let index = match &self.selector {
+            Selector::LeastLoaded => {
+                let (i, p) = self.least_loaded(&eligible, now, &mut rand::thread_rng());
+                probe = p;
+                i
+            }
+            Selector::RoundRobin(lb) => self.round_robin(lb, &eligible, now),
             Selector::Hash(lb, key) => {
                 let k = key::shard_key_for(key, name, headers, identity).unwrap_or_else(|| {
                     self.counter
                         .fetch_add(1, Ordering::Relaxed)
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 });
-                self.hashed(lb, k, &eligible, now)
+                let (i, m) = self.hashed(lb, k, &eligible, now);
+                moved = m;
+                i
             }
         };
         Picked {
             index,
             task: None,
             moved,
+            landing,
+            probe,
         }
     }
 }
 
-/// The set of instance indices a request has been sent to (pools hold at most 64 instances
-/// for this purpose; later ones are never marked).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tried(u64);
-
-impl Tried {
-    pub(crate) fn add(&mut self, i: usize) {
-        if i < 64 {
-            self.0 |= 1 << i;
-        }
-    }
-    pub(crate) fn has(self, i: usize) -> bool {
-        i < 64 && self.0 & (1 << i) != 0
-    }
-    pub(crate) fn count(self) -> u32 {
-        self.0.count_ones()
-    }
-}
-
+#[cfg(test)]
+mod probe_tests;
 #[cfg(test)]
 mod tests;

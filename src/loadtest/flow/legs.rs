@@ -168,8 +168,8 @@ impl Flow<'_> {
                 // After a decline or cancel, the tool's error result is the expected end.
                 tool_error_ok: s.asked && self.d.action != ElicitAction::Accept,
             };
-            let (outcome, mut e, inst) =
-                send_leg(self.ctx, self.tpl, self.principal, id, body, mode).await;
+            let sent = send_leg(self.ctx, self.tpl, self.principal, id, body, mode).await;
+            let (outcome, mut e, inst) = (sent.outcome, sent.error, sent.instance);
             let now = Instant::now();
             let kind = self.leg_kind(s.round);
             let step = s.take(self, outcome, &mut e);
@@ -181,6 +181,7 @@ impl Flow<'_> {
                 error: e,
                 instance: inst.as_deref(),
                 first: s.first_instance.as_deref(),
+                steered: sent.steered,
             };
             record_leg(self.ctx, self.shard, leg);
             let owner = if matches!(step, Step::Task(_)) {

@@ -61,15 +61,16 @@ async fn run_bad(ctx: &Ctx, shard: usize, principal: &HeaderValue, intended: Ins
         ..LegMode::default()
     };
     let body = tpl.body(id, RetryParts::default());
-    let (_, e, inst) = send_leg(ctx, tpl, principal, id, body, mode).await;
+    let sent = send_leg(ctx, tpl, principal, id, body, mode).await;
     let leg = LegDone {
         op: ctx.bad_template,
         kind: LegKind::Bad,
         sent: intended,
         now: Instant::now(),
-        error: e,
-        instance: inst.as_deref(),
+        error: sent.error,
+        instance: sent.instance.as_deref(),
         first: None,
+        steered: None,
     };
     record_leg(ctx, shard, leg);
 }
@@ -120,6 +121,8 @@ struct LegDone<'a> {
     instance: Option<&'a [u8]>,
     /// The instance that answered the flow's first leg.
     first: Option<&'a [u8]>,
+    /// The gateway's retry-landing header, on a retry leg.
+    steered: Option<&'static str>,
 }
 
 /// Count a leg in the live counters and record it (and its stage) in the worker's shard.
@@ -133,6 +136,9 @@ fn record_leg(ctx: &Ctx, shard: usize, leg: LegDone<'_>) {
     ctx.record(shard, |m| {
         if let Some(s) = stage {
             m.tally.stage_leg(s, now - leg.sent, leg.error.is_some());
+        }
+        if let (LegKind::Retry, Some(s)) = (leg.kind, leg.steered) {
+            *m.landing.steered.entry(s.to_string()).or_default() += 1;
         }
         m.record_leg(
             leg.op,

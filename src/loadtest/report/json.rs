@@ -12,7 +12,9 @@
 //! `errors` {total, rate, by_leg {first, retry, plain, bad}, by_kind, by_status, by_code},
 //! `bad_requests` {sent, rejected_as_expected, unexpected},
 //! `landing` {upstream_header, retry_legs_known, cross_instance, same_instance, retry_legs_unknown,
-//! cross_instance_fraction (null when unknown), instances: [{name, first, retry, plain}]},
+//! cross_instance_fraction (null when unknown), gateway_steered {elsewhere, same, untracked: count,
+//! by the gateway's x-mcp-edge-retry-landing header; empty when it does not steer},
+//! instances: [{name, first, retry, plain}]},
 //! `timeline`: [{t_s, requests, errors, flows_completed, p99_ms (null when idle)}],
 //! `checks`: [{name, passed, reason}], `passed`,
 //! `error_groups`: [{kind, status, code, message, count}] (most common first),
@@ -107,6 +109,7 @@ pub(crate) fn render(r: &Report) -> Value {
             "upstream_header": r.args.upstream_header,
             "retry_legs_known": l.retry_known, "cross_instance": l.cross, "same_instance": l.retry_known - l.cross,
             "retry_legs_unknown": l.retry_unknown, "cross_instance_fraction": l.cross_fraction(),
+            "gateway_steered": l.steered,
             "instances": l.instances.iter().map(|(name, c)| json!({
                 "name": name, "first": c.first, "retry": c.retry, "plain": c.plain,
             })).collect::<Vec<_>>(),

@@ -260,11 +260,16 @@ impl Report {
                     "expect_cross_instance",
                     f >= want,
                     format!(
-                        "{:.1}% of retry legs ({} of {}) landed on a different instance than leg 1 (required ≥ {:.1}%)",
+                        "{:.1}% of retry legs ({} of {}) landed on a different instance than leg 1 (required ≥ {:.1}%){}",
                         f * 100.0,
                         l.cross,
                         l.retry_known,
-                        want * 100.0
+                        want * 100.0,
+                        match (f >= want, l.steered_total()) {
+                            (true, _) => String::new(),
+                            (false, 0) => "; the gateway's balancer placed them: set `mrtr: {retry_landing: elsewhere}` on the pool to send each retry leg to another instance".into(),
+                            (false, _) => "; the gateway steered retry legs but too few instances were eligible".into(),
+                        }
                     ),
                 )),
             }

@@ -209,6 +209,9 @@ fn landing(out: &mut String, r: &Report) {
             l.retry_unknown
         );
     }
+    if let Some(s) = steered_line(l) {
+        let _ = writeln!(out, "  {s}");
+    }
     if !l.instances.is_empty() {
         let mut rows = vec![["instance", "first legs", "retry legs", "plain"]
             .map(String::from)
@@ -361,4 +364,23 @@ fn checks(out: &mut String, r: &Report) {
     for (name, ok, why) in checks {
         let _ = writeln!(out, "  {} {name}: {why}", if ok { "PASS" } else { "FAIL" });
     }
+}
+
+/// What the gateway said about steering retry legs (`mrtr.retry_landing: elsewhere`), when it
+/// said anything.
+pub(crate) fn steered_line(l: &crate::loadtest::stats::Landing) -> Option<String> {
+    if l.steered_total() == 0 {
+        return None;
+    }
+    let n = |k: &str| l.steered.get(k).copied().unwrap_or(0);
+    let mut s = format!(
+        "the gateway steers retry legs away from their previous instance (mrtr.retry_landing: elsewhere): {} elsewhere, {} on the same instance (no other eligible), {} untracked by the gateway",
+        n("elsewhere"),
+        n("same"),
+        n("untracked")
+    );
+    if n("other") > 0 {
+        s.push_str(&format!(", {} with an unknown value", n("other")));
+    }
+    Some(s)
 }

@@ -26,6 +26,10 @@ pub(crate) const TRACEPARENT: &str = "traceparent";
 pub(crate) const TRACESTATE: &str = "tracestate";
 /// The response header the gateway adds to name the instance that served a request.
 pub const DEFAULT_UPSTREAM_HEADER: &str = "x-mcp-edge-upstream";
+/// The response header the gateway adds to an MRTR retry leg of a pool with
+/// `mrtr.retry_landing: elsewhere`: `elsewhere` (another instance than the previous leg's),
+/// `same` (no other was eligible) or `untracked` (the gateway did not see the previous leg).
+pub const RETRY_LANDING: &str = "x-mcp-edge-retry-landing";
 
 /// Headers besides the MCP ones whose value decides what a request is or where it goes. A
 /// gateway must see them exactly as the upstream will: never removed as hop-by-hop, never sent

@@ -1,6 +1,6 @@
 //! Load-aware balancing through a running gateway, against recording upstreams one of which is
-//! made slow: `least_loaded` sends the slow instance less and returns to it once it is fast
-//! again; a bounded hash pool moves a hot key's overflow off its home and brings it back when
+//! made slow: `least_loaded` sends the slow instance less (with default settings, only its
+//! probes) and returns to it within seconds once it is fast again; a bounded hash pool moves a hot key's overflow off its home and brings it back when
 //! the home drains; slow start ramps an instance added by a reload.
 
 use mcp_edge::config::Config;
@@ -85,7 +85,7 @@ fn least_loaded_avoids_a_slow_instance_and_returns_when_it_is_fast_again() {
     // average is above theirs by at least half of that (a ratio would depend on how loaded the
     // machine running the test is: the fast instance's own latency grows with it).
     assert!(ewma(2) > ewma(0) + 0.04, "{} vs {}", ewma(2), ewma(0));
-    // Fast again: once its average has decayed it is tried, seen fast, and takes its share.
+    // Fast again: its probes (one per probe_interval) see it fast, and it takes its share.
     up.set_delay(2, Duration::ZERO);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut back = 0.0;
@@ -153,5 +153,39 @@ fn slow_start_ramps_an_instance_a_reload_adds() {
     assert!(
         eventually(Duration::from_secs(10), || full(&())),
         "the new instance never reached its share"
+    );
+}
+
+#[test]
+fn least_loaded_keeps_a_slow_instance_to_its_probes_and_takes_it_back_fast() {
+    let up = Upstreams::start(3);
+    up.set_delay(2, Duration::from_millis(40));
+    let (mcp, admin) = loopback_pair();
+    // Defaults: latency_decay 10s, probe_interval 2s, probe_share 0.01.
+    let pool = "    balance: least_loaded\n";
+    let gw = RunningGateway::start(gateway_yaml(mcp, admin, &up.addrs, pool)).unwrap();
+    let picks = load(&gw, &up, 4, 150, "echo");
+    let slow = picks.iter().filter(|&&p| p == 2).count();
+    // Its first answers (before it has a latency of its own, all instances look alike) and
+    // at most one probe per 2 s: a handful of the 600 calls.
+    assert!(slow <= 12, "the slow instance took {slow} of 600 calls");
+    // Fast again: the next probes see it fast (two in a row bring its estimate down) and it
+    // takes about its third of the calls again.
+    up.set_delay(2, Duration::ZERO);
+    let since = Instant::now();
+    let mut back = 0.0;
+    while since.elapsed() < Duration::from_secs(15) && back < 0.2 {
+        back = share(&load(&gw, &up, 3, 20, "echo"), 2);
+    }
+    assert!(back >= 0.2, "the recovered instance only took {back:.2}");
+    let m = scrape(&gw);
+    let labels = format!("upstream=\"{}\"", up.addrs[2]);
+    let probes = sample(&m, "mcp_edge_balance_probes_total", &[&labels]);
+    // It was measured again by probes (a second fast answer may also come from a draw it won
+    // when the machine stalled the fast instances).
+    assert!(probes >= 1.0, "{probes} probes");
+    eprintln!(
+        "slow instance: {slow} of 600 calls; back to {back:.2} after {:?} ({probes} probes)",
+        since.elapsed()
     );
 }

@@ -26,7 +26,6 @@ fn now_ms() -> u64 {
 pub(crate) fn sample(live: &Live, history: &Shared) {
     let gw = live.load();
     let reading = Cumulative::read(&gw.metrics.registry.gather());
-    let now = crate::gateway::stages::balance::load::now_ns();
     let mut instances = Vec::new();
     let mut h = history.lock().unwrap_or_else(|e| e.into_inner());
     'pools: for p in gw.pools.iter() {
@@ -39,7 +38,7 @@ pub(crate) fn sample(live: &Live, history: &Shared) {
                 pool: pool.clone(),
                 name: h.names.get(&inst.name),
                 in_flight: p.loads[i].in_flight(),
-                latency_ms: (p.loads[i].latency_ns(now, p.decay) / 1e6) as f32,
+                latency_ms: (p.loads[i].latency_ns() / 1e6) as f32,
                 up: p.health.usable(i),
             });
         }

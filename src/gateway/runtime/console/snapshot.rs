@@ -142,7 +142,7 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
                 "checks_pass": p.health.checks_pass(i),
                 "ejected_for_s": p.health.ejected_for(i).map(|d| d.as_secs_f64()),
                 "in_flight": p.loads[i].in_flight(),
-                "latency_ms": p.loads[i].latency_ns(now, p.decay) / 1e6,
+                "latency_ms": p.loads[i].latency_ns() / 1e6,
                 "weight": p.effective_weight(i, now),
                 "requests": sent.get(&k).copied().unwrap_or(0.0),
                 "errors": failed.get(&k).copied().unwrap_or(0.0),

@@ -18,6 +18,23 @@ pub(crate) fn score(latency_ns: f64, in_flight: u32, weight: f64) -> f64 {
     latency_ns.max(1.0) * (f64::from(in_flight) + 1.0) / weight.max(f64::MIN_POSITIVE)
 }
 
+/// Scores closer than this factor, of instances with as many requests in flight, are a tie,
+/// settled by a coin: otherwise, with few requests in flight, the instance whose estimate is a
+/// little lower (by noise) would win every draw, and the one a little higher would get no
+/// traffic to correct it. Instances with different requests in flight are compared strictly:
+/// a multiple of a fast latency is no reason to send a coin's share to a slow instance.
+pub(crate) const TIE: f64 = 1.3;
+
+/// Of two scores, is the second the better one? Lower wins, unless `alike` (as many in flight)
+/// and the two are within [`TIE`] of each other: then `coin` decides.
+pub(crate) fn second_wins(a: f64, b: f64, alike: bool, coin: bool) -> bool {
+    if alike && a.max(b) < a.min(b) * TIE {
+        coin
+    } else {
+        b < a
+    }
+}
+
 /// Two distinct indices in `0..n` for which `eligible` holds, drawn at random: `(None, None)`
 /// when none is, `(Some(a), None)` when only one is. Allocation-free: random draws first, then
 /// a scan from a random offset when the eligible ones are rare.
@@ -129,6 +146,18 @@ mod tests {
         }
         assert_eq!(got[2], 0, "{got:?}");
         assert!(got[0] > 1200 && got[1] > 1200, "{got:?}");
+    }
+
+    #[test]
+    fn close_scores_are_a_tie_and_far_ones_are_not() {
+        // Within 1.3x: the coin decides, either way.
+        assert!(second_wins(2.0, 2.4, true, true) && !second_wins(2.0, 2.4, true, false));
+        assert!(second_wins(2.4, 2.0, true, true) && !second_wins(2.4, 2.0, true, false));
+        // Beyond: the lower score wins whatever the coin.
+        assert!(!second_wins(2.0, 20.0, true, true) && second_wins(20.0, 2.0, true, false));
+        assert!(second_wins(4.0, 2.0, true, false));
+        // Different requests in flight: strictly, however close.
+        assert!(!second_wins(2.0, 2.4, false, true) && second_wins(2.4, 2.0, false, false));
     }
 
     #[test]

@@ -6,13 +6,21 @@
 //!   it stops counting once its response head arrives ([`crate::mcp::methods::holds_open`]). A
 //!   task's background work is invisible here (its `tools/call` answers at once with the task,
 //!   and each `tasks/get` is a short request of its own).
-//! - **a peak-sensitive EWMA of latency** (Finagle's and linkerd's "peak EWMA"): a sample
-//!   above the estimate replaces it at once; one below pulls it down with a weight that grows
-//!   with the time since the last sample (the pool's `latency_decay`, [`crate::config::pools::LATENCY_DECAY`] by default). The estimate also decays
-//!   toward zero while no sample comes, so an instance that was slow and got no traffic since is
-//!   tried again after a while instead of being shunned forever. An instance without samples
-//!   starts at [`PRIOR`]. The sample is the time to the response head: a JSON answer's head
-//!   comes when the work is done; a stream's head comes early and its length is the client's.
+//! - **a latency estimate that moves on runs of samples, not on one** ([`Ewma::update`]):
+//!   [`RAISE_RUN`] samples in a row well above the estimate (more than [`MARGIN`] times it)
+//!   raise it at once to the lowest of them (a slow spell shows on the third request);
+//!   [`LOWER_RUN`] in a row well below lower it at once to the highest of them (a recovered
+//!   instance shows on its second fast answer); any other sample only moves it as an EWMA would
+//!   (clamped to within [`MARGIN`] of the estimate, so one outlier weighs little), with a weight that grows with the time since the
+//!   previous sample (the pool's `latency_decay`, [`crate::config::pools::LATENCY_DECAY`] by
+//!   default). One or two noisy answers of a fast instance therefore do not make it look slow:
+//!   a fast instance that looked slow would get no traffic to correct it, and its share would go
+//!   to the slow instance (the "episodes" a peak-sensitive average shows).
+//!   The estimate does **not** decay while no sample comes: an instance the balancer avoids is
+//!   re-measured by bounded probes instead ([`InstanceLoad::claim_probe`], the pool's
+//!   `probe_interval` and `probe_share`). An instance without samples starts at [`PRIOR`]. The
+//!   sample is the time to the response head: a JSON answer's head comes when the work is done;
+//!   a stream's head comes early and its length is the client's.
 //! - **a ramp** for slow start: the instant from which an instance (new on reload, back from
 //!   down, or at the end of an ejection) grows from [`RAMP_FLOOR`] to its full share.
 //!
@@ -23,6 +31,13 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+/// How far from the estimate (as a factor) a sample must be to count in a run.
+pub(crate) const MARGIN: f64 = 2.0;
+/// Samples in a row above the estimate that raise it at once.
+pub(crate) const RAISE_RUN: u8 = 3;
+/// Samples in a row below the estimate that lower it at once.
+pub(crate) const LOWER_RUN: u8 = 2;
 
 /// The latency an instance without samples is assumed to have.
 pub(crate) const PRIOR: Duration = Duration::from_millis(10);
@@ -44,6 +59,8 @@ pub fn now_ns() -> u64 {
 pub struct InstanceLoad {
     in_flight: AtomicU32,
     ewma: Mutex<Ewma>,
+    /// [`now_ns`] of the last probe sent to the instance (0: none).
+    probed_at: AtomicU64,
     /// [`now_ns`] from which the instance ramps up ([`NOT_RAMPING`]: full share).
     ramp_from: AtomicU64,
 }
@@ -52,8 +69,39 @@ pub struct InstanceLoad {
 struct Ewma {
     /// Nanoseconds; `None` until the first sample.
     estimate: Option<f64>,
-    /// [`now_ns`] of the last update.
+    /// The current run of samples on one side of the estimate: its length (positive above,
+    /// negative below) and its lowest (above) or highest (below) sample, in nanoseconds.
+    run: i8,
+    run_edge: f64,
+    /// [`now_ns`] of the last update (or of the instance's creation).
     at: u64,
+}
+
+impl Ewma {
+    /// One sample `rtt` (ns) `elapsed` ns after the previous one: see the module docs.
+    fn update(&mut self, rtt: f64, elapsed: u64, decay: Duration) {
+        let Some(old) = self.estimate else {
+            self.estimate = Some(rtt);
+            return;
+        };
+        // Extend the run on this side of the estimate, or start one.
+        (self.run, self.run_edge) = match (rtt > old * MARGIN, rtt * MARGIN < old) {
+            (true, _) if self.run > 0 => (self.run + 1, self.run_edge.min(rtt)),
+            (true, _) => (1, rtt),
+            (_, true) if self.run < 0 => (self.run - 1, self.run_edge.max(rtt)),
+            (_, true) => (-1, rtt),
+            _ => (0, rtt),
+        };
+        let jump = self.run >= RAISE_RUN as i8 || -self.run >= LOWER_RUN as i8;
+        self.estimate = Some(if jump {
+            self.run = 0;
+            self.run_edge
+        } else {
+            // Clamped: a lone outlier pulls no harder than a sample MARGIN times off would.
+            let w = keep(elapsed, decay);
+            old * w + rtt.clamp(old / MARGIN, old * MARGIN) * (1.0 - w)
+        });
+    }
 }
 
 impl Default for InstanceLoad {
@@ -62,8 +110,11 @@ impl Default for InstanceLoad {
             in_flight: AtomicU32::new(0),
             ewma: Mutex::new(Ewma {
                 estimate: None,
+                run: 0,
+                run_edge: 0.0,
                 at: now_ns(),
             }),
+            probed_at: AtomicU64::new(0),
             ramp_from: AtomicU64::new(NOT_RAMPING),
         }
     }
@@ -97,25 +148,43 @@ impl InstanceLoad {
     pub fn observe(&self, sample: Duration, now: u64, decay: Duration) {
         let rtt = sample.as_nanos() as f64;
         let mut e = self.ewma.lock().unwrap_or_else(|p| p.into_inner());
-        e.estimate = Some(match e.estimate {
-            Some(old) if rtt <= old => {
-                let w = keep(now.saturating_sub(e.at), decay);
-                old * w + rtt * (1.0 - w)
-            }
-            // A peak replaces the estimate at once (and the first sample sets it).
-            _ => rtt,
-        });
+        let elapsed = now.saturating_sub(e.at);
+        e.update(rtt, elapsed, decay);
         e.at = e.at.max(now);
     }
 
-    /// The latency estimate at `now`, in nanoseconds: the EWMA decayed by the time since its
-    /// last sample, or [`PRIOR`] before any sample.
-    pub(crate) fn latency_ns(&self, now: u64, decay: Duration) -> f64 {
-        let e = *self.ewma.lock().unwrap_or_else(|p| p.into_inner());
-        match e.estimate {
-            Some(v) => v * keep(now.saturating_sub(e.at), decay),
-            None => PRIOR.as_nanos() as f64,
-        }
+    /// The latency estimate in nanoseconds, or [`PRIOR`] before any sample.
+    pub(crate) fn latency_ns(&self) -> f64 {
+        let e = self.ewma.lock().unwrap_or_else(|p| p.into_inner());
+        e.estimate.unwrap_or(PRIOR.as_nanos() as f64)
+    }
+
+    /// The estimate, and whether the instance is due for a probe at `now`: neither a sample
+    /// nor a probe for `interval`.
+    pub(crate) fn estimate_at(&self, now: u64, interval: Duration) -> (f64, bool) {
+        let (estimate, at) = {
+            let e = self.ewma.lock().unwrap_or_else(|p| p.into_inner());
+            (e.estimate.unwrap_or(PRIOR.as_nanos() as f64), e.at)
+        };
+        let seen = at.max(self.probed_at.load(Ordering::Relaxed));
+        (
+            estimate,
+            now.saturating_sub(seen) >= interval.as_nanos() as u64,
+        )
+    }
+
+    /// Take the instance's probe slot at `now` if it is still due (`interval` since its last
+    /// sample or probe): exactly one of several requests that race for it wins, so an instance
+    /// gets at most one probe per interval even when its probes never answer.
+    pub(crate) fn claim_probe(&self, now: u64, interval: Duration) -> bool {
+        let at = self.ewma.lock().unwrap_or_else(|p| p.into_inner()).at;
+        let probed = self.probed_at.load(Ordering::Relaxed);
+        let gap = interval.as_nanos() as u64;
+        now.saturating_sub(at.max(probed)) >= gap
+            && self
+                .probed_at
+                .compare_exchange(probed, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Start a ramp at `from` ([`now_ns`], possibly in the future: the end of an ejection).
@@ -153,30 +222,66 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
-    fn a_peak_replaces_the_estimate_and_lower_samples_pull_it_down_with_time() {
+    fn a_run_of_samples_moves_the_estimate_and_a_lone_one_barely_does() {
         let l = InstanceLoad::default();
         let t0 = now_ns();
-        assert_eq!(l.latency_ns(t0, LATENCY_DECAY), PRIOR.as_nanos() as f64);
-        l.observe(Duration::from_millis(5), t0, LATENCY_DECAY);
-        assert!((l.latency_ns(t0, LATENCY_DECAY) - 5.0 * MS as f64).abs() < 1.0);
-        l.observe(Duration::from_millis(50), t0 + MS, LATENCY_DECAY);
-        assert!((l.latency_ns(t0 + MS, LATENCY_DECAY) - 50.0 * MS as f64).abs() < 1.0);
-        // A fast sample right after barely moves it; one after a long pause moves it far.
-        l.observe(Duration::from_millis(5), t0 + 2 * MS, LATENCY_DECAY);
-        assert!(l.latency_ns(t0 + 2 * MS, LATENCY_DECAY) > 49.0 * MS as f64);
-        let later = t0 + 2 * MS + 30_000 * MS;
-        l.observe(Duration::from_millis(5), later, LATENCY_DECAY);
-        let v = l.latency_ns(later, LATENCY_DECAY);
-        assert!(v > 5.0 * MS as f64 && v < 8.0 * MS as f64, "{v}");
+        let d = LATENCY_DECAY;
+        let ms = |v: f64| v * MS as f64;
+        let at = |k: u64, v: u64| l.observe(Duration::from_millis(v), t0 + k * MS, d);
+        assert_eq!(l.latency_ns(), PRIOR.as_nanos() as f64);
+        at(0, 5);
+        assert_eq!(l.latency_ns(), ms(5.0));
+        // Two noisy answers in a row: they barely move it.
+        at(1, 50);
+        at(2, 60);
+        assert!(l.latency_ns() < ms(5.05), "{}", l.latency_ns());
+        // An ordinary one ends the run; a new run of three slow ones: the lowest, at once.
+        at(3, 6);
+        at(4, 45);
+        at(5, 40);
+        assert!(l.latency_ns() < ms(5.05), "{}", l.latency_ns());
+        at(6, 42);
+        assert_eq!(l.latency_ns(), ms(40.0));
+        // Fast again: one fast answer barely moves it, the second brings it down at once.
+        at(7, 5);
+        assert!(l.latency_ns() > ms(39.9), "{}", l.latency_ns());
+        at(8, 6);
+        assert_eq!(l.latency_ns(), ms(6.0));
+        // Samples within the margin never jump, however many: 8 ms three times only pulls.
+        for k in 9..12 {
+            at(k, 8);
+        }
+        assert!(l.latency_ns() < ms(6.01), "{}", l.latency_ns());
+        // A lone sample after a long pause weighs more (the EWMA's time weighting), clamped
+        // to twice the estimate: 6 × e^-1 + 12 × (1 - e^-1).
+        at(10_011, 30);
+        let v = l.latency_ns();
+        assert!(v > ms(9.7) && v < ms(9.9), "{v}");
     }
 
     #[test]
-    fn an_idle_estimate_decays_toward_zero() {
+    fn an_idle_estimate_stays_and_the_instance_is_due_for_one_probe_per_interval() {
         let l = InstanceLoad::default();
         let t0 = now_ns();
+        let every = Duration::from_secs(2);
         l.observe(Duration::from_millis(100), t0, LATENCY_DECAY);
-        let after = l.latency_ns(t0 + LATENCY_DECAY.as_nanos() as u64, LATENCY_DECAY);
-        assert!((after / (100.0 * MS as f64) - (-1f64).exp()).abs() < 1e-6);
+        assert_eq!(
+            l.estimate_at(t0 + 1000 * MS, every),
+            (100.0 * MS as f64, false)
+        );
+        assert!(!l.claim_probe(t0 + 1000 * MS, every));
+        assert_eq!(
+            l.estimate_at(t0 + 2000 * MS, every),
+            (100.0 * MS as f64, true)
+        );
+        assert!(l.claim_probe(t0 + 2000 * MS, every));
+        // Claimed: not due again until an interval later, even if the probe never answers.
+        assert!(!l.claim_probe(t0 + 2000 * MS, every));
+        assert!(!l.estimate_at(t0 + 3000 * MS, every).1);
+        assert!(l.claim_probe(t0 + 4000 * MS, every));
+        // A sample counts as seen.
+        l.observe(Duration::from_millis(100), t0 + 5000 * MS, LATENCY_DECAY);
+        assert!(!l.estimate_at(t0 + 6500 * MS, every).1);
     }
 
     #[test]

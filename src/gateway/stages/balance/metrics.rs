@@ -17,7 +17,7 @@ impl BalanceMetrics {
                 self.load
                     .with_label_values(&labels)
                     .set(i64::from(l.in_flight()));
-                let secs = l.latency_ns(now, p.decay) / 1e9;
+                let secs = l.latency_ns() / 1e9;
                 self.latency.with_label_values(&labels).set(secs);
                 let w = p.effective_weight(i, now);
                 self.weight.with_label_values(&labels).set(w);
@@ -31,5 +31,6 @@ impl BalanceMetrics {
         let _ = self.load.remove_label_values(&labels);
         let _ = self.latency.remove_label_values(&labels);
         let _ = self.weight.remove_label_values(&labels);
+        let _ = self.probes.remove_label_values(&labels);
     }
 }

@@ -6,6 +6,7 @@
 use pingora::lb::selection::{Consistent, RoundRobin};
 use pingora::lb::{Backend, LoadBalancer};
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 
 use super::{choice, Pool};
 
@@ -20,25 +21,53 @@ impl Pool {
         self.weights[i] * self.loads[i].ramp(now, self.slow_start)
     }
 
-    pub(super) fn least_loaded(
+    /// Power of two choices on `latency × (in flight + 1) / effective weight`, and the probe
+    /// rule: when the loser of the draw has had neither a sample nor a probe for
+    /// `probe_interval`, and probes have been under `probe_share` of the pool's picks, the
+    /// loser gets the request instead (`true`: a probe), so an avoided instance is measured
+    /// again at a bounded cost instead of being re-admitted wholesale. The clock (`now`) and
+    /// the randomness come from the caller.
+    pub(crate) fn least_loaded(
         &self,
         eligible: &impl Fn(usize) -> bool,
         now: u64,
-    ) -> Option<usize> {
-        let n = self.instances.len();
-        let mut rng = rand::thread_rng();
-        let score = |i: usize| {
+        rng: &mut impl rand::Rng,
+    ) -> (Option<usize>, bool) {
+        let picks = self.picks.fetch_add(1, Ordering::Relaxed) + 1;
+        let look = |i: usize| {
             let l = &self.loads[i];
-            choice::score(
-                l.latency_ns(now, self.decay),
-                l.in_flight(),
-                self.effective_weight(i, now),
+            let (latency, due) = l.estimate_at(now, self.probe_interval);
+            let n = l.in_flight();
+            (
+                choice::score(latency, n, self.effective_weight(i, now)),
+                n,
+                due,
             )
         };
-        match choice::draw_two(n, eligible, &mut rng) {
-            (Some(a), Some(b)) if score(b) < score(a) => Some(b),
-            (a, _) => a,
+        let (a, b) = choice::draw_two(self.instances.len(), eligible, rng);
+        let (Some(a), Some(b)) = (a, b) else {
+            return (a, false);
+        };
+        let ((sa, na, due_a), (sb, nb, due_b)) = (look(a), look(b));
+        let (winner, loser, loser_due) = match choice::second_wins(sa, sb, na == nb, rng.gen()) {
+            true => (b, a, due_a),
+            false => (a, b, due_b),
+        };
+        if loser_due
+            && self.probe_budget(picks)
+            && self.loads[loser].claim_probe(now, self.probe_interval)
+        {
+            self.last_probe.fetch_max(picks, Ordering::Relaxed);
+            return (Some(loser), true);
         }
+        (Some(winner), false)
+    }
+
+    /// Probes stay within `probe_share` of the picks: one may go once `1 / probe_share` picks
+    /// have passed since the last (the first after as many picks).
+    fn probe_budget(&self, picks: u64) -> bool {
+        let gap = (1.0 / self.probe_share).ceil() as u64;
+        picks.saturating_sub(self.last_probe.load(Ordering::Relaxed)) >= gap
     }
 
     /// Round robin; an instance ramping up is skipped with the chance it is not due. At most

@@ -33,12 +33,15 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         weights: Default::default(),
         slow_start: Duration::ZERO,
         latency_decay: crate::config::pools::LATENCY_DECAY,
+        probe_interval: crate::config::pools::PROBE_INTERVAL,
+        probe_share: crate::config::pools::PROBE_SHARE,
         health: Default::default(),
         ejection: Default::default(),
         tls: None,
         http: Default::default(),
         credentials: None,
         era: Default::default(),
+        mrtr: Default::default(),
     }
 }
 
@@ -366,4 +369,46 @@ fn a_ramping_instance_that_is_the_only_one_left_is_still_picked() {
     let mut tried = Tried::default();
     tried.add(0);
     assert!((0..200).all(|_| p.pick_excluding(None, &h, tried) == Some(1)));
+}
+
+#[test]
+fn a_steered_retry_leg_leaves_its_flows_instances_in_every_mode() {
+    let h = http::HeaderMap::new();
+    let steer = Steer {
+        previous: Some(1),
+        first: Some(0),
+    };
+    for balance in [Balance::RoundRobin, Balance::LeastLoaded, Balance::Hash] {
+        let p = pool(3, balance, None);
+        for _ in 0..50 {
+            let picked = p.pick_steered(
+                Some("tools/call"),
+                Some("hot"),
+                &h,
+                None,
+                Tried::default(),
+                steer,
+            );
+            assert_eq!(picked.index, Some(2), "{balance:?}");
+            assert_eq!(picked.landing, Some(Landing::Elsewhere));
+        }
+        // With instance 2 already tried (its connect failed), leg 1's instance is next best.
+        let mut tried = Tried::default();
+        tried.add(2);
+        let picked = p.pick_steered(Some("tools/call"), Some("hot"), &h, None, tried, steer);
+        assert_eq!(
+            (picked.index, picked.landing),
+            (Some(0), Some(Landing::Elsewhere))
+        );
+        // Nothing else left: the previous instance, said so.
+        tried.add(0);
+        let picked = p.pick_steered(Some("tools/call"), Some("hot"), &h, None, tried, steer);
+        assert_eq!(
+            (picked.index, picked.landing),
+            (Some(1), Some(Landing::Same))
+        );
+        // An unsteered request says nothing.
+        let picked = p.pick_request(Some("tools/call"), Some("hot"), &h, None, Tried::default());
+        assert_eq!(picked.landing, None);
+    }
 }

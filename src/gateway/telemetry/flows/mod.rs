@@ -41,6 +41,8 @@ pub(crate) struct Entry {
     pub answered: Instant,
     /// (pool, instance) that served that leg.
     pub instance: Option<(usize, usize)>,
+    /// (pool, instance) that served leg 1 of the flow.
+    pub first_instance: Option<(usize, usize)>,
     pub span: Option<SpanRef>,
 }
 
@@ -106,6 +108,19 @@ impl FlowStore {
         self.len() == 0
     }
 
+    /// Where the leg answered with the state of `digest` was served, and leg 1 of its flow:
+    /// what `mrtr.retry_landing: elsewhere` steers the next leg away from. A lookup in the
+    /// bounded store; `None` for a state this replica does not follow.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn placement(
+        &self,
+        digest: u64,
+    ) -> Option<(Option<(usize, usize)>, Option<(usize, usize)>)> {
+        let inner = self.lock();
+        let e = inner.get(&digest)?;
+        Some((e.instance, e.first_instance))
+    }
+
     /// Count the flows whose state expired unseen as abandoned.
     pub(crate) fn sweep(&self, now: Instant, m: &FlowMetrics) {
         let mut inner = self.lock();
@@ -153,8 +168,11 @@ impl FlowStore {
         };
         match (kind, leg.verdict.state_digest, &prev) {
             (ResultKind::InputRequired, Some(digest), _) => {
-                let flow_started = prev.as_ref().map_or(leg.started, |p| p.flow_started);
-                self.insert(inner, digest, leg, round, flow_started, now, m);
+                let origin = match &prev {
+                    Some(p) => (p.flow_started, p.first_instance),
+                    None => (leg.started, leg.instance),
+                };
+                self.insert(inner, digest, leg, round, origin, now, m);
             }
             // A call answered with a task completed its MRTR rounds: the task goes on.
             (ResultKind::Complete | ResultKind::Task, _, Some(p)) => {
@@ -182,7 +200,7 @@ impl FlowStore {
         digest: u64,
         leg: &Leg,
         round: u32,
-        flow_started: Instant,
+        (flow_started, first_instance): (Instant, Option<(usize, usize)>),
         now: Instant,
         m: &FlowMetrics,
     ) {
@@ -195,6 +213,7 @@ impl FlowStore {
                 flow_started,
                 answered: now,
                 instance: leg.instance,
+                first_instance,
                 span: leg.span,
             },
             now,

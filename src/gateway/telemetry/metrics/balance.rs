@@ -5,6 +5,11 @@ use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 pub struct BalanceMetrics {
     /// Requests sent past their key's home because it was over `load_bound`, by pool.
     pub moved: IntCounterVec,
+    /// Least-loaded probes: requests sent to an instance the balancer avoids, by pool and
+    /// instance.
+    pub probes: IntCounterVec,
+    /// MRTR retry legs of a pool with `mrtr.retry_landing: elsewhere`, by where they landed.
+    pub retry_landing: IntCounterVec,
     pub(crate) load: IntGaugeVec,
     pub(crate) latency: GaugeVec,
     pub(crate) weight: GaugeVec,
@@ -19,6 +24,20 @@ impl BalanceMetrics {
             ),
             &["pool"],
         )?;
+        let probes = IntCounterVec::new(
+            Opts::new(
+                "balance_probes_total",
+                "Requests a least_loaded pool sent to an instance it avoids, to measure it again (at most one per probe_interval, within probe_share of the pool's requests).",
+            ),
+            &["pool", "upstream"],
+        )?;
+        let retry_landing = IntCounterVec::new(
+            Opts::new(
+                "retry_landing_total",
+                "MRTR retry legs of a pool with mrtr.retry_landing: elsewhere, by landing: elsewhere (another instance than the previous leg's), same (no other eligible), untracked (previous leg unknown to this replica).",
+            ),
+            &["pool", "landing"],
+        )?;
         let load = IntGaugeVec::new(
             Opts::new(
                 "upstream_balancer_load",
@@ -29,7 +48,7 @@ impl BalanceMetrics {
         let latency = GaugeVec::new(
             Opts::new(
                 "upstream_latency_ewma_seconds",
-                "The balancer's peak-sensitive moving average of each instance's time to response head (decayed to now).",
+                "The balancer's latency estimate of each instance's time to response head (moved by two samples in a row, smoothed otherwise).",
             ),
             &["pool", "upstream"],
         )?;
@@ -41,11 +60,15 @@ impl BalanceMetrics {
             &["pool", "upstream"],
         )?;
         registry.register(Box::new(moved.clone()))?;
+        registry.register(Box::new(probes.clone()))?;
+        registry.register(Box::new(retry_landing.clone()))?;
         registry.register(Box::new(load.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(weight.clone()))?;
         Ok(BalanceMetrics {
             moved,
+            probes,
+            retry_landing,
             load,
             latency,
             weight,
