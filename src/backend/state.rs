@@ -40,8 +40,7 @@ const LEGACY_NONCE_LEN: usize = 12;
 /// The largest sealed state we try to open (anything longer is not ours).
 const MAX_STATE_LEN: usize = 16 * 1024;
 
-mod keys;
-pub use keys::{StateKey, StateKeys};
+pub use crate::mcp::seal::{StateKey, StateKeys};
 
 /// What a sealed state says.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -29,6 +29,7 @@ pub(crate) mod concurrency;
 pub(crate) mod connections;
 pub(crate) mod federation;
 pub(crate) mod flows;
+pub(crate) mod legacy;
 pub(crate) use concurrency::ConcurrencyLimitConfig;
 pub(crate) use connections::UpstreamLeg;
 pub(crate) use federation::{Collisions, FederatedEndpoint, FederationConfig};
@@ -144,6 +145,9 @@ pub struct Config {
     /// `POST /-/cache/purge` need `Authorization: Bearer <token>` (read on start and reload).
     #[serde(default)]
     pub admin_token_file: Option<std::path::PathBuf>,
+    /// Clients of the 2025 era: bridged (the default) or refused (see `config::legacy`).
+    #[serde(default)]
+    pub legacy: legacy::LegacyConfig,
 }
 
 fn d_dns_refresh() -> Duration {

@@ -50,6 +50,7 @@ impl Config {
         concurrency::validate(&self.concurrency_limits, &route_names, pos, file)?;
         flows::validate(&self.flows, &self.tracing, pos, file)?;
         connections::validate(&self.connections, pos, file)?;
+        super::legacy::validate(&self.legacy, pos, file)?;
         if let Some(f) = &self.federation {
             f.validate(self, &err)?;
         }

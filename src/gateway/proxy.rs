@@ -21,7 +21,8 @@ use super::journey::steps::{
     refuse_with_id, select_route, settle_doomed,
 };
 use super::journey::{
-    auth, concurrency, credentials, direct, failure, federation, forward, limit, observe, response,
+    auth, bridge, concurrency, credentials, direct, failure, federation, forward, limit, observe,
+    response,
 };
 use super::stages::answer::{self, too_large};
 use super::stages::{admission, inspect, route, validate};
@@ -57,6 +58,12 @@ impl ProxyHttp for Proxy {
 
         // 0. The OAuth Protected Resource Metadata (RFC 9728), when auth is on.
         if let Some(answered) = auth::metadata(session, &gw).await? {
+            return Ok(answered);
+        }
+
+        // 0b. A client of the 2025 era: the protocol bridge answers it whole, carrying its
+        //     requests through this pipeline as 2026 requests (`journey::bridge`).
+        if let Some(answered) = bridge::front(session, ctx).await? {
             return Ok(answered);
         }
 

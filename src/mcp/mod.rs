@@ -19,6 +19,10 @@
 //! - [`sse`]: reading a `text/event-stream` answer (an incremental parser).
 //! - [`caching`]: `ttlMs`/`cacheScope`, the cacheable methods, invalidating notifications,
 //!   `x-mcp-header` value comparison.
+//! - [`legacy`]: the 2025 era the gateway bridges (versions, the session header, which era a
+//!   head is, the pure translations between the two wire shapes).
+//! - [`seal`]: sealed tokens (AEAD, key ring with rotation) for everything a client carries
+//!   back unread: session ids, answer ids, wrapped states.
 //! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
 //!   MRTR flow (result type, state digest), read as it streams past.
 
@@ -32,6 +36,7 @@ pub mod hex;
 pub(crate) mod jcs;
 pub(crate) mod jcs_exact;
 mod json_scan;
+pub mod legacy;
 pub(crate) mod lists;
 pub(crate) mod media;
 pub(crate) mod mrtr;
@@ -40,6 +45,7 @@ pub(crate) mod response;
 pub mod result_scan;
 pub(crate) mod rewrite;
 pub mod scan;
+pub mod seal;
 pub mod sse;
 pub(crate) mod strict;
 pub mod tasks;

@@ -18,6 +18,7 @@
 //! 6. [`observe`]: the finished request's metrics, flow and span.
 
 pub(crate) mod auth;
+pub(crate) mod bridge;
 pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod credentials;

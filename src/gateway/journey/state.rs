@@ -65,6 +65,8 @@ pub struct Gateway {
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
     /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
     pub(crate) admin_token: Option<[u8; 32]>,
+    /// The protocol bridge for 2025-era clients (`legacy:`; `None` when they are refused).
+    pub(crate) bridge: Option<crate::gateway::journey::bridge::Bridge>,
 }
 
 /// Each pool of the route table and how its instances are reached, with what a reload carries
@@ -148,7 +150,12 @@ impl Gateway {
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
             crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
+        let bridge = crate::gateway::journey::bridge::Bridge::build(
+            &config,
+            previous.and_then(|p| p.bridge.as_ref()),
+        );
         Ok(Gateway {
+            bridge,
             admin_token: config
                 .admin_token_file
                 .as_deref()

@@ -138,9 +138,9 @@ fn i13_6_the_upgrade_socket_is_in_a_private_directory() {
 }
 
 #[test]
-fn i13_7_a_2025_initialize_learns_the_supported_versions() {
+fn i13_7_a_2025_initialize_learns_the_supported_versions_where_legacy_clients_are_refused() {
     let up = Upstreams::start(1);
-    let gw = simple_gateway(&up, "");
+    let gw = simple_gateway(&up, "legacy: { clients: refuse }\n");
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
     let r = post(gw.mcp_addr, &[("Content-Type", "application/json")], body);
     assert_eq!((r.status, r.error_code()), (400, -32022), "{}", r.text());

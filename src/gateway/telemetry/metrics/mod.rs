@@ -11,6 +11,7 @@
 pub use super::outcome::Outcome;
 
 pub(crate) mod balance;
+pub(crate) mod bridge;
 pub(crate) mod concurrency;
 pub(crate) mod federation;
 
@@ -101,6 +102,7 @@ pub struct Metrics {
     /// Concurrency-limit metrics ([`crate::gateway::stages::concurrency`]).
     pub concurrency: concurrency::ConcurrencyMetrics,
     pub federation: federation::FederationMetrics,
+    pub bridge: bridge::BridgeMetrics,
     /// The balancer's view of each instance ([`crate::gateway::stages::balance::metrics`]).
     pub balance: balance::BalanceMetrics,
     /// The last refused or failed requests, for the console ([`crate::gateway::telemetry::recent`]).
@@ -192,6 +194,7 @@ impl Metrics {
             flows: crate::gateway::telemetry::flows::FlowMetrics::register(&registry)?,
             concurrency: concurrency::ConcurrencyMetrics::register(&registry)?,
             federation: federation::FederationMetrics::register(&registry)?,
+            bridge: bridge::BridgeMetrics::register(&registry)?,
             balance: balance::BalanceMetrics::register(&registry)?,
             recent: Default::default(),
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),

@@ -1,4 +1,5 @@
-//! The keys that seal `requestState`: one 32-byte key with its public id (derived from the key),
+//! The keys that seal tokens (the backend's `requestState`, the gateway's sealed session ids,
+//! answer ids and states, [`super`]): one 32-byte key with its public id (derived from the key),
 //! parsed from hex or base64, and the set of the current key plus older ones still accepted
 //! while clients finish their rounds (rotation).
 
@@ -10,14 +11,14 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
-use super::hex;
+use crate::mcp::hex::encode as hex;
 
 /// One 32-byte state key and its public id.
 #[derive(Clone)]
 pub struct StateKey {
-    pub(super) id: String,
-    pub(super) cipher: XChaCha20Poly1305,
-    pub(super) legacy: ChaCha20Poly1305,
+    pub(crate) id: String,
+    pub(crate) cipher: XChaCha20Poly1305,
+    pub(crate) legacy: ChaCha20Poly1305,
 }
 
 impl fmt::Debug for StateKey {
@@ -48,7 +49,7 @@ impl StateKey {
 
     /// Parse a key written as 64 hex digits or as base64 (standard or URL-safe, padded or not)
     /// of exactly 32 bytes. Surrounding whitespace is ignored.
-    pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
         let t = text.trim();
         let bytes = if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
             (0..32)
@@ -75,7 +76,7 @@ impl StateKey {
         Ok(Self::from_bytes(&arr))
     }
 
-    pub(crate) fn id(&self) -> &str {
+    pub fn id(&self) -> &str {
         &self.id
     }
 }
@@ -83,7 +84,7 @@ impl StateKey {
 /// The key that seals new states, and older keys still accepted while clients finish rounds.
 #[derive(Clone, Debug)]
 pub struct StateKeys {
-    pub(super) current: StateKey,
+    pub(crate) current: StateKey,
     previous: Vec<StateKey>,
 }
 
@@ -112,7 +113,31 @@ impl StateKeys {
         &self.current.id
     }
 
-    pub(super) fn find(&self, id: &str) -> Option<&StateKey> {
+    /// A key file: one key a line (hex or base64, as [`StateKey::parse`]); the first seals,
+    /// every other line is still accepted (rotation: put the new key first, keep the old one
+    /// below it until the tokens it sealed have expired). Blank lines and `#` comments are
+    /// skipped; an error names the line.
+    pub fn parse_ring(text: &str) -> anyhow::Result<Self> {
+        let mut ring: Option<StateKeys> = None;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let key = StateKey::parse(line).map_err(|e| anyhow::anyhow!("line {}: {e}", i + 1))?;
+            ring = Some(match ring {
+                None => StateKeys::new(key),
+                Some(r) => r.with_previous(key),
+            });
+        }
+        ring.ok_or_else(|| {
+            anyhow::anyhow!(
+                "no key in it: write one key a line, e.g. the output of `openssl rand -hex 32`"
+            )
+        })
+    }
+
+    pub(crate) fn find(&self, id: &str) -> Option<&StateKey> {
         std::iter::once(&self.current)
             .chain(self.previous.iter())
             .find(|k| k.id == id)

@@ -1,0 +1,111 @@
+//! The bridge's hop into the gateway's own pipeline: a translated 2026 request is POSTed to
+//! this gateway's plain MCP listener on loopback, so it meets every stage a 2026 client's
+//! request meets (admission, routes, the federation catalog, auth, limits, the header↔body
+//! check, the cache, balancing, credentials, metrics) with no stage knowing about eras. The
+//! price is one more HTTP exchange on loopback per translated request (measured in
+//! docs/benchmarks.md); the gain is one request path, and a bridge that cannot skip a stage.
+//!
+//! Also the replica-to-replica hop of an answer (`super::answers`): the same POST, sent on to
+//! the replica named in the answer id.
+
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+use crate::gateway::transport::upstream_h1::oneshot;
+use crate::mcp::{header, sse};
+
+/// The largest answer the bridge reads from its hop.
+const MAX_ANSWER: usize = 32 * 1024 * 1024;
+
+/// What came back from the hop.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    /// Headers a legacy client needs to see as they are (`WWW-Authenticate`, `Retry-After`).
+    pub pass: Vec<(&'static str, String)>,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The JSON-RPC messages of the answer, in order: the body, or each event of a stream.
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        let is_stream = self
+            .content_type
+            .as_deref()
+            .is_some_and(|c| sse::is_event_stream(c.as_bytes()));
+        if !is_stream {
+            return serde_json::from_slice(&self.body).into_iter().collect();
+        }
+        sse::events(&self.body)
+            .into_iter()
+            .filter_map(|e| serde_json::from_slice(&e.data).ok())
+            .collect()
+    }
+}
+
+/// A request on the hop.
+pub(crate) struct Request<'a> {
+    pub path: &'a str,
+    pub method: &'a str,
+    pub name: Option<&'a str>,
+    /// Headers carried as they are (the caller's `Authorization`, the session on an answer).
+    pub carry: Vec<(String, String)>,
+    pub body: &'a [u8],
+}
+
+impl Request<'_> {
+    /// The whole HTTP/1.1 request for `target`: a 2026 POST whose MCP headers come from the
+    /// body's method and name.
+    pub(crate) fn to_bytes(&self, target: SocketAddr) -> Vec<u8> {
+        let host = target.to_string();
+        let name = self.name.map(header::encode_value);
+        let mut extra: Vec<(&str, &str)> = self
+            .carry
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        if let Some(n) = name.as_deref() {
+            extra.push((header::NAME, n));
+        }
+        oneshot::mcp_post(self.path, &host, self.method, &extra, self.body)
+    }
+}
+
+/// Send a whole request (`Connection: close`) to `target` and read its whole answer.
+pub(crate) async fn post(
+    target: SocketAddr,
+    bytes: &[u8],
+    connect_timeout: Duration,
+    read_timeout: Duration,
+) -> Result<Answer, String> {
+    let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(target))
+        .await
+        .map_err(|_| format!("connecting to {target} timed out"))?
+        .map_err(|e| format!("connecting to {target}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let exchange = oneshot::exchange(stream, bytes, MAX_ANSWER);
+    let (head, body) = tokio::time::timeout(read_timeout, exchange)
+        .await
+        .map_err(|_| format!("no answer from {target} within {read_timeout:?}"))??;
+    let get = |name: &str| {
+        head.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let mut pass = Vec::new();
+    for k in ["www-authenticate", "retry-after"] {
+        if let Some(v) = get(k) {
+            pass.push((k, v));
+        }
+    }
+    Ok(Answer {
+        status: head.status.as_u16(),
+        pass,
+        content_type: get("content-type"),
+        body,
+    })
+}

@@ -1,0 +1,377 @@
+//! The protocol bridge for clients of the 2025 era (`initialize`, `Mcp-Session-Id`, mid-call
+//! `elicitation/create`) in front of a 2026-07-28 fleet. Eras are translated at the edge, so
+//! every stage behind it sees one protocol:
+//!
+//! - [`front`] runs first in `request_filter`, before admission. A 2026 request passes on
+//!   untouched; a 2025-era one (its head says so: [`crate::mcp::legacy::era_of`]) is the
+//!   bridge's to answer, whole.
+//! - The gateway *is* the session: `initialize` is answered from the fleet's `server/discover`
+//!   ([`initialize`]); the session id is sealed and self-contained ([`session`]), so any replica
+//!   serves it; `ping` and the session-scoped settings are answered here.
+//! - Every other request becomes a 2026 request (the `_meta` from the session, `Mcp-Method` /
+//!   `Mcp-Name` from the body, never from the legacy request's headers) sent through this
+//!   gateway's own pipeline ([`hop`]), so routes, auth, limits, the check, the cache and
+//!   federation apply as to any client.
+//! - When the fleet answers `input_required`, [`call`] runs the multi round-trip flow for the
+//!   client: it asks each input request on the call's own stream as a server-initiated request,
+//!   waits for the client's answers ([`waiting`]; they may reach another replica, which sends
+//!   them on: [`answers`]), retries with the answers and the exact `requestState`, and streams
+//!   the final result.
+//!
+//! What it never does: trust a legacy request's `Mcp-*` headers, keep a session in a table, or
+//! hold a call past `legacy.answer_timeout`.
+
+use pingora::prelude::*;
+use pingora::proxy::Session;
+use serde_json::value::{to_raw_value, RawValue};
+use serde_json::Value;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::steps::{invite_body, refuse};
+use crate::gateway::stages::answer::respond;
+use crate::gateway::stages::inspect;
+use crate::mcp::legacy::{self, Era, SESSION_ID};
+use crate::mcp::seal::{Sealer, StateKeys};
+use crate::mcp::{codes, Rejection};
+
+mod answers;
+mod call;
+mod hop;
+mod initialize;
+mod params;
+pub(crate) mod session;
+pub(crate) mod waiting;
+
+use session::{caller_of, LegacySession};
+use waiting::Waiting;
+
+/// The bridge of one gateway generation: its keys and settings, and (carried over reloads) the
+/// calls waiting on this replica.
+pub(crate) struct Bridge {
+    pub(crate) sealer: Sealer,
+    /// This gateway's plain MCP listener, where translated requests enter the pipeline.
+    hop: SocketAddr,
+    /// Where the other replicas reach this one.
+    pub(crate) advertise: String,
+    pub(crate) waiting: Arc<Waiting>,
+    /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
+    params: Arc<params::ParamHeaders>,
+}
+
+impl Bridge {
+    /// The bridge for `config` (`None`: legacy clients refused everywhere, or no plain MCP
+    /// listener to hop to, which is said at start); a reload keeps the waiting calls and, when
+    /// no key file is set, the process's random key (sessions survive a reload).
+    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Option<Bridge> {
+        let l = &config.legacy;
+        if l.clients == crate::config::legacy::LegacyClients::Refuse {
+            return None;
+        }
+        let Some(hop) = plain_listener(config) else {
+            tracing::warn!("legacy: no plain (non-TLS) MCP listener for the bridge's hop; 2025-era clients are refused (-32022)");
+            return None;
+        };
+        let keys = match &l.keys_file {
+            // Validated at load: a read error here means the file changed since; keep going
+            // with the previous keys rather than dropping every session.
+            Some(path) => crate::config::legacy::read_keys(path).ok(),
+            None => None,
+        };
+        let sealer = match (keys, previous) {
+            (Some(k), _) => Sealer::new(k),
+            (None, Some(p)) => p.sealer.clone(),
+            (None, None) => Sealer::new(StateKeys::random()),
+        };
+        Some(Bridge {
+            sealer,
+            hop,
+            advertise: l
+                .advertise
+                .clone()
+                .unwrap_or_else(|| format!("http://{hop}")),
+            waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
+            params: previous.map(|p| p.params.clone()).unwrap_or_default(),
+        })
+    }
+}
+
+/// The MCP listener translated requests enter by: the main one unless it has TLS, else the
+/// first plain extra one; an unspecified address is reached on loopback.
+fn plain_listener(config: &Config) -> Option<SocketAddr> {
+    let l = &config.listen;
+    let plain = std::iter::once((l.mcp, &l.tls.mcp))
+        .chain(l.tls.extra.iter().map(|e| (e.address, &e.options)))
+        .find(|(_, o)| o.tls.is_none())
+        .map(|(a, _)| a)?;
+    let ip = match plain.ip() {
+        IpAddr::V4(v) if v.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v) if v.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    Some(SocketAddr::new(ip, plain.port()))
+}
+
+/// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
+/// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
+/// as a 2026-only server does).
+pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
+    let Some(bridge) = gw.bridge.as_ref() else {
+        return Ok(None);
+    };
+    let req = session.req_header();
+    if legacy::era_of(&req.method, &req.headers) == Era::Modern {
+        return Ok(None);
+    }
+    let path = req.uri.path().to_owned();
+    if !addressed(&gw.config, &path) || !gw.config.legacy.bridges(&path) {
+        return Ok(None);
+    }
+    ctx.method = Some("legacy".into());
+    if let Err(rej) = head_ok(req, &gw.config) {
+        return refuse(session, ctx, rej, None).await.map(Some);
+    }
+    let input = Input::of(req, &path);
+    match req.method {
+        http::Method::POST => post(session, ctx, bridge, input).await.map(Some),
+        http::Method::GET | http::Method::DELETE => {
+            let s = match verify(bridge, &input) {
+                Ok(s) => s,
+                Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
+            };
+            on_session(session, ctx, bridge, &s).await.map(Some)
+        }
+        _ => {
+            let rej = Rejection::new(
+                405,
+                codes::INVALID_REQUEST,
+                "method-not-allowed",
+                "Method not allowed: a 2025-era session takes POST, GET and DELETE",
+            );
+            refuse(session, ctx, rej, None).await.map(Some)
+        }
+    }
+}
+
+/// What the bridge reads of a legacy request's head.
+pub(crate) struct Input {
+    pub path: String,
+    pub session_id: Option<String>,
+    pub authorization: Option<String>,
+    pub caller: String,
+    /// Set when another replica sent this answer on (it is never sent on again).
+    pub hopped: bool,
+}
+
+/// The header a replica sets on an answer it sends on to the replica holding the call.
+pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
+
+impl Input {
+    fn of(req: &pingora::http::RequestHeader, path: &str) -> Input {
+        let get = |n: &str| {
+            req.headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let authorization = get("authorization");
+        Input {
+            path: path.to_owned(),
+            session_id: get(SESSION_ID),
+            caller: caller_of(authorization.as_deref().map(str::as_bytes)),
+            authorization,
+            hopped: req.headers.contains_key(HOPPED),
+        }
+    }
+}
+
+/// The request is addressed to an MCP endpoint of this gateway.
+fn addressed(config: &Config, path: &str) -> bool {
+    path == config.endpoint
+        || config
+            .federation
+            .iter()
+            .flat_map(|f| &f.endpoints)
+            .any(|e| e.path == path)
+}
+
+/// The head checks a legacy request needs before its body: an allowed `Origin`, and one
+/// `Authorization` and one session id (two copies could be read differently behind us).
+fn head_ok(req: &pingora::http::RequestHeader, config: &Config) -> Result<(), Rejection> {
+    if let Some(origin) = req.headers.get(http::header::ORIGIN) {
+        if !config.origins.allows(origin.as_bytes()) {
+            let msg = format!(
+                "Origin {:?} is not allowed to call this gateway; add it to origins.allow",
+                origin.to_str().unwrap_or("")
+            );
+            return Err(Rejection::new(
+                403,
+                codes::INVALID_REQUEST,
+                "origin-refused",
+                msg,
+            ));
+        }
+    }
+    for name in ["authorization", SESSION_ID] {
+        if req.headers.get_all(name).iter().count() > 1 {
+            let msg = format!("The request carries {name} twice; send it once");
+            return Err(Rejection::new(
+                400,
+                codes::INVALID_REQUEST,
+                "header-repeated",
+                msg,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The session the request presents, verified; the legacy server's answers otherwise.
+fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
+    let Some(id) = input.session_id.as_deref() else {
+        let msg = "Bad Request: no session id (Mcp-Session-Id); send initialize first";
+        return Err(Rejection::new(
+            400,
+            codes::GATEWAY_SESSION_REQUIRED,
+            "session-missing",
+            msg,
+        ));
+    };
+    LegacySession::verify(&bridge.sealer, id, &input.caller, &input.path).map_err(|r| {
+        Rejection::new(
+            404,
+            codes::GATEWAY_SESSION_NOT_FOUND,
+            "session-not-found",
+            r.message(),
+        )
+        .with_data(serde_json::json!({"reason": r.label()}))
+    })
+}
+
+/// `GET` (the standalone stream: not offered, 405 as the 2025 spec allows) and `DELETE` (the
+/// session's waiting calls on this replica end) on a verified session.
+async fn on_session(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    bridge: &Bridge,
+    s: &LegacySession,
+) -> Result<bool> {
+    if session.req_header().method == http::Method::GET {
+        let rej = Rejection::new(
+            405,
+            codes::INVALID_REQUEST,
+            "method-not-allowed",
+            "This gateway offers no standalone stream on a 2025-era session: use POST",
+        );
+        ctx.extra_headers.push(("allow", "POST, DELETE".into()));
+        return refuse(session, ctx, rej, None).await;
+    }
+    bridge.waiting.cancel(&s.nonce, None);
+    respond(session, 200, Vec::new(), &[]).await?;
+    Ok(true)
+}
+
+/// A POSTed JSON-RPC message of the 2025 era: `initialize`, or a request, notification or
+/// response of a session.
+async fn post(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    bridge: &Bridge,
+    input: Input,
+) -> Result<bool> {
+    ctx.expects_continue = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    invite_body(session, ctx).await?;
+    let max = ctx.gw.config.limits.max_body_bytes;
+    let body = match inspect::read_whole(session, max).await {
+        Ok(b) => b,
+        Err(rej) => return refuse(session, ctx, rej, None).await,
+    };
+    ctx.body_len = body.len();
+    ctx.progress = crate::gateway::journey::request::Progress::Drained;
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(Value::Array(_)) => {
+            let rej = Rejection::new(400, codes::INVALID_REQUEST, "batch", "JSON-RPC batches are not supported (removed in 2025-06-18): send one message a request");
+            return refuse(session, ctx, rej, None).await;
+        }
+        _ => {
+            let rej = Rejection::new(
+                400,
+                codes::PARSE_ERROR,
+                "parse-error",
+                "Parse error: the body is not a JSON-RPC message",
+            );
+            return refuse(session, ctx, rej, None).await;
+        }
+    };
+    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+    let id = msg
+        .get("id")
+        .filter(|i| !i.is_null())
+        .and_then(|i| to_raw_value(i).ok());
+    ctx.method = method.clone().or(Some("legacy-response".into()));
+    if method.as_deref() == Some(crate::mcp::methods::INITIALIZE) {
+        return initialize::run(session, ctx, bridge, &input, &msg, id).await;
+    }
+    let s = match verify(bridge, &input) {
+        Ok(s) => s,
+        Err(rej) => return refuse(session, ctx, rej, id).await,
+    };
+    match (method, id) {
+        (None, Some(id)) => answers::deliver(session, ctx, bridge, &input, &s, msg, id).await,
+        (Some(m), None) => notified(session, bridge, &s, &m, &msg).await,
+        (Some(m), Some(id)) => match legacy::answered_at_edge(&m) {
+            Some(result) => reply(session, &id, &result).await,
+            None => {
+                call::run(
+                    session,
+                    ctx,
+                    bridge,
+                    &input,
+                    &s,
+                    call::Call::new(m, msg, id),
+                )
+                .await
+            }
+        },
+        (None, None) => {
+            let rej = Rejection::new(
+                400,
+                codes::INVALID_REQUEST,
+                "invalid-request",
+                "Invalid Request: neither a method nor an id",
+            );
+            refuse(session, ctx, rej, None).await
+        }
+    }
+}
+
+/// A client notification: `notifications/cancelled` ends the call it names (on this replica);
+/// the others (`initialized`, `roots/list_changed`) need nothing. 202 either way.
+async fn notified(
+    session: &mut Session,
+    bridge: &Bridge,
+    s: &LegacySession,
+    method: &str,
+    msg: &Value,
+) -> Result<bool> {
+    if method == "notifications/cancelled" {
+        if let Some(r) = msg.pointer("/params/requestId") {
+            bridge.waiting.cancel(&s.nonce, Some(&r.to_string()));
+        }
+    }
+    answers::accepted(session).await
+}
+
+/// A JSON-RPC result for `id`, as JSON.
+async fn reply(session: &mut Session, id: &RawValue, result: &Value) -> Result<bool> {
+    respond(session, 200, crate::mcp::result_body(id, result), &[]).await?;
+    Ok(true)
+}

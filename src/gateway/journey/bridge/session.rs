@@ -1,0 +1,188 @@
+//! A 2025-era session as the gateway keeps it: nowhere. Everything a session needs (the
+//! negotiated revision, the client's capabilities and info, who opened it, for which endpoint,
+//! until when) is sealed into the `Mcp-Session-Id` the gateway mints ([`crate::mcp::seal`]), so
+//! any replica that holds the keys serves any session, with no shared store.
+//!
+//! A session id is refused (404, as a legacy server refuses an unknown session, so the client
+//! opens a new one) when it does not open, has expired, was opened on another endpoint, or is
+//! presented with another credential than the one that opened it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::mcp::hex;
+use crate::mcp::seal::{now_ms, SealError, Sealer};
+
+/// The token kind of a sealed session id.
+const KIND: &str = "es1";
+/// The longest session id opened (a client that declares huge capabilities gets an error at
+/// `initialize`, not a header that proxies drop).
+pub(super) const MAX_LEN: usize = 4096;
+
+/// What a sealed session id says.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct LegacySession {
+    /// The negotiated 2025-era revision.
+    #[serde(rename = "v")]
+    pub version: String,
+    /// The client's capabilities from its `initialize`.
+    #[serde(rename = "c")]
+    pub capabilities: Value,
+    /// The client's `clientInfo`.
+    #[serde(rename = "i", default)]
+    pub client_info: Value,
+    /// Who opened it: [`caller_of`].
+    #[serde(rename = "w")]
+    pub caller: String,
+    /// The endpoint path it was opened on.
+    #[serde(rename = "p")]
+    pub path: String,
+    /// 16 random bytes (hex): the session's own name, to which answer ids are bound.
+    #[serde(rename = "n")]
+    pub nonce: String,
+    /// Expiry, milliseconds since the Unix epoch.
+    #[serde(rename = "e")]
+    pub expires_at_ms: u64,
+}
+
+/// Why a presented session id was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Refused {
+    Seal(SealError),
+    Expired,
+    OtherEndpoint,
+    OtherCaller,
+}
+
+impl Refused {
+    pub(crate) fn message(&self) -> String {
+        let why = match self {
+            Refused::Seal(e) => e.describe("session id"),
+            Refused::Expired => "the session expired".into(),
+            Refused::OtherEndpoint => "the session was opened on another endpoint".into(),
+            Refused::OtherCaller => {
+                "the session was opened with another credential (Authorization)".into()
+            }
+        };
+        format!("Session not found: {why}; send initialize again to open a new session")
+    }
+
+    /// The metric label of the refusal.
+    pub(crate) fn label(&self) -> &'static str {
+        match self {
+            Refused::Seal(SealError::UnknownKey(_)) => "unknown_key",
+            Refused::Seal(_) => "invalid",
+            Refused::Expired => "expired",
+            Refused::OtherEndpoint => "other_endpoint",
+            Refused::OtherCaller => "other_caller",
+        }
+    }
+}
+
+/// Who calls: a digest of the `Authorization` header (never the credential itself), or empty
+/// without one. A session and the answers given on it are bound to it.
+pub(crate) fn caller_of(authorization: Option<&[u8]>) -> String {
+    match authorization {
+        Some(a) => hex::encode(&Sha256::digest(a)[..16]),
+        None => String::new(),
+    }
+}
+
+impl LegacySession {
+    /// A new session for `caller` on `path`, valid for `ttl_ms`.
+    pub(crate) fn open(
+        version: &str,
+        capabilities: Value,
+        client_info: Value,
+        caller: String,
+        path: &str,
+        ttl_ms: u64,
+    ) -> Self {
+        LegacySession {
+            version: version.to_owned(),
+            capabilities,
+            client_info,
+            caller,
+            path: path.to_owned(),
+            nonce: hex::encode(&rand::random::<[u8; 16]>()),
+            expires_at_ms: now_ms().saturating_add(ttl_ms),
+        }
+    }
+
+    /// The session id: `None` when it would be longer than [`MAX_LEN`].
+    pub(crate) fn seal(&self, sealer: &Sealer) -> Option<String> {
+        let id = sealer.seal(KIND, self);
+        (id.len() <= MAX_LEN).then_some(id)
+    }
+
+    /// Open a presented session id and check it belongs to `caller` on `path`, now.
+    pub(crate) fn verify(
+        sealer: &Sealer,
+        id: &str,
+        caller: &str,
+        path: &str,
+    ) -> Result<LegacySession, Refused> {
+        let s: LegacySession = sealer.open(KIND, id, MAX_LEN).map_err(Refused::Seal)?;
+        if now_ms() >= s.expires_at_ms {
+            return Err(Refused::Expired);
+        }
+        if s.path != path {
+            return Err(Refused::OtherEndpoint);
+        }
+        if s.caller != caller {
+            return Err(Refused::OtherCaller);
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::seal::StateKeys;
+    use serde_json::json;
+
+    #[test]
+    fn a_session_opens_for_its_caller_and_endpoint_only() {
+        let sealer = Sealer::new(StateKeys::random());
+        let alice = caller_of(Some(b"Bearer a"));
+        let s = LegacySession::open(
+            "2025-11-25",
+            json!({"elicitation": {}}),
+            json!({"name": "c"}),
+            alice.clone(),
+            "/mcp",
+            60_000,
+        );
+        let id = s.seal(&sealer).unwrap();
+        assert_eq!(
+            LegacySession::verify(&sealer, &id, &alice, "/mcp").unwrap(),
+            s
+        );
+        let bob = caller_of(Some(b"Bearer b"));
+        assert_eq!(
+            LegacySession::verify(&sealer, &id, &bob, "/mcp"),
+            Err(Refused::OtherCaller)
+        );
+        assert_eq!(
+            LegacySession::verify(&sealer, &id, &alice, "/fed"),
+            Err(Refused::OtherEndpoint)
+        );
+        let other = Sealer::new(StateKeys::random());
+        assert!(matches!(
+            LegacySession::verify(&other, &id, &alice, "/mcp"),
+            Err(Refused::Seal(SealError::UnknownKey(_)))
+        ));
+        let old = LegacySession {
+            expires_at_ms: 1,
+            ..s
+        };
+        let id = old.seal(&sealer).unwrap();
+        assert_eq!(
+            LegacySession::verify(&sealer, &id, &alice, "/mcp"),
+            Err(Refused::Expired)
+        );
+        assert_eq!(caller_of(None), "");
+    }
+}
