@@ -51,6 +51,9 @@ pub struct PoolConfig {
     /// token exchange for the caller); the caller's own token never goes to such a pool.
     #[serde(default)]
     pub credentials: Option<super::credentials::CredentialsConfig>,
+    /// Multi round-trip calls: `seal` the servers' `requestState` at the edge.
+    #[serde(default)]
+    pub mrtr: super::mrtr::MrtrConfig,
 }
 
 /// How instances are probed.

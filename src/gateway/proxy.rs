@@ -246,7 +246,9 @@ async fn read_body(
     let gw = ctx.gw.clone();
     // Auth decides on the claimed method and name: with it, every body is checked.
     let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-    let checked = auth_check || ctx.federated.is_some() || validate::sampled(sample);
+    // A sealing pool reads every body: a retry's state is opened before any upstream.
+    let sealing = gw.seals.get(ctx.pool).is_some_and(Option::is_some);
+    let checked = auth_check || ctx.federated.is_some() || sealing || validate::sampled(sample);
     if !checked {
         gw.metrics.check_skipped();
     }

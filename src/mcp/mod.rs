@@ -47,6 +47,7 @@ pub(crate) mod rewrite;
 pub mod scan;
 pub mod seal;
 pub mod sse;
+pub mod state_seal;
 pub(crate) mod strict;
 pub mod tasks;
 

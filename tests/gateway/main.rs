@@ -45,6 +45,7 @@ mod limits_metrics;
 mod param_headers;
 mod parked;
 mod routing;
+mod seal;
 mod spoofing;
 mod tasks;
 mod tls;

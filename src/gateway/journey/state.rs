@@ -63,6 +63,8 @@ pub struct Gateway {
     pub federation: Option<crate::gateway::stages::federation::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    /// Each pool's `requestState` sealing (`pools.<name>.mrtr.seal`), indexed like `pools`.
+    pub seals: crate::gateway::stages::seal::Seals,
     /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
     pub(crate) admin_token: Option<[u8; 32]>,
     /// The protocol bridge for 2025-era clients (`legacy:`; `None` when they are refused).
@@ -154,7 +156,13 @@ impl Gateway {
             &config,
             previous.and_then(|p| p.bridge.as_ref()),
         );
+        let seals = crate::gateway::stages::seal::build_all(
+            &config,
+            &table.pools,
+            previous.map(|p| (&p.table.pools[..], &p.seals)),
+        )?;
         Ok(Gateway {
+            seals,
             bridge,
             admin_token: config
                 .admin_token_file

@@ -210,6 +210,12 @@ async fn after_check(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -
     }
     let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
     let body = if renamed { ctx.in_hand.clone() } else { body };
+    match crate::gateway::journey::seal::on_checked(session, ctx, &body) {
+        Verdict::Next => {}
+        said => return Ok(said),
+    }
+    // A retry whose state was opened carries `requestState`: the cache never keys nor answers
+    // it, whichever of the two bodies it reads.
     cache::on_checked(session, ctx, &body).await
 }
 

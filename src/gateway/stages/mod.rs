@@ -10,7 +10,9 @@
 //! 3. [`limit`], [`concurrency`]: rate and in-flight limits on the claims (the caller's token
 //!    and the pool's credential are `crate::auth` and `crate::credentials`).
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body.
-//! 5. [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen streams).
+//! 5. [`seal`]: a sealing pool's `requestState` opened on the retry (and sealed on the way
+//!    back); then [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen
+//!    streams).
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
@@ -24,4 +26,5 @@ pub(crate) mod health;
 pub(crate) mod inspect;
 pub mod limit;
 pub mod route;
+pub mod seal;
 pub mod validate;

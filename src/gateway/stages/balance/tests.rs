@@ -38,6 +38,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         tls: None,
         http: Default::default(),
         credentials: None,
+        mrtr: Default::default(),
     }
 }
 
