@@ -22,9 +22,19 @@ impl Config {
             out.push_str(&f.describe());
         }
         self.describe_caches(&mut out);
+        out.push_str(&super::policy::describe(&self.argument_policy));
         self.describe_limits(&mut out);
+        out.push_str(&super::legacy::describe(&self.legacy, self.endpoints()));
         self.describe_timeouts(&mut out);
         out
+    }
+
+    /// Every MCP endpoint path: the main one and the federated ones.
+    fn endpoints(&self) -> Vec<&str> {
+        let fed = self.federation.iter().flat_map(|f| &f.endpoints);
+        std::iter::once(self.endpoint.as_str())
+            .chain(fed.map(|e| e.path.as_str()))
+            .collect()
     }
 
     /// Listeners, threads, auth, origins and the upstream header.
@@ -74,6 +84,9 @@ impl Config {
                 policy.push_str(&format!(", bound {b}"));
             }
             let _ = writeln!(out, "  {name:<12} {policy:<32} {}", p.instances.join(", "));
+            if let Some(v) = p.era.legacy_version() {
+                let _ = writeln!(out, "  {:<12} era: {v} (the gateway holds its sessions and turns its mid-call questions into input_required)", "");
+            }
             let h = &p.health;
             let check = match h.check {
                 HealthCheckKind::Mcp => format!("server/discover every {:?}", h.interval),

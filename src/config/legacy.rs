@@ -55,6 +55,13 @@ pub struct LegacyConfig {
     /// needs input ends with an error instead of waiting.
     #[serde(default = "d_max_waiting")]
     pub max_waiting: usize,
+    /// Sessions the gateway holds with 2025-era servers (pools with a legacy `era`), one per
+    /// instance and caller; past it the least recently used is closed (`DELETE`).
+    #[serde(default = "d_server_sessions")]
+    pub server_sessions: usize,
+    /// A session with a 2025-era server unused this long is closed.
+    #[serde(default = "d_server_idle", with = "super::humantime_serde_compat")]
+    pub server_session_idle: Duration,
 }
 
 impl Default for LegacyConfig {
@@ -67,6 +74,8 @@ impl Default for LegacyConfig {
             session_ttl: d_session_ttl(),
             answer_timeout: d_answer_timeout(),
             max_waiting: d_max_waiting(),
+            server_sessions: d_server_sessions(),
+            server_session_idle: d_server_idle(),
         }
     }
 }
@@ -87,6 +96,12 @@ fn d_answer_timeout() -> Duration {
 fn d_max_waiting() -> usize {
     10_000
 }
+fn d_server_sessions() -> usize {
+    10_000
+}
+fn d_server_idle() -> Duration {
+    Duration::from_secs(600)
+}
 
 /// The checks of `legacy:`: a readable key file, an `http://` advertise address, bounds above 0.
 pub(crate) fn validate(c: &LegacyConfig, pos: &Positions, file: &str) -> Result<(), ConfigError> {
@@ -105,10 +120,15 @@ pub(crate) fn validate(c: &LegacyConfig, pos: &Positions, file: &str) -> Result<
             ));
         }
     }
-    if c.session_ttl.is_zero() || c.answer_timeout.is_zero() || c.max_waiting == 0 {
+    if c.session_ttl.is_zero()
+        || c.answer_timeout.is_zero()
+        || c.max_waiting == 0
+        || c.server_sessions == 0
+        || c.server_session_idle.is_zero()
+    {
         return Err(err(
             "legacy",
-            "legacy: session_ttl, answer_timeout and max_waiting must be above 0".into(),
+            "legacy: session_ttl, answer_timeout, max_waiting, server_sessions and server_session_idle must be above 0".into(),
         ));
     }
     Ok(())
@@ -125,4 +145,29 @@ pub(crate) fn read_keys(path: &PathBuf) -> Result<crate::mcp::seal::StateKeys, S
     })?;
     crate::mcp::seal::StateKeys::parse_ring(&text)
         .map_err(|e| format!("legacy.keys_file: {}: {e}", path.display()))
+}
+
+/// What `mcp-edge check` says of the eras each endpoint serves.
+pub(crate) fn describe(c: &LegacyConfig, endpoints: Vec<&str>) -> String {
+    let mut out = String::from("\neras\n");
+    for e in endpoints {
+        let clients = if c.bridges(e) {
+            "2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"
+        } else {
+            "2026-07-28 clients only (2025-era clients refused with -32022)"
+        };
+        out.push_str(&format!("  {e:<12} {clients}\n"));
+    }
+    let keys = match &c.keys_file {
+        Some(k) => format!("sealing keys from {}", k.display()),
+        None => {
+            "a random sealing key per process (set legacy.keys_file for several replicas)".into()
+        }
+    };
+    out.push_str(&format!(
+        "  {:<12} {keys}; answers between replicas via {}\n",
+        "",
+        c.advertise.as_deref().unwrap_or("the MCP listener")
+    ));
+    out
 }

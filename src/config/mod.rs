@@ -39,6 +39,7 @@ mod limits;
 mod listen;
 pub(crate) mod mrtr;
 mod pattern;
+pub(crate) mod policy;
 pub(crate) mod pools;
 mod positions;
 mod rate_limits;
@@ -149,6 +150,9 @@ pub struct Config {
     /// Clients of the 2025 era: bridged (the default) or refused (see `config::legacy`).
     #[serde(default)]
     pub legacy: legacy::LegacyConfig,
+    /// Rules over a call's arguments and the caller's claims, at the edge (see `config::policy`).
+    #[serde(default)]
+    pub argument_policy: Vec<policy::PolicyRule>,
 }
 
 fn d_dns_refresh() -> Duration {
@@ -276,7 +280,14 @@ impl Config {
             });
             ConfigError::at(file, pos, message)
         })?;
+        let mut cfg = cfg;
         cfg.validate(&Positions::of(text), file)?;
+        for p in cfg.pools.values_mut() {
+            // A 2025-era server has no server/discover to probe without a session.
+            if p.era.legacy_version().is_some() && p.health.check == HealthCheckKind::Mcp {
+                p.health.check = HealthCheckKind::Tcp;
+            }
+        }
         Ok(cfg)
     }
 }

@@ -54,6 +54,38 @@ pub struct PoolConfig {
     /// Multi round-trip calls: `seal` the servers' `requestState` at the edge.
     #[serde(default)]
     pub mrtr: super::mrtr::MrtrConfig,
+    /// The protocol revision the instances speak: `2026-07-28` (the default), or a 2025-era
+    /// revision (`2025-11-25`, `2025-06-18`, `2025-03-26`): the gateway then holds sessions to
+    /// them and serves 2026 clients from them, mid-call questions included (docs/bridge.md).
+    /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
+    #[serde(default)]
+    pub era: PoolEra,
+}
+
+/// What a pool's instances speak.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema, PartialEq, Eq, Default)]
+pub enum PoolEra {
+    #[default]
+    #[serde(rename = "2026-07-28")]
+    Modern,
+    #[serde(rename = "2025-11-25")]
+    V2025_11_25,
+    #[serde(rename = "2025-06-18")]
+    V2025_06_18,
+    #[serde(rename = "2025-03-26")]
+    V2025_03_26,
+}
+
+impl PoolEra {
+    /// The 2025-era revision, for a legacy pool.
+    pub fn legacy_version(self) -> Option<&'static str> {
+        match self {
+            PoolEra::Modern => None,
+            PoolEra::V2025_11_25 => Some("2025-11-25"),
+            PoolEra::V2025_06_18 => Some("2025-06-18"),
+            PoolEra::V2025_03_26 => Some("2025-03-26"),
+        }
+    }
 }
 
 /// How instances are probed.

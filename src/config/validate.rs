@@ -51,6 +51,7 @@ impl Config {
         flows::validate(&self.flows, &self.tracing, pos, file)?;
         connections::validate(&self.connections, pos, file)?;
         super::legacy::validate(&self.legacy, pos, file)?;
+        super::policy::validate(&self.argument_policy, pos, file)?;
         if let Some(f) = &self.federation {
             f.validate(self, &err)?;
         }

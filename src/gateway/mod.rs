@@ -13,7 +13,9 @@
 //! | [`telemetry`]  | what is recorded: metrics, flows, traces, the refusal ring                     |
 //!
 //! **The default path** (a plain HTTP/1.1 pool, `connections.upstream_leg: direct`, the body
-//! checked) runs whole in pingora's first phase, `request_filter` ([`proxy`]), in this order:
+//! checked) runs whole in pingora's first phase, `request_filter` ([`proxy`]), in the order of
+//! the one list of stages ([`stages::pipeline`], run by [`journey::pipeline`], walked by
+//! `explain`):
 //!
 //! 1. the whole HTTP/1 head has arrived in time ([`transport::head_deadline`], below pingora);
 //! 2. **admit** the head ([`stages::admission`]);
@@ -23,8 +25,9 @@
 //!    [`journey::limit`], [`stages::concurrency`] through [`journey::concurrency`]), still on
 //!    the claims; only then `100 Continue`;
 //! 5. **read the body** whole, once, whatever its framing ([`stages::inspect`], through
-//!    [`journey::steps::read_before_upstream`]) and **validate** it against the headers
-//!    ([`stages::validate`]); a federated endpoint may answer here (merged lists, discovery:
+//!    [`journey::pipeline::body`]) and **validate** it against the headers
+//!    ([`stages::validate`]), then the **body stages** ([`stages::body`]: the argument policy,
+//!    [`stages::policy`]); a federated endpoint may answer here (merged lists, discovery:
 //!    [`journey::federation::on_checked`]);
 //! 6. **cache**: a hit is answered here ([`journey::cache`] over [`stages::cache`]); each
 //!    returns a [`stages::answer::Verdict`]; the pool's own credential

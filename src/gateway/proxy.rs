@@ -1,7 +1,8 @@
-//! The pingora [`ProxyHttp`]: its phases are the request's journey, each calling the journey's
-//! steps ([`super::journey`]) and the stages whose verdicts it applies itself
-//! ([`super::stages`]: admission, route, inspect, validate), in order. The map of the
-//! default path is in [`super`] (`gateway/mod.rs`).
+//! The pingora [`ProxyHttp`]: a thin adapter whose phases call the journey
+//! ([`super::journey`]): `request_filter` runs the pipeline's stages in the order of their one
+//! list ([`super::journey::pipeline`] over [`super::stages::pipeline::STAGES`]), the later
+//! phases call the same step functions the direct leg calls (balance, response, failure). The
+//! map of the default path is in [`super`] (`gateway/mod.rs`).
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -15,17 +16,10 @@ use std::time::Duration;
 use super::journey::live::Live;
 use super::journey::request::Progress;
 use super::journey::request::RequestCtx;
-use super::journey::state::Gateway;
-use super::journey::steps::{
-    cut_off, hold_chunk, invite_body, keep_alive_policy, read_before_upstream, refuse,
-    refuse_with_id, select_route, settle_doomed,
-};
-use super::journey::{
-    auth, bridge, concurrency, credentials, direct, failure, federation, forward, limit, observe,
-    response,
-};
+use super::journey::steps::{cut_off, keep_alive_policy};
+use super::journey::{auth, bridge, direct, failure, forward, observe, pipeline, response};
 use super::stages::answer::{self, too_large};
-use super::stages::{admission, inspect, route, validate};
+use super::stages::inspect;
 use super::transport::upstream_h1;
 
 /// The pingora service.
@@ -61,54 +55,32 @@ impl ProxyHttp for Proxy {
             return Ok(answered);
         }
 
-        // 0b. A client of the 2025 era: the protocol bridge answers it whole, carrying its
-        //     requests through this pipeline as 2026 requests (`journey::bridge`).
+        // A client of the 2025 era: the protocol bridge answers it whole, carrying its requests
+        // through this pipeline as 2026 requests (`journey::bridge`): eras are translated at
+        // the edge, so no stage below sees one.
         if let Some(answered) = bridge::front(session, ctx).await? {
             return Ok(answered);
         }
 
-        // 1. Admit: what the head alone decides.
-        let admitted = match admission::admit(session.req_header(), &gw.config, &gw.key_headers) {
-            Ok(a) => a,
-            Err(rej) => return refuse(session, ctx, rej, None).await,
-        };
-        ctx.method = admitted.method;
-        ctx.name = admitted.name;
-        ctx.expects_continue = admitted.expects_continue;
-        if admitted.doomed {
-            invite_body(session, ctx).await?;
-            if let Some(answered) = settle_doomed(session, ctx).await? {
-                return Ok(answered);
-            }
-        }
-
-        // 2-3. Route, authenticate and limit on the claims.
-        if let Some(answered) = on_the_claims(session, ctx, &gw).await? {
+        // The stages, in the order of the one list (`stages::pipeline::STAGES`): on the head,
+        // then on the body where it is in hand, then the pool's (`journey::pipeline`).
+        if let Some(answered) = pipeline::on_head(session, ctx, &gw).await? {
             return Ok(answered);
         }
-        let sample = ctx
-            .route
-            .and_then(|r| gw.table.get(r))
-            .map_or(1.0, |r| r.sample);
-
-        // 4. Only now is the body invited (`100 Continue`): limits ran on the headers alone.
-        invite_body(session, ctx).await?;
-
-        // 5. Read the body as its framing and leg allow (`inspect::Plan`): whole before any
-        //    upstream is chosen, and checked (the default path, whatever its size and framing);
-        //    held and checked chunk by chunk on pingora's pipe past 64 KiB; or, sampled out,
-        //    streamed unchecked.
-        if let Some(answered) = read_body(session, ctx, sample, admitted.content_length).await? {
+        if let Some(answered) = pipeline::on_body(session, ctx, &gw).await? {
+            return Ok(answered);
+        }
+        if let Some(answered) = pipeline::on_pool(session, ctx, &gw).await? {
             return Ok(answered);
         }
 
-        // 5b. The pool's own credential (a secret, or a token from its token endpoint), now that
-        //     the pool is final; the caller's token never goes to such a pool.
-        if let Err(rej) = credentials::obtain(session, ctx, &gw).await {
-            return refuse_with_id(session, ctx, rej).await;
+        // A pool of 2025-era servers: over the gateway's session with an instance, its mid-call
+        // questions turned into `input_required` (`journey::bridge::back`).
+        if let Some(version) = bridge::back::takes(ctx) {
+            return bridge::back::forward(session, ctx, version).await;
         }
 
-        // 6. A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.
+        // A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.
         if direct::takes(session, ctx) {
             return direct::forward(session, ctx, &self.upstreams).await;
         }
@@ -163,7 +135,7 @@ impl ProxyHttp for Proxy {
                 }
                 Ok(())
             }
-            Progress::Holding(_) => hold_chunk(session, body, end_of_stream, ctx),
+            Progress::Holding(_) => pipeline::hold_chunk(session, body, end_of_stream, ctx),
             // Checked before the upstream was chosen: the body passes as it is.
             _ => {
                 if end_of_stream {
@@ -228,73 +200,8 @@ impl ProxyHttp for Proxy {
         }
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
         let headers = &session.req_header().headers;
+        #[cfg(test)]
+        pipeline::trace::record(headers, ctx.ran);
         observe::finish_request(ctx, status, session.body_bytes_sent(), headers);
     }
-}
-
-/// Step 5, reading the body as its framing and leg allow (`inspect::Plan`). `Some(answered)`:
-/// the request is over (refused, or answered by the gateway itself).
-async fn read_body(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    sample: f64,
-    content_length: Option<usize>,
-) -> Result<Option<bool>> {
-    if !matches!(ctx.progress, Progress::Claimed) {
-        return Ok(None);
-    }
-    let gw = ctx.gw.clone();
-    // Auth decides on the claimed method and name: with it, every body is checked.
-    let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-    // A sealing pool reads every body: a retry's state is opened before any upstream.
-    let sealing = gw.seals.get(ctx.pool).is_some_and(Option::is_some);
-    let checked = auth_check || ctx.federated.is_some() || sealing || validate::sampled(sample);
-    if !checked {
-        gw.metrics.check_skipped();
-    }
-    let direct = direct::leg_for(session, ctx);
-    let declared = inspect::declared_length(session, content_length);
-    let plan = inspect::plan(checked, direct, declared, session.is_body_empty());
-    if federation::needs_body_first(ctx, plan) {
-        // Answered or renamed by the gateway: the body must be in hand first.
-        let rej = too_large(inspect::PREREAD_MAX);
-        return refuse_with_id(session, ctx, rej).await.map(Some);
-    }
-    read_before_upstream(session, ctx, plan, (checked, direct)).await
-}
-
-/// Steps 2 and 3, on what the headers claim, before the body: route, authenticate, limit.
-/// `Some(answered)`: refused.
-async fn on_the_claims(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    gw: &Gateway,
-) -> Result<Option<bool>> {
-    // 2. Route on the claims: by the route table, or on a federated endpoint by what the
-    //    catalog says each pool serves (`federation::route`).
-    let selected = select_route(gw, ctx, session.req_header().uri.path());
-    let Some((route_ref, route)) = selected.and_then(|r| Some((r, gw.table.get(r)?))) else {
-        let rej = route::no_route(ctx.method.as_deref(), ctx.name.as_deref());
-        return refuse_with_id(session, ctx, rej).await.map(Some);
-    };
-    ctx.pool = route.pool;
-    ctx.route = Some(route_ref);
-
-    // 2b. Auth: who is calling, and may they call what the headers claim.
-    if let Err(rej) = auth::admit(session, ctx, gw, route_ref).await {
-        return refuse_with_id(session, ctx, rej).await.map(Some);
-    }
-    ctx.list_filter = auth::list_filter(gw, ctx.method.as_deref());
-
-    // 3. Limit, on the same claims (a spoofed claim is caught by the check that follows), then
-    //    take a concurrency slot of every limit covering the request, or shed it (503).
-    let over = match limit::over_limit(gw, session, ctx, &route.name).await {
-        Some(refused) => Some(refused),
-        None => concurrency::take_slots(gw, ctx, &route.name).await,
-    };
-    if let Some((rej, retry_after)) = over {
-        ctx.extra_headers.push(("retry-after", retry_after));
-        return refuse_with_id(session, ctx, rej).await.map(Some);
-    }
-    Ok(None)
 }

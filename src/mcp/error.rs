@@ -69,15 +69,18 @@ pub mod codes {
         /// Gateway (credentials): the pool's credential could not be obtained from its token
         /// endpoint (HTTP 503 + Retry-After when it is down or slow, 502 when it refused).
         GATEWAY_CREDENTIAL_UNAVAILABLE = -31012, "-31012";
+        /// Gateway (argument policy): a rule over the call's arguments and the caller's claims
+        /// refuses it (HTTP 403); the message and `data.rule` name the rule.
+        GATEWAY_POLICY_DENIED = -31013, "-31013";
         /// Gateway (2025-era bridge): the session id is unknown, expired, altered or another
         /// caller's (HTTP 404, as a 2025-era server answers: the client opens a new session).
-        GATEWAY_SESSION_NOT_FOUND = -31013, "-31013";
+        GATEWAY_SESSION_NOT_FOUND = -31014, "-31014";
         /// Gateway (2025-era bridge): a request other than `initialize` without a session id
         /// (HTTP 400), or an answer to a question the gateway did not ask on that session.
-        GATEWAY_SESSION_REQUIRED = -31014, "-31014";
+        GATEWAY_SESSION_REQUIRED = -31015, "-31015";
         /// Gateway (2025-era bridge): the client did not answer the server's questions in
         /// time, refused one, or the call could not wait (too many calls waiting).
-        GATEWAY_INPUT_NOT_GIVEN = -31015, "-31015";
+        GATEWAY_INPUT_NOT_GIVEN = -31016, "-31016";
     }
 }
 

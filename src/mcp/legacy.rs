@@ -35,12 +35,17 @@ pub enum Era {
 
 /// The era of a request head (`method`: the HTTP method).
 pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
+    // A 2025-era client never sends `Mcp-Method`: a POST that does is a 2026 request, whatever
+    // version it claims (the check then answers -32022 for a 2025 one) and whatever session id
+    // it carries (a 2026 server ignores one).
+    let post = method == http::Method::POST;
+    if post && headers.contains_key(super::header::METHOD) {
+        return Era::Modern;
+    }
     if headers.contains_key(SESSION_ID) {
         return Era::Legacy;
     }
-    // A 2025-era client never sends `Mcp-Method`: a request that does is a 2026 request,
-    // whatever version it claims (the check then answers -32022 for a 2025 one).
-    if method != http::Method::POST || headers.contains_key(super::header::METHOD) {
+    if !post {
         return Era::Modern;
     }
     let version = headers

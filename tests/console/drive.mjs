@@ -71,6 +71,12 @@ try {
   await page.waitForFunction(() => document.querySelector("#explain-verdict").textContent.includes("verdict"), { timeout: 15000 });
   const verdict = await page.$eval("#explain-verdict", (e) => e.textContent);
   if (!verdict.includes("forwarded")) throw new Error(`explain says: ${verdict}`);
+  // The pipeline's stages, named from the list the proxy runs, in its order.
+  const stages = await page.$$eval("#stage-table tr", (rows) => rows.map((r) => r.cells[0]?.textContent));
+  const order = ["admit", "route", "auth", "limits", "check", "balance"].map((s) => stages.indexOf(s));
+  if (order.some((i) => i < 0) || order.some((i, n) => n > 0 && i < order[n - 1])) {
+    throw new Error(`the pipeline table lists: ${stages.join(", ")}`);
+  }
   await page.screenshot({ path: `${SHOTS}/explain.png` });
 
   if (problems.length) throw new Error(`the page reported: ${problems.join("; ")}`);

@@ -3,7 +3,7 @@
 //! and the spoofing rules (`cases`, `spoofing`, `keys`, `param_headers`), forwarding over
 //! HTTP/1.1 and h2 (`forward`, `http2`, `direct_leg`, `upstream_leg`, `detached_stream`,
 //! `parked`), limits and metrics (`limits_metrics`, `global_limits`, `limit_flood`,
-//! `concurrency`), MRTR flows, tasks and traces (`flows`, `tasks`, `traces`), routing and
+//! `concurrency`), the argument policy (`policy`), MRTR flows, tasks and traces (`flows`, `tasks`, `traces`), routing and
 //! balancing (`routing`), the edge cache (`cache`), auth and upstream credentials (`auth`,
 //! `auth_sdk`, `credentials`), TLS on both sides (`tls`, `upstream_tls`), federation
 //! (`federation`), the console and explain (`console`), and hostile clients (`abuse`,
@@ -27,6 +27,7 @@ mod abuse;
 mod attacks;
 mod auth;
 mod auth_sdk;
+mod bridge;
 mod cache;
 mod cases;
 mod concurrency;
@@ -44,6 +45,7 @@ mod limit_flood;
 mod limits_metrics;
 mod param_headers;
 mod parked;
+mod policy;
 mod routing;
 mod seal;
 mod spoofing;

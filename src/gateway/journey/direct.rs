@@ -7,11 +7,24 @@
 //! request beyond the system calls (the profile in
 //! docs/benchmarks-history.md).
 //!
-//! It runs the same stages as pingora's pipe, in the same order: [`forward::choose`] picks the
-//! instance, [`forward::upstream_headers`] prepares the head, [`failure::connect_failed`]
-//! decides connect retries, [`response::on_header`] and [`response::on_body`] see the response.
-//! A failure after connecting is returned as an error: pingora hands it to `fail_to_proxy`
-//! ([`failure::answer`]) and `logging`, as it does for its own pipe's failures.
+//! It is not a replay of pingora's later phases: every decision is one step function, which
+//! the direct leg and pingora's phase both call, so a change to a step changes both legs:
+//!
+//! | step                                  | on the direct leg      | on pingora's pipe          |
+//! |---------------------------------------|------------------------|----------------------------|
+//! | balance: [`forward::choose`]          | each attempt, here     | `upstream_peer`            |
+//! | the upstream head: [`forward::upstream_headers`] | once, here  | `upstream_request_filter`  |
+//! | a connect failure: [`failure::connect_failed`] | here       | `fail_to_connect`          |
+//! | the response: [`response::on_header`], [`response::on_body`] | here | `response_filter`, `response_body_filter` |
+//! | a failure's answer: [`failure::answer`] | `fail_to_proxy` (an error returned from here) | `fail_to_proxy` |
+//! | observe: `observe::finish_request`    | `logging`              | `logging`                  |
+//!
+//! What is the direct leg's own is the driver around those steps: the attempt loop, the
+//! connection (the gateway's own pool, head and body in one write) and the response's framing
+//! for the client; pingora's pipe has its own driver (its proxy loop, its connector, its retry
+//! buffer). Merging the two drivers would mean either the direct leg's speed for TLS and h2
+//! pools (the own client speaks plain HTTP/1.1 only) or pingora's pipe for plain ones (the
+//! profile that made this leg); so two drivers stay, over one set of steps.
 //!
 //! Differences from pingora's pipe, on purpose:
 //! - a request is re-sent only if it never left: when writing it to a pooled connection fails

@@ -68,6 +68,8 @@ pub(crate) fn peer(mut peer: HttpPeer, t: &Timeouts) -> HttpPeer {
 /// Balance: pick an instance of the request's pool (one it has not tried yet), note it in the
 /// request and the instance's metrics, and return the peer that reaches it.
 pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<HttpPeer> {
+    use crate::gateway::stages::pipeline::{index_of, Step};
+    ctx.ran.mark(index_of(Step::Balance));
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
     let picked = pool.pick_request(

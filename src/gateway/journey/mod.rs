@@ -5,8 +5,10 @@
 //! The phases in [`super::proxy::Proxy`] call these in order. Imports the stages, transport and
 //! telemetry, never [`super::proxy`] or [`super::runtime`].
 //!
-//! 1. [`steps`]: admit, route, limit and read the body before any upstream (the route step
-//!    consults [`federation`] on a federated endpoint; [`limit`] asks the rate limits and
+//! 0. [`pipeline`]: the runner of the one list of stages (`stages::pipeline::STAGES`): the
+//!    head stages, the body stages where the body is in hand, the pool's.
+//! 1. [`steps`]: refusing, reading the body, `100 Continue` (the route step consults
+//!    [`federation`] on a federated endpoint; [`limit`] asks the rate limits and
 //!    [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
 //! 3. [`seal`] (a sealing pool's retry state opened), then [`cache`], or [`federation`]'s own
@@ -28,9 +30,11 @@ pub(crate) mod direct;
 pub(crate) mod failure;
 pub(crate) mod federation;
 pub(crate) mod forward;
+pub(crate) mod legacy_up;
 pub(crate) mod limit;
 pub(crate) mod live;
 pub mod observe;
+pub(crate) mod pipeline;
 pub mod request;
 pub(crate) mod response;
 pub(crate) mod seal;

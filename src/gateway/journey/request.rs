@@ -98,6 +98,10 @@ pub struct RequestCtx {
     pub name: Option<String>,
     /// The client waits for `100 Continue` that has not been sent yet.
     pub expects_continue: bool,
+    /// The declared `Content-Length`, when there is one.
+    pub content_length: Option<usize>,
+    /// The stages of the pipeline this request went through ([`crate::gateway::stages::pipeline`]).
+    pub ran: crate::gateway::stages::pipeline::Ran,
 
     // Route: where it goes (a federated endpoint may route again after the body check).
     pub route: Option<RouteRef>,
@@ -114,6 +118,8 @@ pub struct RequestCtx {
     pub slots: Option<crate::gateway::stages::concurrency::Held>,
 
     // Inspect and validate: where the body is.
+    /// The header↔body check runs for this request (not sampled out).
+    pub check: bool,
     pub progress: Progress,
     /// Bytes of request body seen.
     pub body_len: usize,
@@ -167,6 +173,9 @@ impl RequestCtx {
             pool: 0,
             progress: Progress::Claimed,
             expects_continue: false,
+            content_length: None,
+            ran: Default::default(),
+            check: false,
             body_len: 0,
             in_hand: bytes::Bytes::new(),
             held: Default::default(),

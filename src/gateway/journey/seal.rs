@@ -50,7 +50,8 @@ pub(crate) fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -
             name,
             arguments: &leg.arguments,
         };
-        let direct = crate::gateway::journey::direct::leg_for(session, ctx);
+        // The body is kept in hand for the direct leg only, the one that can send it edited.
+        let direct = !ctx.in_hand.is_empty();
         match rewrite::request_state(body) {
             _ if !direct => Err(Refused::NotSealed),
             None => Err(Refused::NotSealed),

@@ -65,10 +65,12 @@ pub struct Gateway {
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
     /// Each pool's `requestState` sealing (`pools.<name>.mrtr.seal`), indexed like `pools`.
     pub seals: crate::gateway::stages::seal::Seals,
+    /// The body stages' own states, indexed as the pipeline's list (`None`: off).
+    pub(crate) stage_states: Vec<Option<crate::gateway::stages::body::State>>,
     /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
     pub(crate) admin_token: Option<[u8; 32]>,
-    /// The protocol bridge for 2025-era clients (`legacy:`; `None` when they are refused).
-    pub(crate) bridge: Option<crate::gateway::journey::bridge::Bridge>,
+    /// The protocol bridge for 2025-era clients and servers (`legacy:`, pools' `era`).
+    pub(crate) bridge: crate::gateway::stages::bridge::Bridge,
 }
 
 /// Each pool of the route table and how its instances are reached, with what a reload carries
@@ -152,10 +154,8 @@ impl Gateway {
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
             crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
-        let bridge = crate::gateway::journey::bridge::Bridge::build(
-            &config,
-            previous.and_then(|p| p.bridge.as_ref()),
-        );
+        let bridge =
+            crate::gateway::stages::bridge::Bridge::build(&config, previous.map(|p| &p.bridge));
         let seals = crate::gateway::stages::seal::build_all(
             &config,
             &table.pools,
@@ -179,6 +179,7 @@ impl Gateway {
             held: previous.map_or_else(Default::default, |p| p.held.clone()),
             federation,
             catalogs,
+            stage_states: crate::gateway::stages::pipeline::build_states(&config),
             auth,
             credentials,
             config,

@@ -1,23 +1,21 @@
 //! The steps of `request_filter` and `request_body_filter` that talk to the client session:
-//! refusing (with or without reading some body for the id), reading and checking a small body
-//! before any upstream is chosen, holding a large one chunk by chunk, inviting the body with
-//! `100 Continue`, and the client connection's keep-alive policy. The decisions they act on are
+//! refusing (with or without reading some body for the id), reading a body before any upstream
+//! is chosen (for the pipeline's body segment, `journey::pipeline::body`), inviting the body
+//! with `100 Continue`, and the client connection's keep-alive policy. The decisions they act on are
 //! made by the stage modules (admission, inspect, answer, ...); these functions only carry them
 //! out on a pingora [`Session`].
 
-use bytes::Bytes;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::RawValue;
 
 use crate::mcp::Rejection;
 
-use crate::gateway::journey::cache;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::answer::{self, refused_error, respond, too_large, Verdict};
-use crate::gateway::stages::inspect;
-use crate::gateway::stages::inspect::{BodyHold, Plan, Read};
+use crate::gateway::stages::answer::{self, refused_error, respond};
+use crate::gateway::stages::inspect::{self, Read};
+use crate::gateway::stages::pipeline;
 
 /// Refuse a request before any upstream is involved.
 pub(crate) async fn refuse(
@@ -83,10 +81,23 @@ pub(crate) async fn settle_doomed(
         Ok(b) => b,
         Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
     };
+    settle_read(session, ctx, body).await
+}
+
+/// [`settle_doomed`] for a body already read (with the retry buffer on): the 2025-era bridge
+/// reads a head-less request's body to tell `initialize` from the rest, which settle here.
+pub(crate) async fn settle_read(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    body: bytes::Bytes,
+) -> Result<Option<bool>> {
+    let gw = ctx.gw.clone();
     ctx.body_len = body.len();
     ctx.progress = Progress::Drained;
     ctx.in_hand = body.clone();
     let headers = &session.req_header().headers;
+    ctx.check = true;
+    ctx.ran.mark(pipeline::index_of(pipeline::Step::Check));
     match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
         Err((rej, id)) => refuse(session, ctx, rej, id).await.map(Some),
         Ok(env) if session.as_ref().retry_buffer_truncated() => {
@@ -140,106 +151,10 @@ pub(crate) async fn invite_body(session: &mut Session, ctx: &mut RequestCtx) -> 
     Ok(())
 }
 
-/// Carry out a body's [`Plan`] in `request_filter`, before any upstream is chosen (`Some`: the
-/// gateway answered). A body read whole is checked here (unless sampled out) and, for the
-/// direct leg, kept in hand to be sent as it is; pingora's pipe replays it from its retry
-/// buffer instead.
-pub(crate) async fn read_before_upstream(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    plan: Plan,
-    (checked, direct): (bool, bool),
-) -> Result<Option<bool>> {
-    let stop_after = match plan {
-        Plan::Stream => {
-            ctx.progress = Progress::Streaming;
-            return Ok(None);
-        }
-        Plan::Hold => {
-            ctx.progress = Progress::Holding(BodyHold::default());
-            return Ok(None);
-        }
-        Plan::Whole => None,
-        Plan::Prefix => Some(inspect::PREREAD_MAX),
-    };
-    let body = match read_in_hand(session, ctx, stop_after, !direct).await? {
-        Ok(Read::Whole(body)) => body,
-        Ok(Read::Prefix(hold)) => {
-            ctx.progress = Progress::Holding(hold);
-            return Ok(None);
-        }
-        Ok(Read::Over) => {
-            ctx.progress = Progress::Drained;
-            let pool = &ctx.gw.pools[ctx.pool].name;
-            let rej = answer::length_required(pool, inspect::PREREAD_MAX);
-            return refuse(session, ctx, rej, None).await.map(Some);
-        }
-        Err(answered) => return Ok(Some(answered)),
-    };
-    if direct {
-        ctx.in_hand = body.clone();
-    }
-    if !checked {
-        ctx.progress = Progress::Unchecked;
-        return Ok(None);
-    }
-    let gw = ctx.gw.clone();
-    let headers = &session.req_header().headers;
-    match inspect::inspect_and_validate(&gw.metrics, headers, &body) {
-        Ok(env) => {
-            ctx.progress = Progress::Checked(env);
-            let said = after_check(session, ctx, body).await?;
-            settle(session, ctx, said).await
-        }
-        Err((rej, id)) => {
-            ctx.progress = Progress::Drained;
-            // Kept for the refusal ring: what the body said (a refcount, not a copy).
-            ctx.in_hand = body;
-            refuse(session, ctx, rej, id).await.map(Some)
-        }
-    }
-}
-
-/// The stages right after the body check, each with its verdict: federation (a merged answer,
-/// or a prefixed name put back, before the cache, which then keys and forwards what the server
-/// will see), then the edge cache, before any upstream is chosen.
-async fn after_check(session: &mut Session, ctx: &mut RequestCtx, body: Bytes) -> Result<Verdict> {
-    match crate::gateway::journey::federation::on_checked(session, ctx, &body).await? {
-        Verdict::Next => {}
-        said => return Ok(said),
-    }
-    let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
-    let body = if renamed { ctx.in_hand.clone() } else { body };
-    match crate::gateway::journey::seal::on_checked(session, ctx, &body) {
-        Verdict::Next => {}
-        said => return Ok(said),
-    }
-    // A retry whose state was opened carries `requestState`: the cache never keys nor answers
-    // it, whichever of the two bodies it reads.
-    cache::on_checked(session, ctx, &body).await
-}
-
-/// A checked request's verdict as `request_filter` says it: on (`None`), or answered, by the
-/// stage or by the refusal written here with the request's id.
-async fn settle(
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    said: Verdict,
-) -> Result<Option<bool>> {
-    match said {
-        Verdict::Next => Ok(None),
-        Verdict::Answered => Ok(Some(true)),
-        Verdict::Refuse(rej) => {
-            let id = ctx.progress.take_id();
-            refuse(session, ctx, rej, id).await.map(Some)
-        }
-    }
-}
-
 /// Read a (bounded) body before any upstream is chosen, in size, time and the gateway's body
 /// budget, into pingora's retry buffer too when `replay` (pingora's pipe sends what it holds);
 /// `Err(answered)` when it was refused instead.
-async fn read_in_hand(
+pub(crate) async fn read_in_hand(
     session: &mut Session,
     ctx: &mut RequestCtx,
     stop_after: Option<usize>,
@@ -266,50 +181,6 @@ async fn read_in_hand(
         Err(_) => answer::body_timeout(deadline),
     };
     refuse(session, ctx, rej, None).await.map(Err)
-}
-
-/// The checked path for bodies pingora's pipe carries past 64 KiB: hold each chunk (bounded in size, time and the
-/// gateway's body budget) and, at the end of the stream, check the whole body and release it.
-pub(crate) fn hold_chunk(
-    session: &Session,
-    body: &mut Option<Bytes>,
-    end_of_stream: bool,
-    ctx: &mut RequestCtx,
-) -> Result<()> {
-    let limits = &ctx.gw.config.limits;
-    let (limit, budget) = (limits.max_body_bytes, limits.max_held_bytes);
-    let deadline = ctx.gw.config.timeouts.request_body;
-    if ctx.started.elapsed() > deadline {
-        return Err(cut_off(ctx, answer::body_timeout(deadline), None));
-    }
-    let n = body.as_ref().map_or(0, Bytes::len);
-    if let Err(rej) = ctx.held.reserve(&ctx.gw.held, n, budget) {
-        return Err(cut_off(ctx, rej, None));
-    }
-    let Progress::Holding(hold) = &mut ctx.progress else {
-        return Ok(());
-    };
-    match hold.feed(body.take(), end_of_stream, limit) {
-        Err(t) => Err(cut_off(ctx, too_large(t.limit), None)),
-        // An empty chunk is skipped by pingora; `None` would end the upstream body.
-        Ok(None) => {
-            *body = Some(Bytes::new());
-            Ok(())
-        }
-        Ok(Some(full)) => {
-            ctx.body_len = full.len();
-            let headers = &session.req_header().headers;
-            match inspect::inspect_and_validate(&ctx.gw.metrics, headers, &full) {
-                Ok(env) => {
-                    ctx.progress = Progress::Checked(env);
-                    *body = Some(full);
-                    ctx.count_delivery();
-                    Ok(())
-                }
-                Err((rej, id)) => Err(cut_off(ctx, rej, id)),
-            }
-        }
-    }
 }
 
 /// Record the gateway's refusal of a request whose upstream request is under way, and the error

@@ -8,7 +8,6 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::net::SocketAddr;
 
 use super::hop;
 use super::session::LegacySession;
@@ -16,7 +15,6 @@ use super::waiting::{AnswerId, Event, Undelivered};
 use super::{Bridge, Input, HOPPED};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
-use crate::gateway::stages::answer::respond;
 use crate::mcp::legacy::SESSION_ID;
 use crate::mcp::{codes, Rejection};
 
@@ -30,45 +28,13 @@ pub(super) async fn deliver(
     msg: Value,
     id: Box<RawValue>,
 ) -> Result<bool> {
-    let refused = |reason: &'static str, msg: String| {
-        Rejection::new(400, codes::GATEWAY_SESSION_REQUIRED, reason, msg)
-    };
-    let aid = match id_of(bridge, &id) {
+    let aid = match checked(bridge, input, s, &id) {
         Ok(a) => a,
-        Err(why) => {
-            let rej = refused(
-                "answer-unknown",
-                format!("This response answers no request the gateway sent: {why}"),
-            );
-            return refuse(session, ctx, rej, None).await;
-        }
+        Err(rej) => return refuse(session, ctx, rej, None).await,
     };
-    if aid.session != s.nonce {
-        let rej = refused(
-            "answer-other-session",
-            "This response answers a request sent on another session".into(),
-        );
-        return refuse(session, ctx, rej, None).await;
-    }
-    if aid.expired() {
-        let rej = refused(
-            "answer-late",
-            "This response came after the call stopped waiting for it (legacy.answer_timeout)"
-                .into(),
-        );
-        return refuse(session, ctx, rej, None).await;
-    }
+    let m = &ctx.gw.metrics.bridge.answers;
     if aid.replica != bridge.advertise {
-        if input.hopped {
-            let msg = format!("This answer was sent on to {}, which does not hold its call (check legacy.advertise on every replica)", bridge.advertise);
-            return refuse(session, ctx, refused("answer-misrouted", msg), None).await;
-        }
-        ctx.gw
-            .metrics
-            .bridge
-            .answers
-            .with_label_values(&["forwarded"])
-            .inc();
+        m.with_label_values(&["forwarded"]).inc();
         return send_on(session, ctx, input, &aid.replica, msg).await;
     }
     let answer = match (msg.get("result"), msg.get("error")) {
@@ -80,32 +46,54 @@ pub(super) async fn deliver(
         key: aid.key,
         answer,
     };
-    match bridge.waiting.deliver(aid.call, &s.nonce, event) {
+    let rej = match bridge.waiting.deliver(aid.call, &s.nonce, event) {
         Ok(()) => {
-            ctx.gw
-                .metrics
-                .bridge
-                .answers
-                .with_label_values(&["local"])
-                .inc();
-            accepted(session).await
+            m.with_label_values(&["local"]).inc();
+            return accepted(session).await;
         }
-        Err(Undelivered::OtherSession) => {
-            let rej = refused(
-                "answer-other-session",
-                "This response answers a request sent on another session".into(),
-            );
-            refuse(session, ctx, rej, None).await
-        }
-        Err(Undelivered::NotWaiting) => {
-            let rej = refused(
-                "answer-not-waiting",
-                "No call waits for this response (it was answered, timed out or was cancelled)"
-                    .into(),
-            );
-            refuse(session, ctx, rej, None).await
-        }
+        Err(Undelivered::OtherSession) => refused(
+            "answer-other-session",
+            "This response answers a request sent on another session".into(),
+        ),
+        Err(Undelivered::NotWaiting) => refused(
+            "answer-not-waiting",
+            "No call waits for this response (it was answered, timed out or was cancelled)".into(),
+        ),
+    };
+    refuse(session, ctx, rej, None).await
+}
+
+/// An answer the gateway does not take (400 / -31015).
+fn refused(reason: &'static str, msg: String) -> Rejection {
+    Rejection::new(400, codes::GATEWAY_SESSION_REQUIRED, reason, msg)
+}
+
+/// The answer id, opened and checked: the gateway's, of this session, still awaited, and (when
+/// another replica sent it on) held here.
+fn checked(
+    bridge: &Bridge,
+    input: &Input,
+    s: &LegacySession,
+    id: &RawValue,
+) -> std::result::Result<AnswerId, Rejection> {
+    let aid = id_of(bridge, id).map_err(|why| {
+        let msg = format!("This response answers no request the gateway sent: {why}");
+        refused("answer-unknown", msg)
+    })?;
+    if aid.session != s.nonce {
+        let msg = "This response answers a request sent on another session";
+        return Err(refused("answer-other-session", msg.into()));
     }
+    if aid.expired() {
+        let msg =
+            "This response came after the call stopped waiting for it (legacy.answer_timeout)";
+        return Err(refused("answer-late", msg.into()));
+    }
+    if aid.replica != bridge.advertise && input.hopped {
+        let msg = format!("This answer was sent on to {}, which does not hold its call (check legacy.advertise on every replica)", bridge.advertise);
+        return Err(refused("answer-misrouted", msg));
+    }
+    Ok(aid)
 }
 
 fn id_of(bridge: &Bridge, id: &RawValue) -> Result<AnswerId, String> {
@@ -129,56 +117,34 @@ async fn send_on(
     replica: &str,
     msg: Value,
 ) -> Result<bool> {
-    let target: Option<SocketAddr> = replica
-        .strip_prefix("http://")
-        .and_then(|a| a.parse().ok())
-        .or_else(|| {
-            replica
-                .strip_prefix("http://")
-                .and_then(|a| std::net::ToSocketAddrs::to_socket_addrs(a).ok()?.next())
-        });
-    let Some(target) = target else {
-        let rej = Rejection::new(
-            502,
-            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
-            "answer-hop",
-            format!("The replica holding this call ({replica}) cannot be addressed"),
-        );
-        return refuse(session, ctx, rej, None).await;
-    };
     let body = serde_json::to_vec(&msg).expect("a JSON value serializes");
-    let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {target}\r\nContent-Type: application/json\r\n{HOPPED}: 1\r\n",
-        input.path
-    );
-    for (k, v) in [
+    let headers = [
+        ("content-type", Some("application/json")),
         (SESSION_ID, input.session_id.as_deref()),
         ("authorization", input.authorization.as_deref()),
-    ] {
-        if let Some(v) = v {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-    }
-    head.push_str(&format!(
-        "Connection: close\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    ));
-    let mut bytes = head.into_bytes();
-    bytes.extend_from_slice(&body);
-    let timeouts = &ctx.gw.config.timeouts;
-    match hop::post(target, &bytes, timeouts.connect, timeouts.upstream_read).await {
-        Ok(ans) => {
-            respond(session, ans.status, ans.body, &[]).await?;
-            Ok(true)
-        }
+    ];
+    let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
+    let t = &ctx.gw.config.timeouts;
+    let sent = hop::send_on(
+        session,
+        (replica, HOPPED),
+        (&input.path, headers),
+        &body,
+        (t.connect, t.upstream_read),
+    )
+    .await?;
+    match sent {
+        Ok(answered) => Ok(answered),
         Err(e) => {
-            let rej = Rejection::new(
-                502,
-                codes::GATEWAY_UPSTREAM_UNAVAILABLE,
-                "answer-hop",
-                format!("The replica holding this call ({replica}) could not be reached: {e}"),
-            );
-            refuse(session, ctx, rej, None).await
+            let msg = format!("The replica holding this call: {e}");
+            let code = codes::GATEWAY_UPSTREAM_UNAVAILABLE;
+            refuse(
+                session,
+                ctx,
+                Rejection::new(502, code, "answer-hop", msg),
+                None,
+            )
+            .await
         }
     }
 }

@@ -14,16 +14,14 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::hop::{self, Answer};
 use super::session::LegacySession;
-use super::waiting::{AnswerId, Event};
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::answer::respond;
-use crate::mcp::seal::now_ms;
 use crate::mcp::{codes, legacy, methods, result_type, sse, sse_event, Rejection};
 
 /// Most rounds of questions one call may take.
@@ -31,9 +29,9 @@ const MAX_ROUNDS: usize = 16;
 
 /// The client's request being carried.
 pub(super) struct Call {
-    method: String,
-    params: Option<Value>,
-    id: Box<RawValue>,
+    pub(super) method: String,
+    pub(super) params: Option<Value>,
+    pub(super) id: Box<RawValue>,
 }
 
 impl Call {
@@ -77,12 +75,13 @@ pub(super) async fn send(
         carry,
         body,
     };
-    let bytes = req.to_bytes(bridge.hop);
+    let hop = bridge.hop.expect("front() passes only with a hop");
+    let bytes = req.to_bytes(hop);
     let timeout = config
         .legacy
         .answer_timeout
         .max(config.timeouts.upstream_read);
-    hop::post(bridge.hop, &bytes, config.timeouts.connect, timeout)
+    hop::post(hop, &bytes, config.timeouts.connect, timeout)
         .await
         .map_err(|e| {
             let msg = format!("The gateway could not carry the request into its pipeline: {e}");
@@ -91,7 +90,7 @@ pub(super) async fn send(
 }
 
 /// The JSON-RPC response among an answer's messages, and the notifications before it.
-fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
+pub(super) fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
     let mut response = None;
     let mut notes = Vec::new();
     for m in messages {
@@ -105,9 +104,9 @@ fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
 }
 
 /// How the answer to the client is going: nothing written yet, or an open event stream.
-struct Out<'a> {
-    session: &'a mut Session,
-    streaming: bool,
+pub(super) struct Out<'a> {
+    pub(super) session: &'a mut Session,
+    pub(super) streaming: bool,
 }
 
 impl Out<'_> {
@@ -126,7 +125,7 @@ impl Out<'_> {
         Ok(())
     }
 
-    async fn event(&mut self, message: &[u8]) -> Result<()> {
+    pub(super) async fn event(&mut self, message: &[u8]) -> Result<()> {
         self.open().await?;
         let ev = Bytes::from(sse_event(message));
         self.session.write_response_body(Some(ev), false).await
@@ -168,76 +167,33 @@ pub(super) async fn run(
     let mut leg = 0;
     while leg < MAX_ROUNDS as u64 {
         leg += 1;
-        let params = call.params_with(&extra);
-        let body = legacy::to_modern(
-            &call.method,
-            params.as_ref(),
-            leg,
-            &s.capabilities,
-            &s.client_info,
-        );
-        let carry = param_headers(bridge, input, &call, ctx.name.as_deref());
-        let ans = match send(
-            bridge,
-            ctx,
-            input,
-            &call.method,
-            ctx.name.as_deref(),
-            &body,
-            carry,
-        )
-        .await
-        {
+        let ans = match send_leg(bridge, ctx, input, (s, &call), &extra, leg).await {
             Ok(a) => a,
             Err(rej) => return fail(out, ctx, rej, &call.id).await,
         };
         let (response, notes) = split(ans.messages());
-        if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
-            if call.method == methods::TOOLS_LIST {
-                bridge.params.learn(&input.path, r);
-            }
-        }
-        if !refreshed && needs_marks(bridge, input, &call, response.as_ref()) {
+        if !refreshed && super::marks::needs_marks(bridge, input, &call, response.as_ref()) {
             // The fleet wants an `Mcp-Param-*` header of a tool not seen in a list yet: read
             // the list, as a 2026 client would, and send the call once more.
             refreshed = true;
-            learn_tools(bridge, ctx, input, s).await;
+            super::marks::learn_tools(bridge, ctx, input, s).await;
             leg -= 1;
             continue;
         }
-        if !notes.is_empty() {
-            for n in &notes {
-                out.event(n.to_string().as_bytes()).await?;
-            }
+        for n in &notes {
+            out.event(n.to_string().as_bytes()).await?;
         }
         let Some(response) = response else {
             return pass_through(out, ctx, &ans, &call.id).await;
         };
-        let result = response.get("result");
-        let asks = result
-            .and_then(|r| r.get("resultType"))
-            .and_then(Value::as_str)
-            == Some(result_type::INPUT_REQUIRED);
-        if !asks {
-            let status = if response.get("error").is_some() {
-                ans.status
-            } else {
-                200
-            };
-            let message = relabel(response, &call.id);
-            return out.last(status, message, &ans.pass).await;
-        }
-        let result = result.expect("asks is read from the result");
-        extra = match next_round(&mut out, bridge, ctx, s, &call, result).await? {
+        let Some(result) = asks(&response) else {
+            let asked = (leg > 1 || refreshed).then_some(&extra);
+            return finish(out, ctx, response, (&ans, asked), &call.id).await;
+        };
+        extra = match super::round::next_round(&mut out, bridge, ctx, s, &call, result).await? {
             Ok(extra) => extra,
             Err(rej) => {
-                let outcome = match rej.reason {
-                    "answer-timeout" => "timed_out",
-                    "cancelled" => "cancelled",
-                    "answer-refused" => "refused",
-                    _ => "error",
-                };
-                flow_ended(ctx, &Map::new(), outcome);
+                flow_ended(ctx, &Map::new(), outcome_of(rej.reason));
                 return fail(out, ctx, rej, &call.id).await;
             }
         };
@@ -247,6 +203,65 @@ pub(super) async fn run(
     );
     let rej = Rejection::new(502, codes::GATEWAY_UPSTREAM_FAILED, "too-many-rounds", msg);
     fail(out, ctx, rej, &call.id).await
+}
+
+/// One leg of the call as a 2026 request (the previous round's answers in `extra`); a
+/// `tools/list` result teaches the bridge its tools' `x-mcp-header` marks.
+async fn send_leg(
+    bridge: &Bridge,
+    ctx: &RequestCtx,
+    input: &Input,
+    (s, call): (&LegacySession, &Call),
+    extra: &Map<String, Value>,
+    leg: u64,
+) -> Result<Answer, Rejection> {
+    let params = call.params_with(extra);
+    let (caps, info) = (&s.capabilities, &s.client_info);
+    let body = legacy::to_modern(&call.method, params.as_ref(), leg, caps, info);
+    let name = ctx.name.as_deref();
+    let carry = super::marks::param_headers(bridge, input, call, name);
+    let ans = send(bridge, ctx, input, &call.method, name, &body, carry).await?;
+    if call.method == methods::TOOLS_LIST {
+        let (response, _) = split(ans.messages());
+        if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
+            bridge.params.learn(&input.path, r);
+        }
+    }
+    Ok(ans)
+}
+
+/// The `input_required` result of a response, if it is one.
+fn asks(response: &Value) -> Option<&Value> {
+    let result = response.get("result")?;
+    let kind = result.get("resultType").and_then(Value::as_str);
+    (kind == Some(result_type::INPUT_REQUIRED)).then_some(result)
+}
+
+/// The final answer, counted as a flow's end when the call asked (`asked`: its last answers).
+async fn finish(
+    mut out: Out<'_>,
+    ctx: &RequestCtx,
+    response: Value,
+    (ans, asked): (&Answer, Option<&Map<String, Value>>),
+    id: &RawValue,
+) -> Result<bool> {
+    let failed = response.get("error").is_some();
+    let status = if failed { ans.status } else { 200 };
+    if let Some(extra) = asked {
+        let done = status == 200 && !failed;
+        flow_ended(ctx, extra, if done { "completed" } else { "error" });
+    }
+    out.last(status, relabel(response, id), &ans.pass).await
+}
+
+/// The metric label of a round that ended the call.
+fn outcome_of(reason: &str) -> &'static str {
+    match reason {
+        "answer-timeout" => "timed_out",
+        "cancelled" => "cancelled",
+        "answer-refused" => "refused",
+        _ => "error",
+    }
 }
 
 /// Count a call that needed input (it carried answers or a state) by how it ended.
@@ -259,173 +274,6 @@ fn flow_ended(ctx: &RequestCtx, extra: &Map<String, Value>, outcome: &str) {
             .with_label_values(&[outcome])
             .inc();
     }
-}
-
-/// The `Mcp-Param-*` headers of a `tools/call` ([`super::params`]).
-fn param_headers(
-    bridge: &Bridge,
-    input: &Input,
-    call: &Call,
-    name: Option<&str>,
-) -> Vec<(String, String)> {
-    match (call.method.as_str(), name) {
-        (methods::TOOLS_CALL, Some(n)) => {
-            let args = call.params.as_ref().and_then(|p| p.get("arguments"));
-            bridge.params.headers(&input.path, n, args)
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// A `tools/call` refused with -32020 for a tool whose marks the bridge has not seen.
-fn needs_marks(bridge: &Bridge, input: &Input, call: &Call, response: Option<&Value>) -> bool {
-    let code = response
-        .and_then(|r| r.pointer("/error/code"))
-        .and_then(Value::as_i64);
-    let name = call
-        .params
-        .as_ref()
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str);
-    call.method == methods::TOOLS_CALL
-        && code == Some(i64::from(codes::HEADER_MISMATCH))
-        && name.is_some_and(|n| !bridge.params.knows(&input.path, n))
-}
-
-/// Read the endpoint's whole `tools/list` (at most 20 pages) as this client, learning marks.
-async fn learn_tools(bridge: &Bridge, ctx: &RequestCtx, input: &Input, s: &LegacySession) {
-    let mut cursor: Option<Value> = None;
-    for page in 0..20u64 {
-        let params = cursor.take().map(|c| json!({"cursor": c}));
-        let body = legacy::to_modern(
-            methods::TOOLS_LIST,
-            params.as_ref(),
-            page + 1,
-            &s.capabilities,
-            &s.client_info,
-        );
-        let Ok(ans) = send(
-            bridge,
-            ctx,
-            input,
-            methods::TOOLS_LIST,
-            None,
-            &body,
-            Vec::new(),
-        )
-        .await
-        else {
-            return;
-        };
-        let (response, _) = split(ans.messages());
-        let Some(result) = response.and_then(|mut r| r.get_mut("result").map(Value::take)) else {
-            return;
-        };
-        bridge.params.learn(&input.path, &result);
-        match result.get("nextCursor") {
-            Some(c) if !c.is_null() => cursor = Some(c.clone()),
-            _ => return,
-        }
-    }
-}
-
-/// One round: ask the client every input request, wait for all answers; the members the retry
-/// adds to the params (`inputResponses`, `requestState`).
-async fn next_round(
-    out: &mut Out<'_>,
-    bridge: &Bridge,
-    ctx: &RequestCtx,
-    s: &LegacySession,
-    call: &Call,
-    result: &Value,
-) -> Result<Result<Map<String, Value>, Rejection>> {
-    let mut extra = Map::new();
-    if let Some(state) = result.get("requestState") {
-        extra.insert("requestState".into(), state.clone());
-    }
-    let questions = match result.get("inputRequests") {
-        Some(Value::Object(q)) if !q.is_empty() => q,
-        _ => return Ok(Ok(extra)), // only a state: retry at once (the spec's load shedding)
-    };
-    let settings = &ctx.gw.config.legacy;
-    let Some(mut reg) =
-        bridge
-            .waiting
-            .register(&s.nonce, call.id.get().to_owned(), settings.max_waiting)
-    else {
-        let msg =
-            "The gateway has too many calls waiting for their clients' answers; try again later";
-        return Ok(Err(Rejection::new(
-            503,
-            codes::GATEWAY_INPUT_NOT_GIVEN,
-            "too-many-waiting",
-            msg,
-        )));
-    };
-    let gauge = &ctx.gw.metrics.bridge.waiting;
-    gauge.set(bridge.waiting.len() as i64);
-    let expires_at_ms = now_ms().saturating_add(settings.answer_timeout.as_millis() as u64);
-    for (key, q) in questions {
-        let method = q.get("method").and_then(Value::as_str).unwrap_or_default();
-        if !legacy::declared(&s.capabilities, method) {
-            let msg = format!("The server asked {method:?}, a capability this client did not declare at initialize");
-            return Ok(Err(Rejection::new(
-                400,
-                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                "capability-missing",
-                msg,
-            )));
-        }
-        let id = AnswerId {
-            replica: bridge.advertise.clone(),
-            call: reg.id,
-            key: key.clone(),
-            session: s.nonce.clone(),
-            expires_at_ms,
-        };
-        let ask = json!({"jsonrpc": "2.0", "id": id.seal(&bridge.sealer), "method": method, "params": q.get("params").cloned().unwrap_or(json!({}))});
-        out.event(ask.to_string().as_bytes()).await?;
-    }
-    let mut answers = Map::new();
-    let deadline = tokio::time::sleep(settings.answer_timeout);
-    tokio::pin!(deadline);
-    while answers.len() < questions.len() {
-        let event = tokio::select! {
-            e = reg.rx.recv() => e,
-            _ = &mut deadline => {
-                let msg = format!("The client did not answer the server's questions within {:?} (legacy.answer_timeout)", settings.answer_timeout);
-                return Ok(Err(Rejection::new(504, codes::GATEWAY_INPUT_NOT_GIVEN, "answer-timeout", msg)));
-            }
-        };
-        match event {
-            Some(Event::Answer { key, answer: Ok(v) }) if questions.contains_key(&key) => {
-                answers.insert(key, v);
-            }
-            Some(Event::Answer { answer: Err(e), .. }) => {
-                let msg = format!("The client answered the server's request with an error: {e}");
-                return Ok(Err(Rejection::new(
-                    400,
-                    codes::GATEWAY_INPUT_NOT_GIVEN,
-                    "answer-refused",
-                    msg,
-                )));
-            }
-            Some(Event::Answer { .. }) => {}
-            Some(Event::Cancelled) | None => {
-                let msg = "The client cancelled the call";
-                return Ok(Err(Rejection::new(
-                    400,
-                    codes::GATEWAY_INPUT_NOT_GIVEN,
-                    "cancelled",
-                    msg,
-                )));
-            }
-        }
-    }
-    drop(reg);
-    gauge.set(bridge.waiting.len() as i64);
-    extra.insert("inputResponses".into(), Value::Object(answers));
-    Ok(Ok(extra))
 }
 
 /// The fleet's response with the client's id (a 2026 result loses its 2026-only members).

@@ -51,40 +51,9 @@ pub(super) async fn run(
         .and_then(|p| p.get("clientInfo"))
         .cloned()
         .unwrap_or(Value::Null);
-    let body = legacy::to_modern(DISCOVER, None, 1, &capabilities, &info);
-    let ans = match send(bridge, ctx, input, DISCOVER, None, &body, Vec::new()).await {
-        Ok(a) => a,
-        Err(rej) => return refuse(session, ctx, rej, Some(id)).await,
-    };
-    let response = ans
-        .messages()
-        .into_iter()
-        .rfind(|m| m.get("result").is_some() || m.get("error").is_some());
-    let discover = match response {
-        Some(mut r) if r.get("result").is_some() => r["result"].take(),
-        Some(mut r) => {
-            // The fleet refused discovery (auth, a limit): the client gets that error.
-            r["id"] = serde_json::from_str(id.get()).unwrap_or(Value::Null);
-            let body = serde_json::to_vec(&r).expect("a JSON value serializes");
-            respond(session, ans.status, body, &ans.pass).await?;
-            return Ok(true);
-        }
-        None => {
-            let msg = format!("initialize: the fleet's server/discover answered HTTP {} without a JSON-RPC response", ans.status);
-            let status = if ans.status == 401 || ans.status == 403 {
-                ans.status
-            } else {
-                502
-            };
-            ctx.extra_headers.extend(ans.pass.iter().cloned());
-            let rej = Rejection::new(
-                status,
-                codes::GATEWAY_UPSTREAM_FAILED,
-                "bridge-discover",
-                msg,
-            );
-            return refuse(session, ctx, rej, Some(id)).await;
-        }
+    let discover = match discover(session, ctx, bridge, input, (&capabilities, &info), &id).await? {
+        Ok(d) => d,
+        Err(answered) => return Ok(answered),
     };
     let ttl = ctx.gw.config.legacy.session_ttl.as_millis() as u64;
     let s = LegacySession::open(
@@ -114,4 +83,53 @@ pub(super) async fn run(
     )
     .await?;
     Ok(true)
+}
+
+/// The fleet's `server/discover` result, asked through the pipeline as this client;
+/// `Err(answered)`: the fleet refused (auth, a limit) and the client got that answer.
+async fn discover(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    bridge: &Bridge,
+    input: &Input,
+    (capabilities, info): (&Value, &Value),
+    id: &RawValue,
+) -> Result<std::result::Result<Value, bool>> {
+    let body = legacy::to_modern(DISCOVER, None, 1, capabilities, info);
+    let ans = match send(bridge, ctx, input, DISCOVER, None, &body, Vec::new()).await {
+        Ok(a) => a,
+        Err(rej) => {
+            return refuse(session, ctx, rej, Some(id.to_owned()))
+                .await
+                .map(Err)
+        }
+    };
+    let response = ans
+        .messages()
+        .into_iter()
+        .rfind(|m| m.get("result").is_some() || m.get("error").is_some());
+    match response {
+        Some(mut r) if r.get("result").is_some() => Ok(Ok(r["result"].take())),
+        Some(mut r) => {
+            // The fleet refused discovery (auth, a limit): the client gets that error.
+            r["id"] = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+            let body = serde_json::to_vec(&r).expect("a JSON value serializes");
+            respond(session, ans.status, body, &ans.pass).await?;
+            Ok(Err(true))
+        }
+        None => {
+            let msg = format!("initialize: the fleet's server/discover answered HTTP {} without a JSON-RPC response", ans.status);
+            let status = if matches!(ans.status, 401 | 403) {
+                ans.status
+            } else {
+                502
+            };
+            ctx.extra_headers.extend(ans.pass.iter().cloned());
+            let code = codes::GATEWAY_UPSTREAM_FAILED;
+            let rej = Rejection::new(status, code, "bridge-discover", msg);
+            refuse(session, ctx, rej, Some(id.to_owned()))
+                .await
+                .map(Err)
+        }
+    }
 }

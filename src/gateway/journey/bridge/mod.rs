@@ -6,7 +6,8 @@
 //!   untouched; a 2025-era one (its head says so: [`crate::mcp::legacy::era_of`]) is the
 //!   bridge's to answer, whole.
 //! - The gateway *is* the session: `initialize` is answered from the fleet's `server/discover`
-//!   ([`initialize`]); the session id is sealed and self-contained ([`session`]), so any replica
+//!   ([`initialize`]); the session id is sealed and self-contained ([`session`], in the stages
+//!   layer with the rest of the bridge's state, [`Bridge`]), so any replica
 //!   serves it; `ping` and the session-scoped settings are answered here.
 //! - Every other request becomes a 2026 request (the `_meta` from the session, `Mcp-Method` /
 //!   `Mcp-Name` from the body, never from the legacy request's headers) sent through this
@@ -25,103 +26,37 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
 
 use crate::config::Config;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::{invite_body, refuse};
 use crate::gateway::stages::answer::respond;
-use crate::gateway::stages::inspect;
+use crate::gateway::stages::{admission, inspect};
 use crate::mcp::legacy::{self, Era, SESSION_ID};
-use crate::mcp::seal::{Sealer, StateKeys};
 use crate::mcp::{codes, Rejection};
 
 mod answers;
+pub(crate) mod back;
+mod back_hop;
+mod back_resume;
 mod call;
 mod hop;
 mod initialize;
-mod params;
-pub(crate) mod session;
-pub(crate) mod waiting;
+mod marks;
+mod round;
 
+pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
 use session::{caller_of, LegacySession};
-use waiting::Waiting;
-
-/// The bridge of one gateway generation: its keys and settings, and (carried over reloads) the
-/// calls waiting on this replica.
-pub(crate) struct Bridge {
-    pub(crate) sealer: Sealer,
-    /// This gateway's plain MCP listener, where translated requests enter the pipeline.
-    hop: SocketAddr,
-    /// Where the other replicas reach this one.
-    pub(crate) advertise: String,
-    pub(crate) waiting: Arc<Waiting>,
-    /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
-    params: Arc<params::ParamHeaders>,
-}
-
-impl Bridge {
-    /// The bridge for `config` (`None`: legacy clients refused everywhere, or no plain MCP
-    /// listener to hop to, which is said at start); a reload keeps the waiting calls and, when
-    /// no key file is set, the process's random key (sessions survive a reload).
-    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Option<Bridge> {
-        let l = &config.legacy;
-        if l.clients == crate::config::legacy::LegacyClients::Refuse {
-            return None;
-        }
-        let Some(hop) = plain_listener(config) else {
-            tracing::warn!("legacy: no plain (non-TLS) MCP listener for the bridge's hop; 2025-era clients are refused (-32022)");
-            return None;
-        };
-        let keys = match &l.keys_file {
-            // Validated at load: a read error here means the file changed since; keep going
-            // with the previous keys rather than dropping every session.
-            Some(path) => crate::config::legacy::read_keys(path).ok(),
-            None => None,
-        };
-        let sealer = match (keys, previous) {
-            (Some(k), _) => Sealer::new(k),
-            (None, Some(p)) => p.sealer.clone(),
-            (None, None) => Sealer::new(StateKeys::random()),
-        };
-        Some(Bridge {
-            sealer,
-            hop,
-            advertise: l
-                .advertise
-                .clone()
-                .unwrap_or_else(|| format!("http://{hop}")),
-            waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
-            params: previous.map(|p| p.params.clone()).unwrap_or_default(),
-        })
-    }
-}
-
-/// The MCP listener translated requests enter by: the main one unless it has TLS, else the
-/// first plain extra one; an unspecified address is reached on loopback.
-fn plain_listener(config: &Config) -> Option<SocketAddr> {
-    let l = &config.listen;
-    let plain = std::iter::once((l.mcp, &l.tls.mcp))
-        .chain(l.tls.extra.iter().map(|e| (e.address, &e.options)))
-        .find(|(_, o)| o.tls.is_none())
-        .map(|(a, _)| a)?;
-    let ip = match plain.ip() {
-        IpAddr::V4(v) if v.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v) if v.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    Some(SocketAddr::new(ip, plain.port()))
-}
 
 /// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
 /// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
 /// as a 2026-only server does).
 pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
     let gw = ctx.gw.clone();
-    let Some(bridge) = gw.bridge.as_ref() else {
+    let bridge = &gw.bridge;
+    if bridge.hop.is_none() {
         return Ok(None);
-    };
+    }
     let req = session.req_header();
     if legacy::era_of(&req.method, &req.headers) == Era::Modern {
         return Ok(None);
@@ -135,8 +70,16 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
         return refuse(session, ctx, rej, None).await.map(Some);
     }
     let input = Input::of(req, &path);
+    let unsure = legacy::era_of(&req.method, &req.headers) == Era::Unsure;
     match req.method {
-        http::Method::POST => post(session, ctx, bridge, input).await.map(Some),
+        http::Method::POST if unsure => headless(session, ctx, bridge, input).await,
+        http::Method::POST => {
+            let body = match read(session, ctx).await? {
+                Ok(b) => b,
+                Err(answered) => return Ok(Some(answered)),
+            };
+            post(session, ctx, bridge, input, &body).await.map(Some)
+        }
         http::Method::GET | http::Method::DELETE => {
             let s = match verify(bridge, &input) {
                 Ok(s) => s,
@@ -274,6 +217,64 @@ async fn on_session(
     Ok(true)
 }
 
+/// Read the body whole (bounded), after `100 Continue` when asked; `Err(answered)`: refused.
+async fn read(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<std::result::Result<bytes::Bytes, bool>> {
+    ctx.expects_continue = session
+        .req_header()
+        .headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    invite_body(session, ctx).await?;
+    session.enable_retry_buffering();
+    let max = ctx.gw.config.limits.max_body_bytes;
+    match inspect::read_whole(session, max).await {
+        Ok(b) => {
+            ctx.body_len = b.len();
+            ctx.progress = crate::gateway::journey::request::Progress::Drained;
+            Ok(Ok(b))
+        }
+        Err(rej) => refuse(session, ctx, rej, None).await.map(Err),
+    }
+}
+
+/// A POST with no session, no `Mcp-Method` and no version: a 2025-era `initialize` is the
+/// bridge's; anything else is a 2026 request missing its headers, admitted and checked as the
+/// stages would (`None`: a notification that passes goes on through the pipeline).
+async fn headless(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    bridge: &Bridge,
+    input: Input,
+) -> Result<Option<bool>> {
+    use crate::gateway::stages::pipeline::{index_of, Step};
+    let gw = ctx.gw.clone();
+    let admitted = admission::admit(session.req_header(), &gw.config, &gw.key_headers);
+    ctx.ran.mark(index_of(Step::Admit));
+    if let Err(rej) = admitted {
+        return refuse(session, ctx, rej, None).await.map(Some);
+    }
+    let body = match read(session, ctx).await? {
+        Ok(b) => b,
+        Err(answered) => return Ok(Some(answered)),
+    };
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    let initialize = serde_json::from_slice::<Method>(&body)
+        .is_ok_and(|m| m.method == Some(crate::mcp::methods::INITIALIZE));
+    if initialize {
+        ctx.ran = Default::default();
+        return post(session, ctx, bridge, input, &body).await.map(Some);
+    }
+    ctx.method = None;
+    crate::gateway::journey::steps::settle_read(session, ctx, body).await
+}
+
 /// A POSTed JSON-RPC message of the 2025 era: `initialize`, or a request, notification or
 /// response of a session.
 async fn post(
@@ -281,21 +282,9 @@ async fn post(
     ctx: &mut RequestCtx,
     bridge: &Bridge,
     input: Input,
+    body: &[u8],
 ) -> Result<bool> {
-    ctx.expects_continue = session
-        .req_header()
-        .headers
-        .get(http::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    invite_body(session, ctx).await?;
-    let max = ctx.gw.config.limits.max_body_bytes;
-    let body = match inspect::read_whole(session, max).await {
-        Ok(b) => b,
-        Err(rej) => return refuse(session, ctx, rej, None).await,
-    };
-    ctx.body_len = body.len();
-    ctx.progress = crate::gateway::journey::request::Progress::Drained;
-    let msg: Value = match serde_json::from_slice(&body) {
+    let msg: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(Value::Array(_)) => {
             let rej = Rejection::new(400, codes::INVALID_REQUEST, "batch", "JSON-RPC batches are not supported (removed in 2025-06-18): send one message a request");

@@ -156,6 +156,22 @@ pub(crate) async fn call(
     let headers = caller.headers_for(gw, p).await?;
     for i in instances(gw, p).into_iter().take(2) {
         let inst = &pool.instances[i];
+        if let Some(version) = crate::gateway::journey::legacy_up::era_of(gw, p) {
+            // A 2025-era pool: over the gateway's session with the instance.
+            let call = crate::gateway::journey::legacy_up::catalog_call(
+                gw,
+                (p, i),
+                version,
+                (method, cursor),
+                &headers,
+            );
+            match tokio::time::timeout(timeout, call).await {
+                Ok(r @ Ok(_)) => return r,
+                Ok(Err(e)) => last = e,
+                Err(_) => last = format!("{}: no answer within {timeout:?}", inst.name),
+            }
+            continue;
+        }
         let req = request(gw, &inst.name, method, cursor, &headers);
         let exchange = gw.peers[p].exchange(inst.addr, &inst.name, &req, MAX_ANSWER);
         let (head, body) = match tokio::time::timeout(timeout, exchange).await {

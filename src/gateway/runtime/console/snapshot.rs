@@ -196,6 +196,20 @@ fn config(gw: &Gateway, live: &Live) -> Value {
     json!({"resolved": format!("{}\n{listeners}", gw.config.describe()), "certificate_warnings": warnings, "last_reload": reload})
 }
 
+/// The pipeline's stages, in order, from its one list: what each needs and whether it is on
+/// for this gateway (a body stage without its config is off).
+pub(crate) fn stages(gw: &Gateway) -> Value {
+    use crate::gateway::stages::pipeline::{Run, STAGES};
+    let list = STAGES.iter().zip(&gw.stage_states).map(|(s, state)| {
+        let (kind, on) = match s.run {
+            Run::Step(_) => ("step", true),
+            Run::Body(_) => ("body stage", state.is_some()),
+        };
+        json!({"stage": s.name(), "needs": s.needs.label(), "kind": kind, "on": on})
+    });
+    Value::Array(list.collect())
+}
+
 /// The whole snapshot.
 pub(crate) fn snapshot(live: &Live) -> String {
     let gw = live.load();
@@ -219,6 +233,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
         "refusals": gw.metrics.recent.snapshot(),
         "catalog": catalog,
         "config": config(&gw, live),
+        "stages": stages(&gw),
     });
     v.to_string()
 }

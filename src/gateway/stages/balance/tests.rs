@@ -39,6 +39,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         http: Default::default(),
         credentials: None,
         mrtr: Default::default(),
+        era: Default::default(),
     }
 }
 

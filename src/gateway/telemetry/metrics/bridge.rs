@@ -12,6 +12,15 @@ pub struct BridgeMetrics {
     pub answers: prometheus::IntCounterVec,
     /// Calls waiting for their client's answers on this replica.
     pub waiting: prometheus::IntGauge,
+    /// Calls of 2025-era servers paused on this replica (a question out to a 2026 client).
+    pub paused: prometheus::IntGauge,
+    /// Paused calls by how they ended: resumed, timed_out.
+    pub paused_outcomes: prometheus::IntCounterVec,
+    /// Sessions opened with 2025-era servers, by result: opened, reopened (the server had
+    /// dropped one), failed.
+    pub server_sessions: prometheus::IntCounterVec,
+    /// Sessions held with 2025-era servers now.
+    pub server_sessions_open: prometheus::IntGauge,
 }
 
 impl BridgeMetrics {
@@ -27,11 +36,22 @@ impl BridgeMetrics {
             "Calls of 2025-era clients waiting for the client's answers on this replica.",
         )?;
         r.register(Box::new(waiting.clone()))?;
+        let paused = IntGauge::new("legacy_calls_paused", "Calls of 2025-era servers paused on this replica while a 2026 client answers the server's question.")?;
+        r.register(Box::new(paused.clone()))?;
+        let open = IntGauge::new(
+            "legacy_server_sessions",
+            "Sessions held with 2025-era servers now (one per instance and caller).",
+        )?;
+        r.register(Box::new(open.clone()))?;
         Ok(BridgeMetrics {
             sessions: counter("legacy_sessions_total", "Sessions of 2025-era clients opened by the bridge (initialize answered), by negotiated revision.", &["version"])?,
             flows: counter("legacy_flows_total", "Calls of 2025-era clients that needed input (the fleet answered input_required), by outcome: completed, error (ended with an error), timed_out, cancelled, refused (the client answered with an error).", &["outcome"])?,
             answers: counter("legacy_answers_total", "2025-era clients' answers to the questions the bridge asked, by where they went: local (this replica held the call) or forwarded (sent on to the replica that did).", &["path"])?,
             waiting,
+            paused,
+            paused_outcomes: counter("legacy_paused_calls_total", "Calls of 2025-era servers paused for a client's answer, by how the pause ended: resumed (the retry came) or timed_out (legacy.answer_timeout passed; the server was sent notifications/cancelled).", &["outcome"])?,
+            server_sessions_open: open,
+            server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }
 }

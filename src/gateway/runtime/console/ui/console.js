@@ -104,6 +104,11 @@ function refusals(s) {
       `${r.claimed_method || ""} ${r.claimed_name || ""}`, `${r.body_method || ""} ${r.body_name || ""}`, r.caller, r.instance, r.message]));
 }
 
+function stages(s) {
+  table("stage-table", ["stage", "needs", "kind", "on"],
+    (s.stages || []).map((t) => [t.stage, t.needs, t.kind, t.on ? "on" : "off"]));
+}
+
 function config(s) {
   const r = s.config.last_reload;
   document.getElementById("reload").textContent = r == null ? "no reload since start"
@@ -120,7 +125,7 @@ async function poll() {
     last = s;
     history.push({ at: Date.now(), snap: s });
     while (history.length > 1 && s.at_unix_ms - history[0].snap.at_unix_ms > 60000) history.shift();
-    overview(s); routes(s); pools(s); tools(s); refusals(s); config(s);
+    overview(s); routes(s); pools(s); tools(s); refusals(s); config(s); stages(s);
     document.getElementById("status").textContent = `mcp-edge ${s.version} · updated ${new Date(s.at_unix_ms).toISOString().slice(11, 19)}`;
     document.body.dataset.polls = String((Number(document.body.dataset.polls) || 0) + 1);
   } catch (e) {

@@ -97,17 +97,19 @@ pub(crate) enum Undelivered {
 /// A registered waiting call; dropping it removes the call.
 pub(crate) struct Registration<'a> {
     waiting: &'a Waiting,
+    /// Set to the number of waiting calls whenever it changes.
+    gauge: Option<prometheus::IntGauge>,
     pub id: u64,
     pub rx: mpsc::UnboundedReceiver<Event>,
 }
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        self.waiting
-            .calls
-            .lock()
-            .expect("waiting lock")
-            .remove(&self.id);
+        let mut calls = self.waiting.calls.lock().expect("waiting lock");
+        calls.remove(&self.id);
+        if let Some(g) = &self.gauge {
+            g.set(calls.len() as i64);
+        }
     }
 }
 
@@ -119,6 +121,7 @@ impl Waiting {
         session: &str,
         request: String,
         max: usize,
+        gauge: Option<prometheus::IntGauge>,
     ) -> Option<Registration<'_>> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut calls = self.calls.lock().expect("waiting lock");
@@ -139,8 +142,12 @@ impl Waiting {
                 tx,
             },
         );
+        if let Some(g) = &gauge {
+            g.set(calls.len() as i64);
+        }
         Some(Registration {
             waiting: self,
+            gauge,
             id,
             rx,
         })
@@ -168,7 +175,8 @@ impl Waiting {
     }
 
     /// How many calls wait now.
-    pub(crate) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.calls.lock().expect("waiting lock").len()
     }
 }
@@ -182,7 +190,7 @@ mod tests {
     #[test]
     fn an_answer_reaches_its_call_of_its_session_and_nothing_outlives_the_call() {
         let w = Waiting::default();
-        let mut r = w.register("s1", "7".into(), 10).unwrap();
+        let mut r = w.register("s1", "7".into(), 10, None).unwrap();
         let ok = Event::Answer {
             key: "a".into(),
             answer: Ok(json!({"action": "accept"})),
@@ -208,8 +216,8 @@ mod tests {
     #[test]
     fn waiting_calls_are_bounded() {
         let w = Waiting::default();
-        let _a = w.register("s", "1".into(), 1).unwrap();
-        assert!(w.register("s", "2".into(), 1).is_none());
+        let _a = w.register("s", "1".into(), 1, None).unwrap();
+        assert!(w.register("s", "2".into(), 1, None).is_none());
     }
 
     #[test]

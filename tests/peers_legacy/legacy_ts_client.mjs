@@ -1,7 +1,7 @@
 // A 2025-era client written with the official TypeScript SDK v1 (@modelcontextprotocol/sdk,
 // protocol 2025-11-25, sessions, server-initiated elicitation/sampling/roots), for the protocol
 // bridge's tests. It connects to argv[2], lists the tools, calls each tool named in argv[3]
-// (comma-separated, as name or name=JSON-arguments), answering every mid-call question the way a
+// (";"-separated, as name or name=JSON-arguments), answering every mid-call question the way a
 // person and a model would, and prints one JSON line: what it saw.
 // MCP_EDGE_ANSWERS_URL (optional): POST the client's answers to this URL instead (another gateway
 // replica), while everything else goes to argv[2].
@@ -14,7 +14,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 const url = new URL(process.argv[2]);
-const calls = (process.argv[3] || "").split(",").filter(Boolean);
+const calls = (process.argv[3] || "").split(";").filter(Boolean);
 const answersUrl = process.env.MCP_EDGE_ANSWERS_URL;
 const asked = [];
 let answersSentElsewhere = 0;

@@ -1,7 +1,7 @@
 """A 2025-era client written with the official Python SDK 1.x (`mcp` 1.30: protocol 2025-11-25,
 sessions, server-initiated elicitation/sampling/roots), for the protocol bridge's tests.
 
-Usage: legacy_py_client.py URL TOOL[,TOOL...]  (a TOOL may be name=JSON-arguments)
+Usage: legacy_py_client.py URL TOOL[;TOOL...]  (a TOOL may be name=JSON-arguments)
 Connects, lists the tools, calls each tool answering every mid-call question, and prints one
 JSON line: what it saw."""
 import asyncio
@@ -64,4 +64,4 @@ async def main(url, calls):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], [c for c in (sys.argv[2] if len(sys.argv) > 2 else "").split(",") if c]))
+    asyncio.run(main(sys.argv[1], [c for c in (sys.argv[2] if len(sys.argv) > 2 else "").split(";") if c]))

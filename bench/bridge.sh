@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench/bridge.sh: what the protocol bridge costs the gateway (docs/bridge.md), on loopback.
+#
+# One gateway, two pools: `modern` (one reference backend instance, 2026-07-28) and `old` (one
+# TypeScript SDK v1 server, `era: 2025-11-25`, from tests/peers_legacy). wrk (1 thread, closed
+# loop, CONNS connections, DURATION s after WARMUP s) sends, in turn:
+#   native      a 2026 tools/call `echo` to the modern pool            (the reference)
+#   client2025  a 2025-era tools/call `echo` on a bridged session       (legacy client -> 2026 pool)
+#   server2025  a 2026 tools/call `add` to the legacy pool              (2026 client -> legacy server)
+# and reports requests/s and the gateway's CPU time per request (utime+stime from /proc, before
+# and after each run, over the requests wrk completed). The targets of the bridge issues are in
+# CPU per request against `native`: a bridged call costs the gateway at most ~20% more.
+# (The legacy server is node: its own speed bounds server2025's requests/s, not the gateway's
+# CPU per request, which is the figure to compare.)
+#
+# Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SMOKE=1)
+# Needs node and the legacy peers (bash .ci/run installs them into target/peers-legacy) for the
+# server2025 row; skips it loudly without them. Every process it starts is stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+CONNS=${CONNS:-16}
+EDGE_BIN=${EDGE_BIN:-}
+[ "${1:-}" = "--edge-bin" ] && EDGE_BIN=$2
+bench_tools wrk:wrk curl:curl
+bench_edge_bin
+start_cleanup
+OUT=target/bench/bridge-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+PEERS=${MCP_EDGE_LEGACY_PEERS_DIR:-$PWD/target/peers-legacy}
+
+BACKEND=17301 OLD=17302 MCP=17380 ADMIN=17390
+for p in $BACKEND $OLD $MCP $ADMIN; do port_free $p || { echo "port $p is in use" >&2; exit 1; }; done
+"$EDGE_BIN" backend --instances 1 --base-port $BACKEND >"$OUT/backend.log" 2>&1 &
+PIDS+=($!)
+HAVE_OLD=0
+if command -v node >/dev/null && [ -f "$PEERS/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+  cp tests/peers_legacy/legacy_ts_server.mjs "$PEERS/"
+  node "$PEERS/legacy_ts_server.mjs" $OLD >"$OUT/old.log" 2>&1 &
+  PIDS+=($!)
+  HAVE_OLD=1
+else
+  echo "!!!!!!!! SKIPPING the server2025 row: no node or no TypeScript SDK v1 in $PEERS (bash .ci/run installs it)"
+fi
+cat >"$OUT/gateway.yaml" <<EOF
+listen: { mcp: 127.0.0.1:$MCP, admin: 127.0.0.1:$ADMIN }
+pools:
+  modern: { instances: [127.0.0.1:$BACKEND] }
+  old: { instances: [127.0.0.1:$OLD], era: 2025-11-25, health: { check: off } }
+routes:
+  - { match: { method: tools/call, name: add }, pool: old }
+default_route: { pool: modern }
+EOF
+"$EDGE_BIN" serve --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &
+GW=$!
+PIDS+=($GW)
+wait_port $BACKEND && wait_port $MCP && { [ $HAVE_OLD = 0 ] || wait_port $OLD; }
+
+# A bridged session for the 2025-era client.
+SID=$(curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$MCP/mcp" -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' \
+  -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' |
+  tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+[ -n "$SID" ] || { echo "the bridge opened no session" >&2; exit 1; }
+
+lua() { # name method mcp-name body [legacy]
+  local f="$OUT/$1.lua"
+  {
+    echo 'wrk.method = "POST"'
+    echo 'wrk.path = "/mcp"'
+    echo 'wrk.headers["Content-Type"] = "application/json"'
+    echo 'wrk.headers["Accept"] = "application/json, text/event-stream"'
+    if [ "${5:-}" = legacy ]; then
+      echo 'wrk.headers["MCP-Protocol-Version"] = "2025-11-25"'
+      echo "wrk.headers[\"Mcp-Session-Id\"] = \"$SID\""
+    else
+      echo 'wrk.headers["MCP-Protocol-Version"] = "2026-07-28"'
+      echo "wrk.headers[\"Mcp-Method\"] = \"$2\""
+      echo "wrk.headers[\"Mcp-Name\"] = \"$3\""
+    fi
+    echo "wrk.body = '$4'"
+  } >"$f"
+  echo "$f"
+}
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+ROWS=(native client2025)
+LUA_native=$(lua native tools/call echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},$META}}")
+LUA_client2025=$(lua client2025 tools/call echo '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' legacy)
+if [ $HAVE_OLD = 1 ]; then
+  ROWS+=(server2025)
+  LUA_server2025=$(lua server2025 tools/call add "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2},$META}}")
+fi
+
+hz=$(getconf CLK_TCK)
+printf '%-12s %10s %10s %14s\n' row "req/s" "non-2xx" "gateway us/req"
+for row in "${ROWS[@]}"; do
+  var="LUA_$row"
+  wrk -t1 -c"$CONNS" -d"${WARMUP}s" -s "${!var}" "http://127.0.0.1:$MCP/mcp" >/dev/null
+  before=$(cpu_ticks $GW)
+  wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "${!var}" "http://127.0.0.1:$MCP/mcp" >"$OUT/$row.txt"
+  after=$(cpu_ticks $GW)
+  n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$OUT/$row.txt")
+  bad=$(sed -n 's/^ *Non-2xx or 3xx responses: *//p' "$OUT/$row.txt")
+  rps=$(sed -n 's/^Requests\/sec: *//p' "$OUT/$row.txt")
+  us=$(awk -v t=$((after - before)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f", n ? t * 1e6 / hz / n : 0 }')
+  printf '%-12s %10s %10s %14s\n' "$row" "$rps" "${bad:-0}" "$us"
+done | tee "$OUT/summary.txt"
+echo "raw outputs: $OUT"

@@ -1,0 +1,131 @@
+//! The session a request to a 2025-era pool goes over: the one held for its instance and caller,
+//! or a new one (`initialize`); a request the server answers 404 (its session is gone, the
+//! request was not run) is sent once more on a new session. Sessions dropped to make room are
+//! closed with `DELETE`, in the background.
+
+use std::sync::Arc;
+
+use super::wire::Up;
+use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::bridge::messages::Messages;
+use crate::gateway::stages::bridge::servers::{ServerSession, SessionKey, SideRequests};
+use crate::gateway::stages::bridge::Bridge;
+use crate::mcp::{codes, Rejection};
+
+fn unavailable(up: &Up, e: String) -> Rejection {
+    let msg = format!(
+        "The 2025-era instance {} could not open a session: {e}",
+        up.addr
+    );
+    Rejection::new(
+        502,
+        codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+        "legacy-session",
+        msg,
+    )
+}
+
+/// The session of `key`: held, or opened now.
+pub(crate) async fn get(
+    bridge: &Bridge,
+    up: &Up,
+    key: &SessionKey,
+    gw: &Gateway,
+) -> Result<ServerSession, Rejection> {
+    if let Some(s) = bridge.servers.get(key) {
+        return Ok(s);
+    }
+    open(bridge, up, key, gw, "opened").await
+}
+
+async fn open(
+    bridge: &Bridge,
+    up: &Up,
+    key: &SessionKey,
+    gw: &Gateway,
+    how: &str,
+) -> Result<ServerSession, Rejection> {
+    let m = &gw.metrics.bridge.server_sessions;
+    match up.initialize().await {
+        Ok((id, init)) => {
+            m.with_label_values(&[how]).inc();
+            let side = listen(up.clone(), id.clone());
+            for (old_key, old) in bridge
+                .servers
+                .put(key.clone(), id.clone(), init, Some(side))
+            {
+                let mut old_up = up.clone();
+                old_up.addr = old_key.addr;
+                tokio::spawn(async move { old_up.delete(&old).await });
+            }
+            gw.metrics
+                .bridge
+                .server_sessions_open
+                .set(bridge.servers.len() as i64);
+            bridge
+                .servers
+                .get(key)
+                .ok_or_else(|| unavailable(up, "the session was dropped at once".into()))
+        }
+        Err(e) => {
+            m.with_label_values(&["failed"]).inc();
+            Err(unavailable(up, e))
+        }
+    }
+}
+
+/// Read the session's standalone stream in the background: the requests the server sends
+/// there go to the session's calls; the task ends with the stream or when the session is
+/// dropped (nobody receives any more).
+fn listen(up: Up, sid: String) -> SideRequests {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let Ok(mut m) = up.listen(&sid).await else {
+            return;
+        };
+        if m.status != 200 {
+            return; // no standalone stream (405): the server asks on the calls' streams only
+        }
+        while let Ok(Some(v)) = m.next().await {
+            let request = v.get("method").is_some() && v.get("id").is_some_and(|i| !i.is_null());
+            if request && tx.send(v).await.is_err() {
+                return;
+            }
+        }
+    });
+    Arc::new(tokio::sync::Mutex::new(rx))
+}
+
+/// POST `body` over the session of `key`: the answer's messages and the session used.
+pub(crate) async fn send(
+    bridge: &Bridge,
+    up: &Up,
+    key: &SessionKey,
+    gw: &Gateway,
+    body: &[u8],
+) -> Result<(Messages, ServerSession), Rejection> {
+    let s = get(bridge, up, key, gw).await?;
+    let sid = s.id.clone();
+    let fail = |e: String| {
+        let msg = format!("The 2025-era instance {} failed: {e}", up.addr);
+        Rejection::new(
+            502,
+            codes::GATEWAY_UPSTREAM_UNAVAILABLE,
+            "legacy-upstream",
+            msg,
+        )
+    };
+    let m = up.post(Some(&sid), body).await.map_err(fail)?;
+    if m.status != 404 {
+        return Ok((m, s));
+    }
+    // The server dropped the session (restarted, expired): the request was not run.
+    bridge.servers.forget(key, &sid);
+    gw.metrics
+        .bridge
+        .server_sessions_open
+        .set(bridge.servers.len() as i64);
+    let s = open(bridge, up, key, gw, "reopened").await?;
+    let m = up.post(Some(&s.id), body).await.map_err(fail)?;
+    Ok((m, s))
+}

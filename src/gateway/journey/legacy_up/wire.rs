@@ -1,0 +1,127 @@
+//! The wire to a 2025-era instance: its requests (with the session, the legacy version header
+//! and the headers the gateway sends upstream), `initialize` + `notifications/initialized` to
+//! open a session, the client's answer to a question, the cancellation of a call, `DELETE`.
+//! One connection per request (`Connection: close`): a paused call keeps its own.
+
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+use crate::gateway::stages::bridge::messages::Messages;
+use crate::gateway::transport::upstream_h1::oneshot::Streaming;
+use crate::mcp::legacy::SESSION_ID;
+
+/// Where and how to reach one legacy instance.
+#[derive(Clone, Debug)]
+pub(crate) struct Up {
+    pub addr: SocketAddr,
+    pub path: String,
+    pub version: &'static str,
+    /// Headers sent as they are (the gateway's upstream credential or the caller's token, the
+    /// identity headers it asserts, the trace context).
+    pub carry: Vec<(String, String)>,
+    pub connect: Duration,
+    pub read: Duration,
+}
+
+impl Up {
+    fn request(&self, method: &str, session: Option<&str>, body: &[u8]) -> Vec<u8> {
+        let mut head = format!(
+            "{method} {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n",
+            self.path, self.addr, self.version
+        );
+        if !body.is_empty() {
+            head.push_str("Content-Type: application/json\r\n");
+        }
+        if let Some(s) = session {
+            head.push_str(&format!("{SESSION_ID}: {s}\r\n"));
+        }
+        for (k, v) in &self.carry {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str(&format!(
+            "Connection: close\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        ));
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// Send a POST and read its answer's head: its messages follow.
+    pub(crate) async fn post(
+        &self,
+        session: Option<&str>,
+        body: &[u8],
+    ) -> Result<Messages, String> {
+        let req = self.request("POST", session, body);
+        let stream = tokio::time::timeout(self.connect, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", self.addr))?
+            .map_err(|e| format!("connecting to {}: {e}", self.addr))?;
+        let _ = stream.set_nodelay(true);
+        let started = tokio::time::timeout(self.read, Streaming::start(stream, &req))
+            .await
+            .map_err(|_| format!("{} sent no answer within {:?}", self.addr, self.read))??;
+        Ok(Messages::new(started))
+    }
+
+    /// Open a session: `initialize` as the gateway's client, then `notifications/initialized`.
+    /// The session id and the server's `initialize` result.
+    pub(crate) async fn initialize(&self) -> Result<(String, Value), String> {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": self.version,
+            "capabilities": {"elicitation": {}, "sampling": {}, "roots": {"listChanged": false}},
+            "clientInfo": {"name": "mcp-edge", "version": env!("CARGO_PKG_VERSION")}}});
+        let mut m = self.post(None, body.to_string().as_bytes()).await?;
+        if m.status != 200 {
+            return Err(format!("initialize answered HTTP {}", m.status));
+        }
+        let sid = m.header(SESSION_ID).map(str::to_owned);
+        let result = loop {
+            match m.next().await? {
+                Some(v) if v.get("result").is_some() => break v["result"].clone(),
+                Some(v) if v.get("error").is_some() => {
+                    return Err(format!("initialize refused: {}", v["error"]))
+                }
+                Some(_) => continue,
+                None => return Err("initialize: no response".into()),
+            }
+        };
+        let sid = sid.ok_or("initialize answered without Mcp-Session-Id (not a Streamable HTTP server with sessions)")?;
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.post(Some(&sid), done.to_string().as_bytes()).await?;
+        Ok((sid, result))
+    }
+
+    /// Send a message that needs no answer (the client's response to a question, a
+    /// cancellation); the HTTP status.
+    pub(crate) async fn tell(&self, session: &str, message: &Value) -> Result<u16, String> {
+        let m = self
+            .post(Some(session), message.to_string().as_bytes())
+            .await?;
+        Ok(m.status)
+    }
+
+    /// Open the session's standalone stream (`GET`): its messages, as they come.
+    pub(crate) async fn listen(&self, session: &str) -> Result<Messages, String> {
+        let req = self.request("GET", Some(session), b"");
+        let stream = tokio::time::timeout(self.connect, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", self.addr))?
+            .map_err(|e| format!("connecting to {}: {e}", self.addr))?;
+        let started = tokio::time::timeout(self.read, Streaming::start(stream, &req))
+            .await
+            .map_err(|_| format!("{} sent no answer within {:?}", self.addr, self.read))??;
+        Ok(Messages::new(started))
+    }
+
+    /// `DELETE` a session (best effort: the server may have dropped it already).
+    pub(crate) async fn delete(&self, session: &str) {
+        let req = self.request("DELETE", Some(session), b"");
+        if let Ok(Ok(s)) = tokio::time::timeout(self.connect, TcpStream::connect(self.addr)).await {
+            let _ = tokio::time::timeout(self.read, Streaming::start(s, &req)).await;
+        }
+    }
+}

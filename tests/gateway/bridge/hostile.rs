@@ -1,0 +1,190 @@
+//! Hostile 2025-era clients against the bridge, over raw sockets: a forged, altered or other
+//! caller's session id is answered 404 (the client opens a new session), a request without one
+//! 400; an answer to a question the gateway never asked, or asked on another session, is
+//! refused; a client that never answers ends its call with an error after
+//! `legacy.answer_timeout` and nothing stays waiting; an operator can refuse legacy clients.
+
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+use super::{backend, gateway};
+use crate::support::http::{post, request, Reply, SseStream};
+use crate::support::{sample, scrape};
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+
+/// `initialize` with `auth` (an Authorization value): the session id.
+fn open(gw: SocketAddr, auth: Option<&str>) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut h = vec![JSON, ACCEPT];
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    let r = post(gw, &h, &body.to_string());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    r.header("mcp-session-id").expect("a session id").to_owned()
+}
+
+fn on_session(gw: SocketAddr, sid: &str, auth: Option<&str>, body: &Value) -> Reply {
+    let mut h = vec![
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", sid),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    post(gw, &h, &body.to_string())
+}
+
+fn list(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})
+}
+
+#[test]
+fn forged_altered_and_other_callers_sessions_are_not_found() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let a = gw.mcp_addr;
+    let sid = open(a, Some("Bearer alice"));
+    let ok = on_session(a, &sid, Some("Bearer alice"), &list(2));
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert!(ok.json()["result"]["tools"].as_array().unwrap().len() > 5);
+    assert!(
+        ok.json()["result"].get("resultType").is_none(),
+        "2026-only members are dropped"
+    );
+
+    let other = on_session(a, &sid, Some("Bearer mallory"), &list(3));
+    assert_eq!(
+        (other.status, other.error_code()),
+        (404, -31014),
+        "{}",
+        other.text()
+    );
+    assert_eq!(other.json()["error"]["data"]["reason"], "other_caller");
+    let bare = on_session(a, &sid, None, &list(4));
+    assert_eq!(bare.status, 404, "{}", bare.text());
+
+    let mut altered = sid.clone().into_bytes();
+    let i = altered.len() - 5;
+    altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    let r = on_session(a, &altered, Some("Bearer alice"), &list(5));
+    assert_eq!((r.status, r.error_code()), (404, -31014), "{}", r.text());
+    let r = on_session(a, "es1.00000000.AAAA", Some("Bearer alice"), &list(6));
+    assert_eq!(r.status, 404, "{}", r.text());
+
+    let none = post(
+        a,
+        &[JSON, ACCEPT, ("MCP-Protocol-Version", "2025-06-18")],
+        &list(7).to_string(),
+    );
+    assert_eq!(
+        (none.status, none.error_code()),
+        (400, -31015),
+        "{}",
+        none.text()
+    );
+
+    // A session of another gateway (another key) is unknown here.
+    let other_gw = gateway(&pool, "");
+    let foreign = open(other_gw.mcp_addr, Some("Bearer alice"));
+    let r = on_session(a, &foreign, Some("Bearer alice"), &list(8));
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "unknown_key");
+}
+
+#[test]
+fn answers_to_questions_never_asked_or_asked_elsewhere_are_refused() {
+    let pool = backend();
+    let gw = gateway(&pool, "legacy: { answer_timeout: 20s }\n");
+    let a = gw.mcp_addr;
+    let (s1, s2) = (open(a, None), open(a, None));
+    let forged = json!({"jsonrpc": "2.0", "id": "ea1.00000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "result": {"action": "accept"}});
+    let r = on_session(a, &s1, None, &forged);
+    assert_eq!((r.status, r.error_code()), (400, -31015), "{}", r.text());
+    let r = on_session(
+        a,
+        &s1,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 42, "result": {}}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+
+    // A real question on session 1, answered with session 2's id: refused; then answered right.
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "test_input_required_result_elicitation", "arguments": {}}});
+    let h = [
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", s1.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let mut stream = SseStream::open(a, &h, &call.to_string());
+    assert_eq!(stream.status, 200);
+    let ask = stream.next_message().expect("the question");
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let r = on_session(a, &s2, None, &answer);
+    assert_eq!((r.status, r.error_code()), (400, -31015), "{}", r.text());
+    let r = on_session(a, &s1, None, &answer);
+    assert_eq!(r.status, 202, "{}", r.text());
+    let done = stream.next_message().expect("the result");
+    assert_eq!(done["id"], 9);
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
+    // The same answer again: its call no longer waits.
+    let r = on_session(a, &s1, None, &answer);
+    assert_eq!(r.status, 400, "{}", r.text());
+}
+
+#[test]
+fn a_client_that_never_answers_ends_its_call_and_nothing_stays_waiting() {
+    let pool = backend();
+    let gw = gateway(&pool, "legacy: { answer_timeout: 300ms }\n");
+    let a = gw.mcp_addr;
+    let sid = open(a, None);
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "test_input_required_result_elicitation", "arguments": {}}});
+    let h = [
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let mut stream = SseStream::open(a, &h, &call.to_string());
+    assert_eq!(
+        stream.next_message().unwrap()["method"],
+        "elicitation/create"
+    );
+    let end = stream.next_message().expect("the call's end");
+    assert_eq!(end["id"], 5);
+    assert_eq!(end["error"]["code"], -31016, "{end}");
+    assert!(stream.next_message().is_none(), "the stream ends");
+    let m = scrape(&gw);
+    assert_eq!(
+        sample(&m, "mcp_edge_legacy_flows_total", &["timed_out"]),
+        1.0
+    );
+    // A capability the client did not declare is never asked.
+    let roots = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "test_input_required_result_list_roots", "arguments": {}}});
+    let r = on_session(a, &sid, None, &roots);
+    assert_ne!(r.status, 500, "{}", r.text());
+    assert!(!r.text().contains("roots/list\",\"params"), "{}", r.text());
+}
+
+#[test]
+fn an_operator_can_refuse_legacy_clients_on_one_endpoint() {
+    let pool = backend();
+    let gw = gateway(&pool, "legacy: { refuse_on: [/mcp] }\n");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}});
+    let r = post(gw.mcp_addr, &[JSON], &body.to_string());
+    assert_eq!((r.status, r.error_code()), (400, -32022), "{}", r.text());
+    let get = request(gw.mcp_addr, "GET", "/mcp", &[("Mcp-Session-Id", "x")], b"");
+    assert_eq!(get.status, 405, "{}", get.text());
+}
