@@ -3,8 +3,14 @@
 //! refreshed in the background, and re-fetched when a token names an unknown `kid` (at most once
 //! per `unknown_kid_interval`, so invented key ids cannot flood the issuer). A failed refresh
 //! keeps the keys in use; failures and the age of the set are metrics.
+//!
+//! Fetches are single-flight: at most one is under way, and every caller that asks while it
+//! runs waits for it and uses its outcome, success or failure (the first requests on a cold
+//! gateway all wait on the one first fetch instead of being refused). An outcome is never
+//! reused after it was delivered: a request that arrives after a failed fetch starts the next one.
 
 use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -38,8 +44,11 @@ pub struct KeyStore {
     pub config: JwksConfig,
     current: ArcSwap<Loaded>,
     schedule: Mutex<Schedule>,
-    /// One fetch at a time; the others wait for its result.
+    /// Held for the length of a fetch: one at a time; the others queue on it.
     fetching: tokio::sync::Mutex<()>,
+    /// Fetches finished (whatever their outcome): a caller that sees it change while it queued
+    /// uses that outcome rather than fetching again.
+    finished: AtomicU64,
     metrics: Arc<AuthMetrics>,
     /// TLS settings for an https URL.
     tls: Arc<rustls::ClientConfig>,
@@ -101,6 +110,7 @@ impl KeyStore {
                 refresher: false,
             }),
             fetching: tokio::sync::Mutex::new(()),
+            finished: AtomicU64::new(0),
             metrics,
         })
     }
@@ -126,12 +136,17 @@ impl KeyStore {
         tokio::spawn(refresh_loop(weak));
     }
 
-    /// Keys to check a token against: the current set, re-fetched first when it is empty or
-    /// does not know `kid` (rate-limited).
+    /// Keys to check a token against: the current set, re-fetched first when it is empty (every
+    /// caller waits on the one fetch under way) or does not know `kid` (rate-limited; a caller
+    /// over the rate still waits for a fetch already under way).
     pub(crate) async fn keys_for(&self, kid: Option<&str>) -> Arc<Loaded> {
         let cur = self.current();
-        let missing = cur.set.keys.is_empty() || kid.is_some_and(|k| !cur.set.has_kid(k));
-        if !missing {
+        if cur.set.keys.is_empty() {
+            // Never loaded (a URL source before its first successful fetch).
+            self.single_flight(true).await;
+            return self.current();
+        }
+        if kid.is_none_or(|k| cur.set.has_kid(k)) {
             return cur;
         }
         let allowed = {
@@ -145,20 +160,30 @@ impl KeyStore {
             }
             ok
         };
-        if allowed {
-            self.refresh().await;
-        }
+        self.single_flight(allowed).await;
         self.current()
     }
 
-    /// Fetch (or re-read) the set now; on failure keep the old one and count it.
+    /// Fetch (or re-read) the set now, or share the fetch already under way.
     pub(crate) async fn refresh(&self) {
-        let asked = Instant::now();
+        self.single_flight(true).await;
+    }
+
+    /// Wait for the fetch under way and use its outcome; with none under way, fetch when
+    /// `may_start`. The outcome is shared only with the callers that queued while it ran.
+    async fn single_flight(&self, may_start: bool) {
+        let seen = self.finished.load(Ordering::Acquire);
         let _one = self.fetching.lock().await;
-        if self.config.url.is_some() && self.current().at > asked {
-            // Another request fetched while this one waited: use its result.
+        if !may_start || self.finished.load(Ordering::Acquire) != seen {
             return;
         }
+        self.fetch_now().await;
+        self.finished.fetch_add(1, Ordering::Release);
+    }
+
+    /// Fetch (or re-read) the set; on failure keep the old one and count it. Only under
+    /// `fetching`.
+    async fn fetch_now(&self) {
         let result = match (&self.config.url, &self.config.file) {
             (Some(url), _) => fetch::get(url, self.config.timeout, &self.tls)
                 .await

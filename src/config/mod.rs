@@ -37,6 +37,7 @@ pub(crate) use flows::{FlowsConfig, TracingConfig};
 mod describe;
 mod limits;
 mod listen;
+pub(crate) mod mrtr;
 mod pattern;
 pub(crate) mod policy;
 pub(crate) mod pools;

@@ -59,15 +59,16 @@ pub struct PoolConfig {
     /// token exchange for the caller); the caller's own token never goes to such a pool.
     #[serde(default)]
     pub credentials: Option<super::credentials::CredentialsConfig>,
+    /// Multi round-trip calls: `seal` the servers' `requestState` at the edge, and where retry
+    /// legs land (`retry_landing`).
+    #[serde(default)]
+    pub mrtr: super::mrtr::MrtrConfig,
     /// The protocol revision the instances speak: `2026-07-28` (the default), or a 2025-era
     /// revision (`2025-11-25`, `2025-06-18`, `2025-03-26`): the gateway then holds sessions to
     /// them and serves 2026 clients from them, mid-call questions included (docs/bridge.md).
     /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
     #[serde(default)]
     pub era: PoolEra,
-    /// What the gateway does with the pool's MRTR flows ([`PoolMrtr`]).
-    #[serde(default)]
-    pub mrtr: PoolMrtr,
 }
 
 /// What a pool's instances speak.
@@ -94,19 +95,6 @@ impl PoolEra {
             PoolEra::V2025_03_26 => Some("2025-03-26"),
         }
     }
-}
-
-/// `pools.<name>.mrtr`: MRTR options of a pool.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PoolMrtr {
-    /// Where a retry leg (a request carrying `requestState`) lands: `any` (the default: balanced
-    /// like any request) or `elsewhere` (an instance other than the one that served the
-    /// previous leg of its flow, and than leg 1's when a third is eligible; the same instance
-    /// only when no other is eligible). For load tests, canaries and continuous proof that the
-    /// servers keep no state between legs. Needs `flows` (on by default).
-    #[serde(default)]
-    pub retry_landing: RetryLanding,
 }
 
 /// `pools.<name>.mrtr.retry_landing`.

@@ -148,6 +148,8 @@ impl Config {
         }
         self.check_credentials(name, pool)
             .map_err(|(key, msg)| err(&key, msg))?;
+        super::mrtr::check(name, pool, self.connections.upstream_leg)
+            .map_err(|(key, msg)| err(&key, msg))?;
         Ok(())
     }
 

@@ -23,6 +23,8 @@
 //!   head is, the pure translations between the two wire shapes).
 //! - [`seal`]: sealed tokens (AEAD, key ring with rotation) for everything a client carries
 //!   back unread: session ids, answer ids, wrapped states.
+//! - [`state_seal`]: the `requestState` envelope a sealing pool's clients get (what it binds,
+//!   the checks on the retry), and where a state sits in response and request bytes.
 //! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
 //!   MRTR flow (result type, state digest), read as it streams past.
 
@@ -47,6 +49,7 @@ pub(crate) mod rewrite;
 pub mod scan;
 pub mod seal;
 pub mod sse;
+pub mod state_seal;
 pub(crate) mod strict;
 pub mod tasks;
 

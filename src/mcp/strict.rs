@@ -41,11 +41,14 @@ impl Faults {
 
 /// The characters of `s` as a case-folding reader compares them.
 pub(crate) fn fold_chars(s: &str) -> impl Iterator<Item = char> + '_ {
-    s.chars().flat_map(|c| {
-        let ascii = c.is_ascii().then(|| c.to_ascii_lowercase());
-        let wide = (!c.is_ascii()).then(|| c.to_uppercase().flat_map(char::to_lowercase));
-        ascii.into_iter().chain(wide.into_iter().flatten())
-    })
+    s.chars().flat_map(fold_char)
+}
+
+/// One character as a case-folding reader compares it (one or more characters).
+pub(crate) fn fold_char(c: char) -> impl Iterator<Item = char> {
+    let ascii = c.is_ascii().then(|| c.to_ascii_lowercase());
+    let wide = (!c.is_ascii()).then(|| c.to_uppercase().flat_map(char::to_lowercase));
+    ascii.into_iter().chain(wide.into_iter().flatten())
 }
 
 /// Whether two keys name the same member for a case-folding reader.

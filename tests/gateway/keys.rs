@@ -30,6 +30,12 @@ fn a_token_under_an_encoded_access_token_key_is_refused_and_never_forwarded() {
         "a=1;ACCESS+TOKEN=x",
         "access_token%5B%5D=x",
         "access%255Ftoken=x",
+        // Rack and qs read a bracketed name, qs with allowDots a dotted one, URLSearchParams
+        // drops a leading `?`, PHP turns a 0x80 byte into `_`.
+        "[access_token]=x",
+        "access_token.x=y",
+        "?access_token=x",
+        "a=1&access%80token=x",
     ]
     .iter()
     .enumerate()

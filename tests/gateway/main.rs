@@ -47,6 +47,7 @@ mod param_headers;
 mod parked;
 mod policy;
 mod routing;
+mod seal;
 mod spoofing;
 mod tasks;
 mod tls;

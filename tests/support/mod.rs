@@ -14,6 +14,7 @@
 //! - `support::auth`: run-time test keys, a loopback JWKS server, `auth:` sections;
 //! - `support::cache`, `support::scripted`: scripted upstreams for the edge-cache tests;
 //! - `support::loadtest`: an in-process MRTR target for the load tester.
+//! - `support::naive_mrtr`: an MRTR server that protects nothing (the seal tests).
 //! - `support::background`: the runtime thread every test server above runs on, stopped on drop.
 //! - `support::raw`: a raw upstream (every answer byte the test's) and a gateway in front of it.
 //! - `support::programs`: the programs outside Rust a test may need (redis-server, curl, h2load,
@@ -29,6 +30,7 @@ pub mod http;
 pub mod limits;
 pub mod loadtest;
 pub mod metrics;
+pub mod naive_mrtr;
 pub mod programs;
 pub mod raw;
 pub mod scripted;

@@ -11,7 +11,8 @@
 //!    [`federation`] on a federated endpoint; [`limit`] asks the rate limits and
 //!    [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
-//! 3. [`cache`], or [`federation`]'s own answers, right after the body check.
+//! 3. [`seal`] (a sealing pool's retry state opened), then [`cache`], or [`federation`]'s own
+//!    answers, right after the body check.
 //! 4. [`forward`]: balance, the head's hop-by-hop policy and the peer; on the default path the
 //!    [`direct`] leg sends head and body and streams the answer back ([`detached`]: a long
 //!    stream handed to its own task).
@@ -36,5 +37,6 @@ pub mod observe;
 pub(crate) mod pipeline;
 pub mod request;
 pub(crate) mod response;
+pub(crate) mod seal;
 pub mod state;
 pub(crate) mod steps;

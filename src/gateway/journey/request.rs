@@ -131,6 +131,9 @@ pub struct RequestCtx {
     // Cache and credentials, after the check.
     /// The edge cache's state of this request.
     pub cache: crate::gateway::stages::cache::Flow,
+    /// On a pool that seals `requestState`: who calls with which arguments, and the response's
+    /// rewriting ([`crate::gateway::stages::seal`]).
+    pub seal: Option<Box<crate::gateway::stages::seal::Leg>>,
     /// The header the pool's credentials put on the upstream request (`pools.<name>.credentials`),
     /// obtained once per request before an instance is chosen.
     pub upstream_credential: Option<crate::credentials::Credential>,
@@ -190,6 +193,7 @@ impl RequestCtx {
             upstream_credential: None,
             list_filter: None,
             cache: Default::default(),
+            seal: None,
             federated: None,
             slots: None,
             trace: None,

@@ -14,7 +14,7 @@ use pingora::Result;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
 
-use crate::gateway::journey::{auth, cache};
+use crate::gateway::journey::{auth, cache, seal};
 
 use crate::gateway::journey::request::RequestCtx;
 
@@ -71,6 +71,7 @@ pub(crate) fn on_header(
         ctx.scanner = ResultScanner::for_response(ct, follow);
     }
     auth::on_response_header(ctx, upstream_response);
+    seal::on_response_header(ctx, upstream_response);
     // The edge cache: collect a cacheable response, watch streams for invalidations.
     cache::on_response_header(ctx, upstream_response)
 }
@@ -78,6 +79,8 @@ pub(crate) fn on_header(
 /// One chunk of the response body (`None` at the end, or when the list filter holds it).
 pub(crate) fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
     auth::on_response_body(ctx, body, end_of_stream);
+    // Before the scanner: the flow is followed by the state the client sees.
+    seal::on_response_body(ctx, body, end_of_stream);
     if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {
         scanner.feed(chunk);
     }

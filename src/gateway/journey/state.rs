@@ -66,6 +66,8 @@ pub struct Gateway {
     pub federation: Option<crate::gateway::stages::federation::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    /// Each pool's `requestState` sealing (`pools.<name>.mrtr.seal`), indexed like `pools`.
+    pub seals: crate::gateway::stages::seal::Seals,
     /// The body stages' own states, indexed as the pipeline's list (`None`: off).
     pub(crate) stage_states: Vec<Option<crate::gateway::stages::body::State>>,
     /// SHA-256 of the admin token (`admin_token_file`), when one is configured.
@@ -157,7 +159,13 @@ impl Gateway {
             crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
         let bridge =
             crate::gateway::stages::bridge::Bridge::build(&config, previous.map(|p| &p.bridge));
+        let seals = crate::gateway::stages::seal::build_all(
+            &config,
+            &table.pools,
+            previous.map(|p| (&p.table.pools[..], &p.seals)),
+        )?;
         Ok(Gateway {
+            seals,
             bridge,
             admin_token: config
                 .admin_token_file

@@ -16,7 +16,8 @@
 //!    and the pool's credential are `crate::auth` and `crate::credentials`).
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
 //!    then the body stages ([`body`]: plain functions over the parsed body, e.g. [`policy`]).
-//! 5. [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen streams).
+//! 5. [`seal`] (a sealing pool's `requestState` opened on the retry, sealed on the way
+//!    back), then [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen streams).
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
@@ -34,6 +35,7 @@ pub mod limit;
 pub(crate) mod pipeline;
 pub(crate) mod policy;
 pub mod route;
+pub mod seal;
 pub mod validate;
 
 /// The throwaway stage that proves a body stage is one file and one line (docs/architecture.md).

@@ -61,6 +61,7 @@ pub(crate) enum Step {
     Limits,
     Check,
     Federation,
+    Seal,
     Cache,
     Credentials,
     Balance,
@@ -115,6 +116,7 @@ pub(crate) static STAGES: &[Stage] = &[
     #[cfg(test)]
     Stage::body(&super::throwaway::STAGE),
     Stage::step("federation", Needs::CheckedBody, Step::Federation),
+    Stage::step("seal", Needs::CheckedBody, Step::Seal),
     Stage::step("cache", Needs::CheckedBody, Step::Cache),
     Stage::step("credentials", Needs::Pool, Step::Credentials),
     Stage::step("balance", Needs::Pool, Step::Balance),

@@ -22,6 +22,7 @@ pub struct JwksServer {
     pub addr: SocketAddr,
     body: Arc<Mutex<String>>,
     cache_control: Arc<Mutex<String>>,
+    delay: Arc<Mutex<std::time::Duration>>,
     hits: Arc<AtomicUsize>,
     _server: AcceptLoop,
 }
@@ -77,9 +78,17 @@ impl JwksServer {
         let body = Arc::new(Mutex::new(jwks));
         let cache_control = Arc::new(Mutex::new("max-age=300".to_string()));
         let hits = Arc::new(AtomicUsize::new(0));
-        let (b, c, h) = (body.clone(), cache_control.clone(), hits.clone());
+        let delay = Arc::new(Mutex::new(std::time::Duration::ZERO));
+        let (b, c, h, d) = (
+            body.clone(),
+            cache_control.clone(),
+            hits.clone(),
+            delay.clone(),
+        );
         let server = AcceptLoop::start(move |mut stream| {
             h.fetch_add(1, Ordering::SeqCst);
+            // A slow issuer: the answer leaves this long after the connection was accepted.
+            std::thread::sleep(*d.lock().unwrap());
             match &tls {
                 Some(cfg) => {
                     let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
@@ -95,9 +104,15 @@ impl JwksServer {
             addr: server.addr,
             body,
             cache_control,
+            delay,
             hits,
             _server: server,
         }
+    }
+
+    /// Answer each fetch this long after accepting it.
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        *self.delay.lock().unwrap() = delay;
     }
 
     pub fn https_url(&self) -> String {

@@ -38,10 +38,12 @@ pub(crate) fn needed(gw: &Gateway, path: &str) -> bool {
 }
 
 /// Whether the header↔body check runs: always with auth (it decided on the claimed method and
-/// name) and on a federated endpoint, else as the route's sample says.
+/// name), on a federated endpoint and on a sealing pool (a retry's state is opened before any
+/// upstream), else as the route's sample says.
 pub(crate) fn check_runs(gw: &Gateway, ctx: &RequestCtx, sample: f64) -> bool {
     let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
-    auth_check || ctx.federated.is_some() || validate::sampled(sample)
+    let sealing = gw.seals.get(ctx.pool).is_some_and(Option::is_some);
+    auth_check || ctx.federated.is_some() || sealing || validate::sampled(sample)
 }
 
 /// Read the body as its framing and leg allow, and run the body stages on it where it is in
@@ -161,6 +163,13 @@ async fn run_stages(
             Run::Step(Step::Federation) if ctx.federated.is_some() => {
                 federation::on_checked(session, ctx, body).await?
             }
+            Run::Step(Step::Seal) if ctx.gw.seals.get(ctx.pool).is_some_and(Option::is_some) => {
+                let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
+                let body = if renamed { &ctx.in_hand.clone() } else { body };
+                crate::gateway::journey::seal::on_checked(session, ctx, body)
+            }
+            // A retry whose state was opened carries `requestState`: the cache never keys nor
+            // answers it, whichever body it reads.
             Run::Step(Step::Cache) => {
                 let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
                 let body = if renamed {

@@ -31,7 +31,7 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::pipeline::{index_of, Ran, Run, Step, STAGES};
 use crate::mcp::{Envelope, Rejection};
 use stages::{
-    admit, auth, balance, body_stage, cache, check, credentials, federation, limits, route,
+    admit, auth, balance, body_stage, cache, check, credentials, federation, limits, route, seal,
 };
 
 /// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
@@ -188,6 +188,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
             Run::Step(Step::Check) => check(&mut x, false),
             Run::Body(b) => body_stage(&mut x, i, b),
             Run::Step(Step::Federation) => federation(&x),
+            Run::Step(Step::Seal) => seal(&x),
             Run::Step(Step::Cache) => cache(&x),
             Run::Step(Step::Credentials) => credentials(&x),
             Run::Step(Step::Balance) => balance(&x),

@@ -125,6 +125,17 @@ pub(super) fn federation(x: &Explaining) -> Said {
     }
 }
 
+/// Whether the pool seals `requestState` (explain does not open a state: it has no caller).
+pub(super) fn seal(x: &Explaining) -> Said {
+    let sealing = x.gw.seals.get(x.ctx.pool).is_some_and(Option::is_some);
+    let retry = x.env.as_ref().is_some_and(|e| e.has_request_state);
+    match sealing {
+        false => Said::Skip(json!({"sealing": false})),
+        true => Said::Pass(json!({"sealing": true, "retry": retry,
+            "note": "a retry's requestState is opened and checked here (not by explain)"})),
+    }
+}
+
 pub(super) fn cache(x: &Explaining) -> Said {
     let (Some(env), true, false, Some(r)) = (&x.env, x.check, x.doomed, x.ctx.route) else {
         return Said::Skip(json!({"checked": false}));

@@ -40,8 +40,8 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         tls: None,
         http: Default::default(),
         credentials: None,
-        era: Default::default(),
         mrtr: Default::default(),
+        era: Default::default(),
     }
 }
 

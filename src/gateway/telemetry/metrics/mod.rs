@@ -14,6 +14,7 @@ pub(crate) mod balance;
 pub(crate) mod bridge;
 pub(crate) mod concurrency;
 pub(crate) mod federation;
+pub(crate) mod seal;
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -103,6 +104,8 @@ pub struct Metrics {
     pub concurrency: concurrency::ConcurrencyMetrics,
     pub federation: federation::FederationMetrics,
     pub bridge: bridge::BridgeMetrics,
+    /// The requestState seal's metrics ([`crate::gateway::stages::seal`]).
+    pub seal: seal::SealMetrics,
     /// The balancer's view of each instance ([`crate::gateway::stages::balance::metrics`]).
     pub balance: balance::BalanceMetrics,
     /// The last refused or failed requests, for the console ([`crate::gateway::telemetry::recent`]).
@@ -195,6 +198,7 @@ impl Metrics {
             concurrency: concurrency::ConcurrencyMetrics::register(&registry)?,
             federation: federation::FederationMetrics::register(&registry)?,
             bridge: bridge::BridgeMetrics::register(&registry)?,
+            seal: seal::SealMetrics::register(&registry)?,
             balance: balance::BalanceMetrics::register(&registry)?,
             recent: Default::default(),
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),

@@ -1,0 +1,217 @@
+//! Seal glue: where the journey applies a pool's `requestState` seal
+//! ([`crate::gateway::stages::seal`]). After the body check, [`on_checked`] notes who is calling
+//! with which arguments and, on a retry, opens the sealed state and puts the server's own bytes
+//! back into the body (or refuses the retry before any upstream); on the way back,
+//! [`on_response_header`] and [`on_response_body`] seal the state of an `input_required`
+//! result, in a JSON body (held whole) or in an SSE stream (event by event, unbuffered
+//! otherwise).
+//!
+//! Who is calling: the verified subject when `auth` admitted a token; else a digest of the
+//! `Authorization` header as sent; else the client's address. Tasks are not sealed (a task id
+//! is not a state), nor are methods without a name (`tools/call`, `prompts/get` and
+//! `resources/read` carry states).
+
+use bytes::Bytes;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::proxy::Session;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::stages::answer::Verdict;
+use crate::gateway::stages::seal::{Leg, Out, JSON_HOLD_MAX};
+use crate::mcp::methods::{name_field, NameField};
+use crate::mcp::state_seal::{self, rewrite, Binding, Refused};
+use crate::mcp::{codes, Rejection};
+
+/// After the body check, on a sealing pool: note the caller and the arguments' digest, and on
+/// a retry, open its state (the body then carries the server's bytes) or refuse it.
+pub(crate) fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -> Verdict {
+    let gw = ctx.gw.clone();
+    let Some(seal) = gw.seals.get(ctx.pool).and_then(Option::as_ref) else {
+        return Verdict::Next;
+    };
+    let (Some(method), Some(name)) = (ctx.method.as_deref(), ctx.name.as_deref()) else {
+        return Verdict::Next;
+    };
+    if !matches!(name_field(method), Some(NameField::Name | NameField::Uri)) {
+        return Verdict::Next;
+    }
+    let leg = Leg {
+        caller: caller_of(session, ctx),
+        arguments: state_seal::arguments_digest(method, name, &arguments(body)),
+        out: Out::Passing,
+    };
+    let retry = ctx.progress.envelope().is_some_and(|e| e.has_request_state);
+    let verdict = if retry {
+        let to = Binding {
+            caller: &leg.caller,
+            method,
+            name,
+            arguments: &leg.arguments,
+        };
+        // The body is kept in hand for the direct leg only, the one that can send it edited.
+        let direct = !ctx.in_hand.is_empty();
+        match rewrite::request_state(body) {
+            _ if !direct => Err(Refused::NotSealed),
+            None => Err(Refused::NotSealed),
+            Some((token, start, end)) => seal
+                .open(&token, &to)
+                .map(|state| rewrite::splice(body, (start, end), &state)),
+        }
+    } else {
+        Ok(Vec::new())
+    };
+    let pool = &gw.pools[ctx.pool].name;
+    ctx.seal = Some(Box::new(leg));
+    match verdict {
+        Ok(_) if !retry => Verdict::Next,
+        Ok(unsealed) => {
+            gw.metrics.seal.opened.with_label_values(&[pool]).inc();
+            ctx.body_len = unsealed.len();
+            ctx.in_hand = Bytes::from(unsealed);
+            Verdict::Next
+        }
+        Err(why) => {
+            let reason = why.reason();
+            gw.metrics
+                .seal
+                .refused
+                .with_label_values(&[pool, reason])
+                .inc();
+            let rej = Rejection::new(200, codes::INVALID_PARAMS, reason, why.message());
+            Verdict::Refuse(rej)
+        }
+    }
+}
+
+/// `params.arguments` of a checked body (`null` when absent).
+fn arguments(body: &[u8]) -> Value {
+    #[derive(Deserialize)]
+    struct Request {
+        params: Option<Params>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        arguments: Option<Value>,
+    }
+    serde_json::from_slice::<Request>(body)
+        .ok()
+        .and_then(|r| r.params?.arguments)
+        .unwrap_or(Value::Null)
+}
+
+/// Who is calling, as a state is bound to it (the module doc says which).
+fn caller_of(session: &Session, ctx: &RequestCtx) -> String {
+    if let Some(id) = &ctx.identity {
+        return state_seal::caller("sub", id.subject.as_bytes());
+    }
+    let headers = &session.req_header().headers;
+    if let Some(a) = headers.get(http::header::AUTHORIZATION) {
+        return state_seal::caller("auth", a.as_bytes());
+    }
+    let ip = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
+    state_seal::caller("ip", ip.as_bytes())
+}
+
+/// A request whose response may be sealed asks for it uncompressed.
+pub(crate) fn upstream_headers(ctx: &RequestCtx, upstream: &mut RequestHeader) {
+    if ctx.seal.is_some() {
+        let _ = upstream.insert_header(http::header::ACCEPT_ENCODING, "identity");
+    }
+}
+
+/// The response head: a JSON or SSE response of a sealing pool is read for its state (its
+/// length may change: it goes on chunked).
+pub(crate) fn on_response_header(ctx: &mut RequestCtx, resp: &mut ResponseHeader) {
+    let Some(leg) = ctx.seal.as_deref_mut() else {
+        return;
+    };
+    let Some(seal) = ctx.gw.seals.get(ctx.pool).and_then(Option::as_ref) else {
+        return;
+    };
+    let ct = resp.headers.get(http::header::CONTENT_TYPE);
+    let ct = ct.map_or(&b""[..], |v| v.as_bytes());
+    let encoded = resp.headers.get(http::header::CONTENT_ENCODING).is_some();
+    leg.out = if encoded {
+        Out::Passing
+    } else if crate::mcp::media::is_json(ct) {
+        Out::Json(Vec::new())
+    } else if crate::mcp::sse::is_event_stream(ct) {
+        Out::Sse(rewrite::SseSealer::new(seal.config.max_bytes))
+    } else {
+        Out::Passing
+    };
+    if !matches!(leg.out, Out::Passing) {
+        resp.remove_header(&http::header::CONTENT_LENGTH);
+        // pingora drops this for HTTP/2 clients; HTTP/1.1 clients get a chunked body.
+        let _ = resp.insert_header(http::header::TRANSFER_ENCODING, "chunked");
+    }
+}
+
+/// One chunk of a sealing pool's response: held (JSON) or passed event by event (SSE), the
+/// state of an `input_required` result sealed.
+pub(crate) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end: bool) {
+    let gw = ctx.gw.clone();
+    let (Some(leg), Some(seal)) = (
+        ctx.seal.as_deref_mut(),
+        gw.seals.get(ctx.pool).and_then(Option::as_ref),
+    ) else {
+        return;
+    };
+    let pool = gw.pools[ctx.pool].name.as_str();
+    let metrics = &gw.metrics.seal;
+    let to = Binding {
+        caller: &leg.caller,
+        method: ctx.method.as_deref().unwrap_or(""),
+        name: ctx.name.as_deref().unwrap_or(""),
+        arguments: &leg.arguments,
+    };
+    let max = seal.config.max_bytes;
+    let mut sealer = |state: &str| {
+        let token = seal.seal(&to, state);
+        metrics.sealed.with_label_values(&[pool]).inc();
+        if token.len() > max {
+            let why = "sealed_too_large";
+            metrics.unsealed.with_label_values(&[pool, why]).inc();
+        }
+        token
+    };
+    match &mut leg.out {
+        Out::Passing => {}
+        Out::Json(hold) => {
+            if let Some(chunk) = body.take() {
+                hold.extend_from_slice(&chunk);
+            }
+            if hold.len() > JSON_HOLD_MAX {
+                let why = "body_too_large";
+                metrics.unsealed.with_label_values(&[pool, why]).inc();
+                *body = Some(Bytes::from(std::mem::take(hold)));
+                leg.out = Out::Passing;
+            } else if end {
+                let full = std::mem::take(hold);
+                let out = rewrite::seal_json(&full, &mut sealer).unwrap_or(full);
+                *body = Some(Bytes::from(out));
+            }
+        }
+        Out::Sse(sse) => {
+            let had_given_up = sse.gave_up();
+            let mut out = match body.take() {
+                Some(chunk) => sse.feed(&chunk, &mut sealer),
+                None => Vec::new(),
+            };
+            if end {
+                out.extend(sse.finish(&mut sealer));
+            }
+            if sse.gave_up() && !had_given_up {
+                let why = "event_too_large";
+                metrics.unsealed.with_label_values(&[pool, why]).inc();
+            }
+            *body = (!out.is_empty() || end).then(|| Bytes::from(out));
+        }
+    }
+}
