@@ -274,13 +274,7 @@ pub(crate) fn principal_of(bearer: Option<&str>) -> String {
 /// the RFC 8785 canonical JSON of the arguments ([`crate::mcp::jcs`]), so key order and number
 /// spelling do not matter and an implementation in another language gets the same digest.
 pub(crate) fn request_digest(method: &str, name: &str, arguments: &Value) -> String {
-    let mut buf = Vec::with_capacity(64);
-    buf.extend_from_slice(method.as_bytes());
-    buf.push(0);
-    buf.extend_from_slice(name.as_bytes());
-    buf.push(0);
-    crate::mcp::jcs::write(arguments, &mut buf);
-    hex(&Sha256::digest(&buf))
+    hex(&crate::mcp::digest::salient_params(method, name, arguments))
 }
 
 pub(crate) use crate::mcp::hex::encode as hex;

@@ -18,8 +18,14 @@ pub(crate) const TOOL_ERROR: &str = "fails by design: isError true on its trial 
 pub(crate) const JSONRPC_ERROR: &str =
     "fails by design or with made-up arguments: a JSON-RPC error on its trial call";
 
-/// Ids of trial calls, apart from the load's (which count up from 0).
-const TRIAL_ID_BASE: u64 = u64::MAX / 2;
+/// Ids of trial calls, apart from the load's (which count up from 0), and within JSON's safe
+/// integers: JavaScript servers read ids as doubles, and the TypeScript SDK refuses an id past
+/// 2^53 (-32600), which would leave a healthy tool out.
+const TRIAL_ID_BASE: u64 = 1 << 52;
+const _: () = assert!(
+    TRIAL_ID_BASE + (1 << 32) < 1 << 53,
+    "trial ids stay safe integers"
+);
 
 /// Call each template's first leg once, all at once: for each, why its tool is left out
 /// (`None`: it stays). `authorization` is added to templates that carry none.

@@ -46,6 +46,21 @@ pub fn state_digest(state: &str) -> u64 {
     h.finish()
 }
 
+/// The digest of a request's salient params, the one form the backend's states, the edge's
+/// sealed states and the bridge's paused calls bind: SHA-256 of the method, NUL, the name (or
+/// URI), NUL and the RFC 8785 canonical JSON of the arguments ([`super::jcs`]), so key order
+/// and number spelling do not matter and another language's implementation gets the same bytes.
+pub(crate) fn salient_params(method: &str, name: &str, arguments: &serde_json::Value) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut buf = Vec::with_capacity(64);
+    buf.extend_from_slice(method.as_bytes());
+    buf.push(0);
+    buf.extend_from_slice(name.as_bytes());
+    buf.push(0);
+    super::jcs::write(arguments, &mut buf);
+    Sha256::digest(&buf).into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,13 +64,7 @@ pub fn caller(kind: &str, value: &[u8]) -> String {
 
 /// The digest of a request's salient params (method, name, canonical arguments), hex.
 pub fn arguments_digest(method: &str, name: &str, arguments: &Value) -> String {
-    let mut buf = Vec::with_capacity(64);
-    buf.extend_from_slice(method.as_bytes());
-    buf.push(0);
-    buf.extend_from_slice(name.as_bytes());
-    buf.push(0);
-    crate::mcp::jcs::write(arguments, &mut buf);
-    hex::encode(&Sha256::digest(&buf)[..16])
+    hex::encode(&super::digest::salient_params(method, name, arguments)[..16])
 }
 
 /// The envelope for the server's `state`, bound to `to`, issued at `now_ms` for `ttl_ms`.

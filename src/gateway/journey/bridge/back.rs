@@ -67,7 +67,7 @@ impl Req {
             .and_then(Value::as_str)
             .unwrap_or("");
         let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-        let digest = crate::backend::state::request_digest(&method, name, &args);
+        let digest = crate::mcp::state_seal::arguments_digest(&method, name, &args);
         Some(Req {
             id: msg.get("id").cloned().unwrap_or(Value::Null),
             method,
