@@ -171,3 +171,30 @@ pub(crate) fn describe(c: &LegacyConfig, endpoints: Vec<&str>) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_says_which_eras_each_endpoint_serves() {
+        let c = LegacyConfig {
+            refuse_on: vec!["/internal".into()],
+            ..Default::default()
+        };
+        let d = describe(&c, vec!["/mcp", "/internal"]);
+        assert!(d.contains("/mcp         2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"), "{d}");
+        assert!(
+            d.contains(
+                "/internal    2026-07-28 clients only (2025-era clients refused with -32022)"
+            ),
+            "{d}"
+        );
+        assert!(d.contains("a random sealing key per process"), "{d}");
+        let refuse = LegacyConfig {
+            clients: LegacyClients::Refuse,
+            ..Default::default()
+        };
+        assert!(!describe(&refuse, vec!["/mcp"]).contains("through the bridge"));
+    }
+}

@@ -91,6 +91,27 @@ fn forged_altered_and_other_callers_sessions_are_not_found() {
         none.text()
     );
 
+    // DELETE ends the session: it is not found from then on.
+    let del = request(
+        a,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Authorization", "Bearer alice"),
+        ],
+        b"",
+    );
+    assert_eq!(del.status, 200, "{}", del.text());
+    let after = on_session(a, &sid, Some("Bearer alice"), &list(9));
+    assert_eq!(
+        (after.status, after.error_code()),
+        (404, -31014),
+        "{}",
+        after.text()
+    );
+    assert_eq!(after.json()["error"]["data"]["reason"], "ended");
+
     // A session of another gateway (another key) is unknown here.
     let other_gw = gateway(&pool, "");
     let foreign = open(other_gw.mcp_addr, Some("Bearer alice"));
