@@ -58,7 +58,8 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
         return Ok(None);
     }
     let req = session.req_header();
-    if legacy::era_of(&req.method, &req.headers) == Era::Modern {
+    let era = legacy::era_of(&req.method, &req.headers);
+    if era == Era::Modern {
         return Ok(None);
     }
     let path = req.uri.path().to_owned();
@@ -70,9 +71,8 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
         return refuse(session, ctx, rej, None).await.map(Some);
     }
     let input = Input::of(req, &path);
-    let unsure = legacy::era_of(&req.method, &req.headers) == Era::Unsure;
     match req.method {
-        http::Method::POST if unsure => headless(session, ctx, bridge, input).await,
+        http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,
         http::Method::POST => {
             let body = match read(session, ctx).await? {
                 Ok(b) => b,
