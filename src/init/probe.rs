@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::wire::{body, call, describe_failure, exchange, headers, Reply};
 use crate::loadtest::client::Http;
-use crate::mcp::{meta, methods};
+use crate::mcp::methods;
 
 /// The most pages read of one list.
 pub(crate) const MAX_PAGES: usize = 20;
@@ -188,20 +188,9 @@ impl Probe {
     }
 
     fn read_discover(&mut self, r: &Value) {
-        let info = r
-            .get("_meta")
-            .and_then(|m| m.get(meta::SERVER_INFO))
-            .or_else(|| r.get("serverInfo"));
+        let info = crate::mcp::discover::server_info(r).or_else(|| r.get("serverInfo"));
         self.read_info(info);
-        self.versions = r
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        self.versions = crate::mcp::discover::supported_versions(r);
         let ttl = r.get("ttlMs").and_then(Value::as_u64);
         let scope = r.get("cacheScope").and_then(Value::as_str);
         if let (Some(t), Some(s)) = (ttl, scope) {

@@ -77,23 +77,12 @@ impl Discovery {
 
     /// Read a `server/discover` result.
     pub(crate) fn read_discover(&mut self, result: &Value) {
-        let info = result
-            .get("_meta")
-            .and_then(|m| m.get(meta::SERVER_INFO))
-            .or_else(|| result.get("serverInfo"));
+        let info = crate::mcp::discover::server_info(result).or_else(|| result.get("serverInfo"));
         if let Some(i) = info {
             self.server_name = str_at(i, &["name"]).map(str::to_owned);
             self.server_version = str_at(i, &["version"]).map(str::to_owned);
         }
-        self.versions = result
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        self.versions = crate::mcp::discover::supported_versions(result);
     }
 
     /// Refuse a scenario that calls a tool the target does not list. Nothing is checked when

@@ -143,8 +143,7 @@ pub fn initialize_result(version: &str, discover: &Value) -> Value {
         .get("capabilities")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let server_info = discover
-        .pointer(&format!("/_meta/{}", meta::SERVER_INFO.replace('/', "~1")))
+    let server_info = super::discover::server_info(discover)
         .cloned()
         .unwrap_or_else(|| json!({"name": "mcp-edge", "version": env!("CARGO_PKG_VERSION")}));
     let mut out = json!({

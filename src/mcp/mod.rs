@@ -31,6 +31,7 @@
 pub(crate) mod caching;
 pub(crate) mod check;
 pub mod digest;
+pub(crate) mod discover;
 pub mod envelope;
 pub mod error;
 pub mod header;

@@ -316,12 +316,7 @@ async fn discover(gw: &Gateway, e: usize, auth: &fetch::Caller) -> Value {
     let mut versions: Option<Vec<String>> = None;
     let mut caps = Map::new();
     for d in &found {
-        let theirs: Vec<String> = d["supportedVersions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect();
+        let theirs = crate::mcp::discover::supported_versions(d);
         versions = Some(match versions {
             None => theirs,
             Some(v) => v.into_iter().filter(|x| theirs.contains(x)).collect(),

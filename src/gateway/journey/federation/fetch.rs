@@ -275,14 +275,6 @@ pub(crate) async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<
     let at = Instant::now();
     let r = call(gw, p, methods::DISCOVER, None, caller).await?;
     let (ttl, private) = hints(&r);
-    let versions = r
-        .get("supportedVersions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        });
     let capabilities = match r.get("capabilities") {
         Some(Value::Object(c)) => c.clone(),
         _ => {
@@ -292,7 +284,7 @@ pub(crate) async fn discover(gw: &Gateway, p: usize, caller: &Caller) -> Result<
             ))
         }
     };
-    let versions: Vec<String> = versions.unwrap_or_default();
+    let versions = crate::mcp::discover::versions_in(&r);
     let instructions = r
         .get("instructions")
         .and_then(Value::as_str)
