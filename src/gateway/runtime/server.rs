@@ -217,7 +217,7 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     }
     if listeners.admin.is_some() {
         // The console's history: sampled once a second for as long as the process runs.
-        let history = crate::gateway::runtime::console::history::Shared::default();
+        let history = crate::gateway::runtime::console::history::starting_now();
         let mut admin = pingora::services::listening::Service::new(
             "mcp-edge admin".into(),
             admin::AdminApp {

@@ -16,6 +16,11 @@ use crate::gateway::telemetry::history::{History, Load, MAX_INSTANCES};
 /// The history shared by the sampler and the admin listener.
 pub(crate) type Shared = Arc<Mutex<History>>;
 
+/// The history of a process starting now (its metrics are all zero).
+pub(crate) fn starting_now() -> Shared {
+    Arc::new(Mutex::new(History::since(now_ms())))
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(UNIX_EPOCH)

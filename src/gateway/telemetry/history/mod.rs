@@ -43,6 +43,17 @@ impl Default for History {
 }
 
 impl History {
+    /// A history of a process whose metrics were all zero at `at_ms` (its start): the first
+    /// reading makes a point from there, so what the process served before the sampler's first
+    /// tick is in the history too (the sampler may start after the listeners do).
+    pub(crate) fn since(at_ms: u64) -> History {
+        History {
+            last: Some((at_ms, Cumulative::default())),
+            minute_start: Some((at_ms, Cumulative::default())),
+            ..History::default()
+        }
+    }
+
     /// Record a reading taken at `at_ms`: a per-second point from the previous reading, and a
     /// per-minute point once a minute has passed since the minute's first reading.
     pub(crate) fn record(&mut self, at_ms: u64, now: Cumulative, instances: Vec<Load>) {

@@ -115,6 +115,14 @@ fn points_are_differences_and_minutes_close_after_sixty_seconds() {
 }
 
 #[test]
+fn a_history_since_the_start_counts_what_came_before_the_first_reading() {
+    let mut h = History::since(500);
+    h.record(1_000, reading(7, &[7, 7, 7], &[("a", 7)]), vec![]);
+    let p = h.seconds.iter().last().unwrap().clone();
+    assert_eq!((p.at_ms, p.span_ms, p.requests), (1_000, 500, 7));
+}
+
+#[test]
 fn the_history_stays_within_its_stated_bound_whatever_it_is_fed() {
     let mut h = History::default();
     let tools: Vec<(String, u64)> = (0..200).map(|i| (format!("tool-{i}"), 0)).collect();
