@@ -99,6 +99,41 @@ pub fn raw(addr: SocketAddr, request: &[u8]) -> Reply {
     read_reply(&mut BufReader::new(s)).expect("read response")
 }
 
+/// Send raw bytes from a socket bound to `from` (another loopback address, 127.0.0.2 and up,
+/// is another client), read one response.
+pub fn raw_from(from: std::net::IpAddr, addr: SocketAddr, request: &[u8]) -> Reply {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = rt
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::new(from, 0))?;
+            socket.connect(addr).await?.into_std()
+        })
+        .expect("connect from a chosen address");
+    s.set_nonblocking(false).unwrap();
+    let mut s = s;
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s.write_all(request).expect("write request");
+    read_reply(&mut BufReader::new(s)).expect("read response")
+}
+
+/// POST /mcp with exactly these headers and body, from `from`.
+pub fn post_from(
+    from: std::net::IpAddr,
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    raw_from(
+        from,
+        addr,
+        &build(addr, "POST", "/mcp", headers, body.as_bytes()),
+    )
+}
+
 /// Read one response from a connection (interim 1xx responses are skipped). Without a length
 /// or chunking, the body runs to the end of the connection.
 pub fn read_reply(r: &mut impl BufRead) -> std::io::Result<Reply> {

@@ -22,10 +22,7 @@ pub(crate) async fn over_limit(
         method: ctx.method.as_deref(),
         name: ctx.name.as_deref(),
         headers: &session.req_header().headers,
-        client_ip: session
-            .client_addr()
-            .and_then(|a| a.as_inet())
-            .map(|a| a.ip()),
+        client_ip: crate::gateway::journey::request::client_ip(gw, session),
         identity: ctx.identity.as_deref(),
     };
     let (limit, wait) = gw.limited(&input).await?;

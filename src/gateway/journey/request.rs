@@ -12,6 +12,7 @@
 //!    └──────► Drained | Abandoned     (answered by the gateway before any upstream)
 //! ```
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,6 +25,13 @@ use crate::gateway::stages::answer::Refusal;
 use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::inspect::BodyHold;
 use crate::gateway::stages::route::RouteRef;
+
+/// The address a request comes from: the peer's, or, on one of the bridge's hops into the
+/// pipeline, the 2025-era client's it speaks for (`stages::bridge::hops`).
+pub(crate) fn client_ip(gw: &Gateway, session: &pingora::proxy::Session) -> Option<IpAddr> {
+    let peer = *session.client_addr()?.as_inet()?;
+    Some(gw.bridge.hops.client_of(peer).unwrap_or(peer.ip()))
+}
 
 /// Where a request's body is.
 #[derive(Debug, Default)]

@@ -2,13 +2,14 @@
 //! caller's session id is answered 404 (the client opens a new session), a request without one
 //! 400; an answer to a question the gateway never asked, or asked on another session, is
 //! refused; a client that never answers ends its call with an error after
-//! `legacy.answer_timeout` and nothing stays waiting; an operator can refuse legacy clients.
+//! `legacy.answer_timeout` and nothing stays waiting; an operator can refuse legacy clients;
+//! a limit keyed on `client_ip` sees each client's own address through the bridge's hop.
 
 use serde_json::{json, Value};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use super::{backend, gateway};
-use crate::support::http::{post, request, Reply, SseStream};
+use crate::support::http::{post, post_from, request, Reply, SseStream};
 use crate::support::{sample, scrape};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
@@ -16,19 +17,35 @@ const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 
 /// `initialize` with `auth` (an Authorization value): the session id.
 fn open(gw: SocketAddr, auth: Option<&str>) -> String {
+    open_from(LOCAL, gw, auth)
+}
+
+const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+fn open_from(from: IpAddr, gw: SocketAddr, auth: Option<&str>) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}});
     let mut h = vec![JSON, ACCEPT];
     if let Some(a) = auth {
         h.push(("Authorization", a));
     }
-    let r = post(gw, &h, &body.to_string());
+    let r = post_from(from, gw, &h, &body.to_string());
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
     r.header("mcp-session-id").expect("a session id").to_owned()
 }
 
 fn on_session(gw: SocketAddr, sid: &str, auth: Option<&str>, body: &Value) -> Reply {
+    on_session_from(LOCAL, gw, sid, auth, body)
+}
+
+fn on_session_from(
+    from: IpAddr,
+    gw: SocketAddr,
+    sid: &str,
+    auth: Option<&str>,
+    body: &Value,
+) -> Reply {
     let mut h = vec![
         JSON,
         ACCEPT,
@@ -38,7 +55,7 @@ fn on_session(gw: SocketAddr, sid: &str, auth: Option<&str>, body: &Value) -> Re
     if let Some(a) = auth {
         h.push(("Authorization", a));
     }
-    post(gw, &h, &body.to_string())
+    post_from(from, gw, &h, &body.to_string())
 }
 
 fn list(id: i64) -> Value {
@@ -208,4 +225,40 @@ fn an_operator_can_refuse_legacy_clients_on_one_endpoint() {
     assert_eq!((r.status, r.error_code()), (400, -32022), "{}", r.text());
     let get = request(gw.mcp_addr, "GET", "/mcp", &[("Mcp-Session-Id", "x")], b"");
     assert_eq!(get.status, 405, "{}", get.text());
+}
+
+#[test]
+fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
+    let pool = backend();
+    let limit = "rate_limits:\n  - {name: per-ip, match: {method: tools/call}, key: [client_ip], rate: 2/m}\n";
+    let gw = gateway(&pool, limit);
+    let a = gw.mcp_addr;
+    let (alice, bob): (IpAddr, IpAddr) =
+        ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
+    let echo = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let sa = open_from(alice, a, None);
+    for id in 2..4 {
+        let r = on_session_from(alice, a, &sa, None, &echo(id));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert!(r.text().contains("\"result\""), "{}", r.text());
+    }
+    let over = on_session_from(alice, a, &sa, None, &echo(4));
+    assert_eq!(
+        over.status,
+        429,
+        "the third call from one address is over: {}",
+        over.text()
+    );
+    assert!(over.header("retry-after").is_some(), "{:?}", over.headers);
+    // Another client, another address, its own bucket: through the same hop listener.
+    let sb = open_from(bob, a, None);
+    let r = on_session_from(bob, a, &sb, None, &echo(2));
+    assert_eq!(r.status, 200, "bob is not alice: {}", r.text());
+    // And a 2026 client on the gateway's own address has its own too.
+    let r = post(
+        a,
+        &crate::support::refs(&crate::support::call_headers("echo")),
+        &crate::support::call(9, "echo"),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
 }

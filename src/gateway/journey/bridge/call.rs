@@ -81,7 +81,8 @@ pub(super) async fn send(
         .legacy
         .answer_timeout
         .max(config.timeouts.upstream_read);
-    hop::post(hop, &bytes, config.timeouts.connect, timeout)
+    let speaks_for = input.client_ip.map(|ip| (&bridge.hops, ip));
+    hop::post(hop, &bytes, speaks_for, (config.timeouts.connect, timeout))
         .await
         .map_err(|e| {
             let msg = format!("The gateway could not carry the request into its pipeline: {e}");

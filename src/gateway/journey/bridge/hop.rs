@@ -9,9 +9,12 @@
 //! the replica named in the answer id.
 
 use serde_json::Value;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::gateway::stages::bridge::hops::{Hop, Hops};
 
 use crate::gateway::transport::upstream_h1::oneshot;
 use crate::mcp::{header, sse};
@@ -74,14 +77,18 @@ impl Request<'_> {
     }
 }
 
-/// Send a whole request (`Connection: close`) to `target` and read its whole answer.
+/// Whom a hop speaks for: the gateway's register of open hops and the client's address.
+pub(crate) type SpeaksFor<'a> = (&'a Arc<Hops>, IpAddr);
+
+/// Send a whole request (`Connection: close`) to `target` and read its whole answer; with
+/// `speaks_for`, the pipeline sees the client's address, not the hop's, while it runs.
 pub(crate) async fn post(
     target: SocketAddr,
     bytes: &[u8],
-    connect_timeout: Duration,
-    read_timeout: Duration,
+    speaks_for: Option<SpeaksFor<'_>>,
+    (connect_timeout, read_timeout): (Duration, Duration),
 ) -> Result<Answer, String> {
-    let stream = tokio::time::timeout(connect_timeout, TcpStream::connect(target))
+    let (stream, _hop) = tokio::time::timeout(connect_timeout, connect(target, speaks_for))
         .await
         .map_err(|_| format!("connecting to {target} timed out"))?
         .map_err(|e| format!("connecting to {target}: {e}"))?;
@@ -108,6 +115,28 @@ pub(crate) async fn post(
         content_type: get("content-type"),
         body,
     })
+}
+
+/// Connect to `target`; with `speaks_for`, from a socket bound first and registered under its
+/// local address (the registration lasts as long as the returned [`Hop`]).
+async fn connect(
+    target: SocketAddr,
+    speaks_for: Option<SpeaksFor<'_>>,
+) -> std::io::Result<(TcpStream, Option<Hop>)> {
+    let Some((hops, client)) = speaks_for else {
+        return Ok((TcpStream::connect(target).await?, None));
+    };
+    let socket = if target.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // The same address family and interface as the target: the peer address the pipeline
+    // sees is then exactly this local address.
+    socket.bind(SocketAddr::new(target.ip(), 0))?;
+    let hop = hops.open(socket.local_addr()?, client);
+    let stream = socket.connect(target).await?;
+    Ok((stream, Some(hop)))
 }
 
 /// A replica named in a sealed token (`http://host:port`), as an address.
@@ -150,7 +179,7 @@ pub(crate) async fn send_on<'a>(
     ));
     let mut bytes = head.into_bytes();
     bytes.extend_from_slice(body);
-    let ans = match post(target, &bytes, connect, read).await {
+    let ans = match post(target, &bytes, None, (connect, read)).await {
         Ok(a) => a,
         Err(e) => return Ok(Err(format!("{replica} could not be reached: {e}"))),
     };

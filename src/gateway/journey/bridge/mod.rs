@@ -70,7 +70,7 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
     if let Err(rej) = head_ok(req, &gw.config) {
         return refuse(session, ctx, rej, None).await.map(Some);
     }
-    let input = Input::of(req, &path);
+    let input = Input::of(req, &path, super::request::client_ip(&gw, session));
     match req.method {
         http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,
         http::Method::POST => {
@@ -105,6 +105,8 @@ pub(crate) struct Input {
     pub session_id: Option<String>,
     pub authorization: Option<String>,
     pub caller: String,
+    /// The client's address (limits keyed on `client_ip` see it through the hop).
+    pub client_ip: Option<std::net::IpAddr>,
     /// Set when another replica sent this answer on (it is never sent on again).
     pub hopped: bool,
 }
@@ -113,7 +115,11 @@ pub(crate) struct Input {
 pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
 
 impl Input {
-    fn of(req: &pingora::http::RequestHeader, path: &str) -> Input {
+    fn of(
+        req: &pingora::http::RequestHeader,
+        path: &str,
+        client_ip: Option<std::net::IpAddr>,
+    ) -> Input {
         let get = |n: &str| {
             req.headers
                 .get(n)
@@ -126,6 +132,7 @@ impl Input {
             session_id: get(SESSION_ID),
             caller: caller_of(authorization.as_deref().map(str::as_bytes)),
             authorization,
+            client_ip,
             hopped: req.headers.contains_key(HOPPED),
         }
     }

@@ -1,8 +1,9 @@
 //! The protocol bridge's state and rules (its steps are `gateway::journey::bridge`): the
 //! sealed session of a 2025-era client ([`session`]), the calls waiting for a client's answers
-//! on this replica and the sealed ids of the questions they asked ([`waiting`]), the
-//! `x-mcp-header` marks learned from lists ([`params`]), and [`Bridge`], what one gateway
-//! generation holds of all three. Plain data and functions: no session, no socket.
+//! on this replica and the sealed ids of the questions they asked ([`waiting`]), whom a hop
+//! into the pipeline speaks for ([`hops`]), the `x-mcp-header` marks learned from lists
+//! ([`params`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
+//! functions: no session, no socket.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::mcp::seal::{Sealer, StateKeys};
 
+pub(crate) mod hops;
 pub(crate) mod messages;
 pub(crate) mod params;
 pub(crate) mod servers;
@@ -39,6 +41,8 @@ pub(crate) struct Bridge {
     pub(crate) servers: Arc<servers::ServerSessions>,
     /// Calls those servers paused to ask their client something.
     pub(crate) paused: Arc<servers::PausedCalls>,
+    /// The hops open now and the clients they speak for (carried over reloads).
+    pub(crate) hops: Arc<hops::Hops>,
 }
 
 impl Bridge {
@@ -83,6 +87,7 @@ impl Bridge {
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),
             servers,
             paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),
+            hops: previous.map(|p| p.hops.clone()).unwrap_or_default(),
         }
     }
 }
