@@ -6,57 +6,12 @@
 //! a limit keyed on `client_ip` sees each client's own address through the bridge's hop.
 
 use serde_json::{json, Value};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
+use super::raw::{on_session, on_session_from, open, open_from, ACCEPT, JSON};
 use super::{backend, gateway};
-use crate::support::http::{post, post_from, request, Reply, SseStream};
+use crate::support::http::{post, request, SseStream};
 use crate::support::{sample, scrape};
-
-const JSON: (&str, &str) = ("Content-Type", "application/json");
-const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
-
-/// `initialize` with `auth` (an Authorization value): the session id.
-fn open(gw: SocketAddr, auth: Option<&str>) -> String {
-    open_from(LOCAL, gw, auth)
-}
-
-const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-
-fn open_from(from: IpAddr, gw: SocketAddr, auth: Option<&str>) -> String {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let mut h = vec![JSON, ACCEPT];
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    let r = post_from(from, gw, &h, &body.to_string());
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
-    r.header("mcp-session-id").expect("a session id").to_owned()
-}
-
-fn on_session(gw: SocketAddr, sid: &str, auth: Option<&str>, body: &Value) -> Reply {
-    on_session_from(LOCAL, gw, sid, auth, body)
-}
-
-fn on_session_from(
-    from: IpAddr,
-    gw: SocketAddr,
-    sid: &str,
-    auth: Option<&str>,
-    body: &Value,
-) -> Reply {
-    let mut h = vec![
-        JSON,
-        ACCEPT,
-        ("Mcp-Session-Id", sid),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
-    if let Some(a) = auth {
-        h.push(("Authorization", a));
-    }
-    post_from(from, gw, &h, &body.to_string())
-}
 
 fn list(id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}})

@@ -18,6 +18,7 @@ use crate::support::config;
 
 mod clients;
 mod hostile;
+mod raw;
 mod servers;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two

@@ -5,7 +5,7 @@
 //! an id the gateway seals, [`super::waiting::AnswerId`]), the client's answers are collected,
 //! and the call is retried with `inputResponses` and the exact `requestState`, on any instance,
 //! until the fleet completes it (at most [`MAX_ROUNDS`] rounds). Progress and log notifications
-//! of each leg reach the client on the same stream.
+//! of each leg reach the client on the same stream as they arrive, while the leg runs.
 //!
 //! The answer is plain JSON when nothing needed streaming, an event stream otherwise.
 
@@ -17,12 +17,12 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::hop::{self, Answer};
+use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
-use crate::gateway::stages::answer::respond;
-use crate::mcp::{codes, legacy, methods, result_type, sse, sse_event, Rejection};
+use crate::mcp::{codes, legacy, methods, result_type, sse, Rejection};
 
 /// Most rounds of questions one call may take.
 const MAX_ROUNDS: usize = 16;
@@ -54,7 +54,7 @@ impl Call {
     }
 }
 
-/// Send one 2026 request through the pipeline as the session's client.
+/// Send one 2026 request through the pipeline as the session's client; its whole answer.
 pub(super) async fn send(
     bridge: &Bridge,
     ctx: &RequestCtx,
@@ -62,8 +62,22 @@ pub(super) async fn send(
     method: &str,
     name: Option<&str>,
     body: &[u8],
-    mut carry: Vec<(String, String)>,
+    carry: Vec<(String, String)>,
 ) -> Result<Answer, Rejection> {
+    let leg = open(bridge, ctx, input, (method, name), body, carry).await?;
+    leg.rest().await.map_err(hop_failed)
+}
+
+/// Send one 2026 request through the pipeline as the session's client; its answer as it
+/// arrives.
+pub(super) async fn open(
+    bridge: &Bridge,
+    ctx: &RequestCtx,
+    input: &Input,
+    (method, name): (&str, Option<&str>),
+    body: &[u8],
+    mut carry: Vec<(String, String)>,
+) -> Result<hop::Leg, Rejection> {
     let config = &ctx.gw.config;
     if let Some(a) = &input.authorization {
         carry.push(("authorization".into(), a.clone()));
@@ -82,12 +96,14 @@ pub(super) async fn send(
         .answer_timeout
         .max(config.timeouts.upstream_read);
     let speaks_for = input.client_ip.map(|ip| (&bridge.hops, ip));
-    hop::post(hop, &bytes, speaks_for, (config.timeouts.connect, timeout))
+    hop::Leg::open(hop, &bytes, speaks_for, (config.timeouts.connect, timeout))
         .await
-        .map_err(|e| {
-            let msg = format!("The gateway could not carry the request into its pipeline: {e}");
-            Rejection::new(502, codes::GATEWAY_UPSTREAM_UNAVAILABLE, "bridge-hop", msg)
-        })
+        .map_err(hop_failed)
+}
+
+fn hop_failed(e: String) -> Rejection {
+    let msg = format!("The gateway could not carry the request into its pipeline: {e}");
+    Rejection::new(502, codes::GATEWAY_UPSTREAM_UNAVAILABLE, "bridge-hop", msg)
 }
 
 /// The JSON-RPC response among an answer's messages, and the notifications before it.
@@ -102,51 +118,6 @@ pub(super) fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
         }
     }
     (response, notes)
-}
-
-/// How the answer to the client is going: nothing written yet, or an open event stream.
-pub(super) struct Out<'a> {
-    pub(super) session: &'a mut Session,
-    pub(super) streaming: bool,
-}
-
-impl Out<'_> {
-    async fn open(&mut self) -> Result<()> {
-        if self.streaming {
-            return Ok(());
-        }
-        let mut resp = ResponseHeader::build(200, Some(4))?;
-        resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
-        resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-        resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
-        self.session
-            .write_response_header(Box::new(resp), false)
-            .await?;
-        self.streaming = true;
-        Ok(())
-    }
-
-    pub(super) async fn event(&mut self, message: &[u8]) -> Result<()> {
-        self.open().await?;
-        let ev = Bytes::from(sse_event(message));
-        self.session.write_response_body(Some(ev), false).await
-    }
-
-    /// The final message: an event that ends the stream, or the whole JSON answer.
-    async fn last(
-        &mut self,
-        status: u16,
-        message: Vec<u8>,
-        pass: &[(&'static str, String)],
-    ) -> Result<bool> {
-        if self.streaming {
-            let ev = Bytes::from(sse_event(&message));
-            self.session.write_response_body(Some(ev), true).await?;
-        } else {
-            respond(self.session, status, message, pass).await?;
-        }
-        Ok(true)
-    }
 }
 
 /// Carry `call` of session `s` to its final answer.
@@ -168,7 +139,8 @@ pub(super) async fn run(
     let mut leg = 0;
     while leg < MAX_ROUNDS as u64 {
         leg += 1;
-        let ans = match send_leg(bridge, ctx, input, (s, &call), &extra, leg).await {
+        let sent = send_leg(&mut out, (bridge, ctx, input), (s, &call), &extra, leg).await?;
+        let ans = match sent {
             Ok(a) => a,
             Err(rej) => return fail(out, ctx, rej, &call.id).await,
         };
@@ -206,16 +178,17 @@ pub(super) async fn run(
     fail(out, ctx, rej, &call.id).await
 }
 
-/// One leg of the call as a 2026 request (the previous round's answers in `extra`); a
-/// `tools/list` result teaches the bridge its tools' `x-mcp-header` marks.
+/// One leg of the call as a 2026 request (the previous round's answers in `extra`): the
+/// notifications of an event stream reach the client as they arrive, and the answer returned
+/// holds the rest (the response); a `tools/list` result teaches the bridge its tools'
+/// `x-mcp-header` marks.
 async fn send_leg(
-    bridge: &Bridge,
-    ctx: &RequestCtx,
-    input: &Input,
+    out: &mut Out<'_>,
+    (bridge, ctx, input): (&Bridge, &RequestCtx, &Input),
     (s, call): (&LegacySession, &Call),
     extra: &Map<String, Value>,
     leg: u64,
-) -> Result<Answer, Rejection> {
+) -> Result<Result<Answer, Rejection>> {
     let params = call.params_with(extra);
     let (caps, info) = (&s.capabilities, &s.client_info);
     let level = bridge.levels.get(s);
@@ -229,14 +202,54 @@ async fn send_leg(
     );
     let name = ctx.name.as_deref();
     let carry = super::marks::param_headers(bridge, input, call, name);
-    let ans = send(bridge, ctx, input, &call.method, name, &body, carry).await?;
-    if call.method == methods::TOOLS_LIST {
-        let (response, _) = split(ans.messages());
-        if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
-            bridge.params.learn(&input.path, r);
+    let sent = open(bridge, ctx, input, (&call.method, name), &body, carry).await;
+    let ans = match sent {
+        Ok(leg) if leg.is_stream() => relay_notes(out, leg).await?,
+        Ok(leg) => leg.rest().await.map_err(hop_failed),
+        Err(rej) => Err(rej),
+    };
+    if let Ok(ans) = &ans {
+        if call.method == methods::TOOLS_LIST {
+            let (response, _) = split(ans.messages());
+            if let Some(r) = response.as_ref().and_then(|r| r.get("result")) {
+                bridge.params.learn(&input.path, r);
+            }
         }
     }
     Ok(ans)
+}
+
+/// Read an event stream leg: each notification is written to the client as it arrives; the
+/// response ends the leg and is returned as a JSON answer.
+async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answer, Rejection>> {
+    let (status, pass) = (leg.status(), leg.pass());
+    loop {
+        let m = match leg.next_message().await {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(e) => return Ok(Err(hop_failed(e))),
+        };
+        if m.get("result").is_some() || m.get("error").is_some() {
+            let body = serde_json::to_vec(&m).expect("a JSON value serializes");
+            let content_type = Some("application/json".to_owned());
+            return Ok(Ok(Answer {
+                status,
+                pass,
+                content_type,
+                body,
+            }));
+        }
+        if m.get("method").is_some() && m.get("id").is_none() {
+            out.event(m.to_string().as_bytes()).await?;
+        }
+    }
+    let content_type = Some(sse::CONTENT_TYPE.to_owned());
+    Ok(Ok(Answer {
+        status,
+        pass,
+        content_type,
+        body: Vec::new(),
+    }))
 }
 
 /// The `input_required` result of a response, if it is one.

@@ -86,35 +86,145 @@ pub(crate) async fn post(
     target: SocketAddr,
     bytes: &[u8],
     speaks_for: Option<SpeaksFor<'_>>,
-    (connect_timeout, read_timeout): (Duration, Duration),
+    timeouts: (Duration, Duration),
 ) -> Result<Answer, String> {
-    let (stream, _hop) = tokio::time::timeout(connect_timeout, connect(target, speaks_for))
+    Leg::open(target, bytes, speaks_for, timeouts)
+        .await?
+        .rest()
         .await
-        .map_err(|_| format!("connecting to {target} timed out"))?
-        .map_err(|e| format!("connecting to {target}: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let exchange = oneshot::exchange(stream, bytes, MAX_ANSWER);
-    let (head, body) = tokio::time::timeout(read_timeout, exchange)
-        .await
-        .map_err(|_| format!("no answer from {target} within {read_timeout:?}"))??;
-    let get = |name: &str| {
-        head.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let mut pass = Vec::new();
-    for k in ["www-authenticate", "retry-after"] {
-        if let Some(v) = get(k) {
-            pass.push((k, v));
+}
+
+/// An answer being read as it arrives: an event stream's messages one by one
+/// ([`Leg::next_message`]), so a leg's progress reaches the client while the leg runs, or the
+/// rest read whole ([`Leg::rest`]). The whole read keeps to one deadline.
+pub(crate) struct Leg {
+    target: SocketAddr,
+    body: oneshot::Streaming<TcpStream>,
+    /// The event stream's parser and the events it completed but not yet handed out (`None`:
+    /// the answer is no event stream).
+    events: Option<(sse::Parser, std::collections::VecDeque<sse::Event>)>,
+    read: usize,
+    /// The body ended.
+    ended: bool,
+    deadline: tokio::time::Instant,
+    _hop: Option<Hop>,
+}
+
+impl Leg {
+    /// Connect, send `bytes` and read the answer's head.
+    pub(crate) async fn open(
+        target: SocketAddr,
+        bytes: &[u8],
+        speaks_for: Option<SpeaksFor<'_>>,
+        (connect_timeout, read_timeout): (Duration, Duration),
+    ) -> Result<Leg, String> {
+        let (stream, hop) = tokio::time::timeout(connect_timeout, connect(target, speaks_for))
+            .await
+            .map_err(|_| format!("connecting to {target} timed out"))?
+            .map_err(|e| format!("connecting to {target}: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let deadline = tokio::time::Instant::now() + read_timeout;
+        let body = tokio::time::timeout_at(deadline, oneshot::Streaming::start(stream, bytes))
+            .await
+            .map_err(|_| format!("no answer from {target} within {read_timeout:?}"))??;
+        let stream = body
+            .head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|c| sse::is_event_stream(c.as_bytes()));
+        Ok(Leg {
+            target,
+            body,
+            events: stream.then(Default::default),
+            read: 0,
+            ended: false,
+            deadline,
+            _hop: hop,
+        })
+    }
+
+    pub(crate) fn is_stream(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// The next JSON-RPC message of an event stream (`None`: the stream ended; an event whose
+    /// data is no JSON is skipped).
+    pub(crate) async fn next_message(&mut self) -> Result<Option<Value>, String> {
+        loop {
+            let Some((_, ready)) = self.events.as_mut() else {
+                return Ok(None);
+            };
+            if let Some(ev) = ready.pop_front() {
+                if let Ok(v) = serde_json::from_slice(&ev.data) {
+                    return Ok(Some(v));
+                }
+                continue;
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            let piece = self.piece().await?;
+            let (parser, ready) = self.events.as_mut().expect("an event stream");
+            let mut done = Vec::new();
+            match piece {
+                Some(chunk) => parser.feed(&chunk, &mut done),
+                None => {
+                    std::mem::take(parser).finish(&mut done);
+                    self.ended = true;
+                }
+            }
+            ready.extend(done);
         }
     }
-    Ok(Answer {
-        status: head.status.as_u16(),
-        pass,
-        content_type: get("content-type"),
-        body,
-    })
+
+    /// The next piece of the body, within the deadline and the size bound.
+    async fn piece(&mut self) -> Result<Option<bytes::Bytes>, String> {
+        let target = self.target;
+        let piece = tokio::time::timeout_at(self.deadline, self.body.next())
+            .await
+            .map_err(|_| format!("{target} did not finish its answer in time"))??;
+        self.read += piece.as_ref().map_or(0, |p| p.len());
+        if self.read > MAX_ANSWER {
+            return Err(format!("the answer is larger than {MAX_ANSWER} bytes"));
+        }
+        Ok(piece)
+    }
+
+    /// The rest of the answer, read whole.
+    pub(crate) async fn rest(mut self) -> Result<Answer, String> {
+        let mut body = Vec::new();
+        while let Some(p) = self.piece().await? {
+            body.extend_from_slice(&p);
+        }
+        let head = &self.body.head;
+        let get = |name: &str| {
+            head.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        Ok(Answer {
+            status: head.status.as_u16(),
+            pass: self.pass(),
+            content_type: get("content-type"),
+            body,
+        })
+    }
+
+    pub(crate) fn status(&self) -> u16 {
+        self.body.head.status.as_u16()
+    }
+
+    /// The headers a legacy client needs to see as they are.
+    pub(crate) fn pass(&self) -> Vec<(&'static str, String)> {
+        let mut pass = Vec::new();
+        for k in ["www-authenticate", "retry-after"] {
+            if let Some(v) = self.body.head.headers.get(k).and_then(|v| v.to_str().ok()) {
+                pass.push((k, v.to_owned()));
+            }
+        }
+        pass
+    }
 }
 
 /// Connect to `target`; with `speaks_for`, from a socket bound first and registered under its

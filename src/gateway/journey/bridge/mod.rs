@@ -43,6 +43,7 @@ mod call;
 mod hop;
 mod initialize;
 mod marks;
+mod out;
 mod round;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};

@@ -6,7 +6,8 @@
 use pingora::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::call::{Call, Out};
+use super::call::Call;
+use super::out::Out;
 use super::session::LegacySession;
 use super::waiting::{AnswerId, Event};
 use super::Bridge;

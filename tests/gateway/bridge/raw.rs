@@ -1,0 +1,101 @@
+//! A 2025-era client written by hand over raw sockets (the session's `initialize`, requests on
+//! it, from a chosen loopback address), for what the SDK clients cannot show: a leg's progress
+//! reaching the client while the leg runs.
+
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use super::{backend, gateway};
+use crate::support::http::{post_from, Reply, SseStream};
+
+pub(super) const JSON: (&str, &str) = ("Content-Type", "application/json");
+pub(super) const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+
+/// `initialize` with `auth` (an Authorization value): the session id.
+pub(super) fn open(gw: SocketAddr, auth: Option<&str>) -> String {
+    open_from(LOCAL, gw, auth)
+}
+
+pub(super) const LOCAL: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+pub(super) fn open_from(from: IpAddr, gw: SocketAddr, auth: Option<&str>) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut h = vec![JSON, ACCEPT];
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    let r = post_from(from, gw, &h, &body.to_string());
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    r.header("mcp-session-id").expect("a session id").to_owned()
+}
+
+pub(super) fn on_session(gw: SocketAddr, sid: &str, auth: Option<&str>, body: &Value) -> Reply {
+    on_session_from(LOCAL, gw, sid, auth, body)
+}
+
+pub(super) fn on_session_from(
+    from: IpAddr,
+    gw: SocketAddr,
+    sid: &str,
+    auth: Option<&str>,
+    body: &Value,
+) -> Reply {
+    let mut h = vec![
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", sid),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    if let Some(a) = auth {
+        h.push(("Authorization", a));
+    }
+    post_from(from, gw, &h, &body.to_string())
+}
+
+#[test]
+fn a_legs_progress_reaches_the_client_while_the_leg_runs() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let a = gw.mcp_addr;
+    let sid = open(a, None);
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p1"}}});
+    let h = [
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let mut stream = SseStream::open(a, &h, &call.to_string());
+    assert_eq!(stream.status, 200);
+    let mut seen = Vec::new();
+    let done = loop {
+        let m = stream
+            .next_message()
+            .expect("a message before the stream ends");
+        if m.get("id").is_some() {
+            break (m, Instant::now());
+        }
+        assert_eq!(m["method"], "notifications/progress", "{m}");
+        assert_eq!(m["params"]["progressToken"], "p1", "{m}");
+        seen.push((m["params"]["progress"].as_u64().unwrap(), Instant::now()));
+    };
+    assert_eq!(
+        done.0["result"]["content"][0]["text"], "Progress tool completed",
+        "{}",
+        done.0
+    );
+    let steps: Vec<u64> = seen.iter().map(|(p, _)| *p).collect();
+    assert_eq!(steps, [0, 50, 100]);
+    // The backend waits 50 ms after each of the first two: relayed as they happen, the first
+    // reached the client at least that long before the result did (read whole, they would
+    // have arrived together with it).
+    let ahead = done.1 - seen[0].1;
+    assert!(
+        ahead.as_millis() >= 90,
+        "progress 0 came only {ahead:?} before the result"
+    );
+}
