@@ -137,6 +137,49 @@ pub fn to_legacy_result(mut result: Value) -> Value {
     result
 }
 
+/// The params of the 2026 `subscriptions/listen` that serves a 2025-era client's standalone
+/// stream: every list change (a 2025 server sends them all on that stream; a 2025 client's
+/// resource subscriptions are not carried, the gateway keeps no session state for them).
+pub fn standalone_listen_params() -> Value {
+    json!({"notifications": {
+        "toolsListChanged": true,
+        "promptsListChanged": true,
+        "resourcesListChanged": true,
+    }})
+}
+
+/// A message of a 2026 listen stream as a 2025-era standalone stream sends it: list changes and
+/// resource updates without the 2026 subscription id; `None` for what a 2025 client has no use
+/// for (the acknowledgement, anything else).
+pub fn to_standalone(mut message: Value) -> Option<Value> {
+    use super::caching::RESOURCES_UPDATED;
+    use super::methods::{NOTIFY_PROMPTS_CHANGED, NOTIFY_RESOURCES_CHANGED, NOTIFY_TOOLS_CHANGED};
+    let method = message.get("method").and_then(Value::as_str)?;
+    let relayed = [
+        NOTIFY_TOOLS_CHANGED,
+        NOTIFY_PROMPTS_CHANGED,
+        NOTIFY_RESOURCES_CHANGED,
+        RESOURCES_UPDATED,
+    ];
+    if !relayed.contains(&method) || message.get("id").is_some() {
+        return None;
+    }
+    let params = message.get_mut("params").and_then(Value::as_object_mut);
+    if let Some(p) = params {
+        let empty = match p.get_mut("_meta").and_then(Value::as_object_mut) {
+            Some(m) => {
+                m.remove(meta::SUBSCRIPTION_ID);
+                m.is_empty()
+            }
+            None => false,
+        };
+        if empty {
+            p.remove("_meta");
+        }
+    }
+    Some(message)
+}
+
 /// The `initialize` result for a legacy client, from the fleet's `server/discover` result.
 pub fn initialize_result(version: &str, discover: &Value) -> Value {
     let capabilities = discover
@@ -173,6 +216,28 @@ pub fn declared(capabilities: &Value, method: &str) -> bool {
 mod tests {
     use super::*;
     use http::{HeaderMap, HeaderValue, Method};
+
+    #[test]
+    fn a_listen_stream_becomes_a_standalone_stream_of_list_changes() {
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": {meta::SUBSCRIPTION_ID: 1}}});
+        assert_eq!(to_standalone(ack), None);
+        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {meta::SUBSCRIPTION_ID: 1}}});
+        assert_eq!(
+            to_standalone(changed),
+            Some(
+                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}})
+            )
+        );
+        let updated = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a", "_meta": {meta::SUBSCRIPTION_ID: 1, "x": 2}}});
+        assert_eq!(
+            to_standalone(updated).unwrap()["params"],
+            json!({"uri": "file:///a", "_meta": {"x": 2}})
+        );
+        let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}});
+        assert_eq!(to_standalone(log), None);
+        let done = json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}});
+        assert_eq!(to_standalone(done), None);
+    }
 
     fn head(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

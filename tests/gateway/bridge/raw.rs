@@ -1,6 +1,6 @@
 //! A 2025-era client written by hand over raw sockets (the session's `initialize`, requests on
 //! it, from a chosen loopback address), for what the SDK clients cannot show: a leg's progress
-//! reaching the client while the leg runs.
+//! reaching the client while the leg runs, and the standalone stream's list changes.
 
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
@@ -98,4 +98,47 @@ fn a_legs_progress_reaches_the_client_while_the_leg_runs() {
         ahead.as_millis() >= 90,
         "progress 0 came only {ahead:?} before the result"
     );
+}
+
+#[test]
+fn the_standalone_stream_carries_the_fleets_list_changes() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let a = gw.mcp_addr;
+    let sid = open(a, None);
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
+    );
+    let mut stream = SseStream::send(a, get.as_bytes());
+    assert_eq!(stream.status, 200);
+    let ct = stream
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+    assert!(
+        ct.is_some_and(|(_, v)| v.starts_with("text/event-stream")),
+        "{:?}",
+        stream.headers
+    );
+    // The head arrives once the fleet's listen stream is open: a change announced now reaches it.
+    let trigger = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test_trigger_tool_change", "arguments": {}}});
+    let r = on_session(a, &sid, None, &trigger);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let n = stream
+        .next_message()
+        .expect("a list change on the standalone stream");
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    assert!(n.get("id").is_none(), "{n}");
+    assert!(
+        n["params"]["_meta"]
+            .get("io.modelcontextprotocol/subscriptionId")
+            .is_none(),
+        "the 2026 subscription id is not a 2025 client's: {n}"
+    );
+    // A session that is not this client's gets no stream.
+    let forged = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}x\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
+    );
+    let r = crate::support::http::raw(a, forged.as_bytes());
+    assert_eq!(r.status, 404, "{}", r.text());
 }

@@ -42,6 +42,7 @@ mod back_resume;
 mod call;
 mod hop;
 mod initialize;
+mod listen;
 mod marks;
 mod out;
 mod round;
@@ -86,7 +87,9 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
                 Ok(s) => s,
                 Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
             };
-            on_session(session, ctx, bridge, &s).await.map(Some)
+            on_session(session, ctx, (bridge, &input), &s)
+                .await
+                .map(Some)
         }
         _ => {
             let rej = Rejection::new(
@@ -207,23 +210,16 @@ fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
         })
 }
 
-/// `GET` (the standalone stream: not offered, 405 as the 2025 spec allows) and `DELETE` (the
-/// session's waiting calls on this replica end) on a verified session.
+/// `GET` (the standalone stream, [`listen`]) and `DELETE` (the session's waiting calls on this
+/// replica end) on a verified session.
 async fn on_session(
     session: &mut Session,
     ctx: &mut RequestCtx,
-    bridge: &Bridge,
+    (bridge, input): (&Bridge, &Input),
     s: &LegacySession,
 ) -> Result<bool> {
     if session.req_header().method == http::Method::GET {
-        let rej = Rejection::new(
-            405,
-            codes::INVALID_REQUEST,
-            "method-not-allowed",
-            "This gateway offers no standalone stream on a 2025-era session: use POST",
-        );
-        ctx.extra_headers.push(("allow", "POST, DELETE".into()));
-        return refuse(session, ctx, rej, None).await;
+        return listen::stream(session, ctx, (bridge, input), s).await;
     }
     bridge.waiting.cancel(&s.nonce, None);
     bridge.ended.end(s);

@@ -1,0 +1,94 @@
+//! The standalone stream of a 2025-era session (`GET` with its session id): the gateway opens
+//! the 2026 `subscriptions/listen` for every list change through its own pipeline as the
+//! session's client (so a federated endpoint's merged listen stream serves it too), and relays
+//! each list change and resource update as it arrives, without the 2026 subscription id
+//! (`mcp::legacy::to_standalone`). A fleet that offers no listen stream leaves the session
+//! without one: `405`, as the 2025 spec allows. A comment line every [`KEEPALIVE`] keeps
+//! intermediaries from closing an idle stream and finds a client that left.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::Session;
+use std::time::Duration;
+
+use super::hop::Leg;
+use super::session::LegacySession;
+use super::{Bridge, Input};
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::journey::steps::refuse;
+use crate::mcp::methods::SUBSCRIPTIONS_LISTEN;
+use crate::mcp::{codes, legacy, sse, sse_event, Rejection};
+
+/// How often an idle standalone stream carries a comment line.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Serve the standalone stream of session `s`.
+pub(super) async fn stream(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    (bridge, input): (&Bridge, &Input),
+    s: &LegacySession,
+) -> Result<bool> {
+    let params = legacy::standalone_listen_params();
+    let (caps, info) = (&s.capabilities, &s.client_info);
+    let body = legacy::to_modern(SUBSCRIPTIONS_LISTEN, Some(&params), 1, caps, info, None);
+    let sent = super::call::open(
+        bridge,
+        ctx,
+        input,
+        (SUBSCRIPTIONS_LISTEN, None),
+        &body,
+        Vec::new(),
+    )
+    .await;
+    let leg = match sent {
+        Ok(leg) if leg.is_stream() => leg,
+        Ok(leg) => return not_offered(session, ctx, leg.status()).await,
+        Err(rej) => return refuse(session, ctx, rej, None).await,
+    };
+    let mut resp = ResponseHeader::build(200, Some(4))?;
+    resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
+    resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    session.write_response_header(Box::new(resp), false).await?;
+    relay(session, leg).await
+}
+
+/// Relay the listen stream's list changes until it ends or the client leaves.
+async fn relay(session: &mut Session, mut leg: Leg) -> Result<bool> {
+    let mut beat = tokio::time::interval(KEEPALIVE);
+    beat.tick().await;
+    loop {
+        // `next_message` only waits inside a socket read, which loses nothing when the beat
+        // wins the race.
+        tokio::select! {
+            m = leg.next_message() => match m {
+                Ok(Some(m)) => {
+                    if let Some(n) = legacy::to_standalone(m) {
+                        let ev = Bytes::from(sse_event(n.to_string().as_bytes()));
+                        session.write_response_body(Some(ev), false).await?;
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    session.write_response_body(None, true).await?;
+                    return Ok(true);
+                }
+            },
+            _ = beat.tick() => {
+                let comment = Bytes::from_static(b": keepalive\n\n");
+                session.write_response_body(Some(comment), false).await?;
+            }
+        }
+    }
+}
+
+/// No standalone stream: the fleet answered the listen request with `status` and no stream.
+async fn not_offered(session: &mut Session, ctx: &mut RequestCtx, status: u16) -> Result<bool> {
+    let msg = format!(
+        "This endpoint offers no standalone stream (the fleet answered its listen request with HTTP {status}): use POST"
+    );
+    let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
+    ctx.extra_headers.push(("allow", "POST, DELETE".into()));
+    refuse(session, ctx, rej, None).await
+}
