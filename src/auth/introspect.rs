@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::fetch;
 use super::jwt::{Policy, TokenError};
 use super::Identity;
 use crate::config::auth::IntrospectionConfig;
+use crate::fetch::{self, form_encode};
 
 /// Why an opaque token was not accepted.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,20 +114,6 @@ impl Cache {
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
-}
-
-/// `application/x-www-form-urlencoded` of one value.
-pub(crate) fn form_encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 /// The introspection client of one gateway generation.

@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::fetch;
 use super::jwt::KeySet;
 use super::metrics::AuthMetrics;
 use crate::config::auth::JwksConfig;
+use crate::fetch;
 
 /// The longest a fetched key set is used without asking again.
 const MAX_AGE_CAP: Duration = Duration::from_secs(24 * 3600);
@@ -99,7 +99,7 @@ impl KeyStore {
         } else {
             now
         };
-        let tls = super::fetch::tls_config(config.ca_file.as_deref())?;
+        let tls = fetch::tls_config(config.ca_file.as_deref())?;
         Ok(KeyStore {
             tls,
             config,

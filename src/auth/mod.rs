@@ -8,13 +8,12 @@
 //! logged, stored or put in metrics: only the verified subject and claims travel on.
 //!
 //! - [`jwt`]: the key set and the token check (jsonwebtoken does the cryptography);
-//! - [`keys`]: the JWKS source, its cache and refresh; [`fetch`]: one bounded HTTP GET;
+//! - [`keys`]: the JWKS source, its cache and refresh (fetched with [`crate::fetch`]);
 //! - [`rules`]: per-tool allow/deny; [`filter`]: per-caller lists;
 //! - [`answer`]: `WWW-Authenticate`, the JSON-RPC errors, the RFC 9728 metadata; [`metrics`].
 
 mod admit;
 pub(crate) mod answer;
-pub(crate) mod fetch;
 pub(crate) mod filter;
 mod forward;
 mod identity;
@@ -28,7 +27,7 @@ use std::sync::Arc;
 
 use crate::config::auth::{AuthConfig, RouteAuth};
 use crate::config::Config;
-use crate::gateway::stages::route::RouteRef;
+use crate::config::RouteRef;
 pub(crate) use forward::HeaderEdit;
 pub(crate) use identity::Identity;
 use jwt::Policy;

@@ -5,7 +5,7 @@ mod testkeys;
 
 use super::jwt::TokenError;
 use super::*;
-use crate::gateway::stages::route::RouteRef;
+use crate::config::RouteRef;
 use serde_json::json;
 use testkeys::*;
 

@@ -4,12 +4,12 @@
 //! is refused as a whole with an error naming the file, the line, the key and what would be valid.
 //!
 //! One file per topic, each owning its section's types and defaults: `listen` (listeners,
-//! origins), `pools` (instances, balancing, health, ejection, retries; `credentials` towards
-//! the instances), `routes` (route table,
-//! default route, validation share), `rate_limits`, `limits` (sizes, metrics label bound),
-//! `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and tracing),
-//! `redis`, `federation`. Across topics: `values` (duration parser), `validate` (cross-key checks with
-//! positions) and `describe` (what `mcp-edge check` prints).
+//! origins), `pools` (instances, balancing, health, ejection, retries; their `credentials`
+//! section is the credentials component's own, `crate::credentials::config`), `routes` (route
+//! table, default route, validation share), `rate_limits`, `limits` (sizes, metrics label
+//! bound), `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and
+//! tracing), `redis`, `federation`. Across topics: `validate` (cross-key checks with positions)
+//! and `describe` (what `mcp-edge check` prints); durations are read by `crate::values`.
 
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -22,7 +22,6 @@ pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
 pub(crate) mod auth;
 mod auth_keys;
 pub(crate) mod cache;
-pub(crate) mod credentials;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;
 pub(crate) mod concurrency;
@@ -47,7 +46,8 @@ mod routes;
 mod schema;
 mod timeouts;
 mod validate;
-mod values;
+pub(crate) use crate::values::humantime_serde_compat;
+pub(crate) use crate::values::parse_duration;
 pub(crate) use limits::{Limits, MetricsConfig};
 pub(crate) use listen::{Listen, OriginsConfig};
 pub(crate) use pattern::Pattern;
@@ -57,11 +57,10 @@ pub(crate) use pools::{
 };
 pub(crate) use positions::{Pos, Positions};
 pub(crate) use rate_limits::{KeyPart, LimitMatch, Rate, RateLimitConfig};
+pub use routes::RouteRef;
 pub(crate) use routes::{route_name, DefaultRoute, Match, RouteConfig, Validation};
 pub use schema::schema_json;
 pub(crate) use timeouts::{ShutdownConfig, Timeouts};
-pub(crate) use values::humantime_serde_compat;
-pub(crate) use values::parse_duration;
 
 /// The configuration of one gateway, as loaded and validated.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]

@@ -58,7 +58,7 @@ pub struct PoolConfig {
     /// How the gateway authenticates to the instances (static secret, client credentials, or
     /// token exchange for the caller); the caller's own token never goes to such a pool.
     #[serde(default)]
-    pub credentials: Option<super::credentials::CredentialsConfig>,
+    pub credentials: Option<crate::credentials::config::CredentialsConfig>,
     /// Multi round-trip calls: `seal` the servers' `requestState` at the edge, and where retry
     /// legs land (`retry_landing`).
     #[serde(default)]

@@ -85,3 +85,13 @@ fn de_sample<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 pub(crate) fn route_name(r: &RouteConfig, i: usize) -> String {
     r.name.clone().unwrap_or_else(|| format!("route-{}", i + 1))
 }
+
+/// Which route a request took: one of the ordered routes (`routes[i]`), the default, or the
+/// route a federated endpoint learned for a pool (by pool index). Named here, below every
+/// component that keeps something per route (the gateway's stages, `auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteRef {
+    Index(usize),
+    Default,
+    Learned(usize),
+}

@@ -324,7 +324,7 @@ impl Config {
         let Some(c) = &pool.credentials else {
             return Ok(());
         };
-        super::credentials::check(name, c, self.auth.is_some())?;
+        crate::credentials::check::check(name, c, self.auth.is_some())?;
         let forwarded = self
             .auth
             .as_ref()

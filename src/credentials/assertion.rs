@@ -7,7 +7,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::PrivateKeyDer;
 use std::fmt;
 
-use crate::config::credentials::PrivateKeyJwt;
+use super::config::PrivateKeyJwt;
 
 /// The assertion type of RFC 7523.
 pub(crate) const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";

@@ -16,6 +16,8 @@
 
 pub(crate) mod assertion;
 pub(crate) mod cell;
+pub(crate) mod check;
+pub(crate) mod config;
 pub(crate) mod metrics;
 pub(crate) mod secret;
 pub(crate) mod token;
@@ -25,9 +27,8 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::credentials::{CredentialsConfig, Mode, OAuthClientConfig};
-use crate::config::Config;
 use cell::{Cell, Outcome};
+use config::{CredentialsConfig, Mode, OAuthClientConfig};
 pub(crate) use metrics::CredentialMetrics;
 pub(crate) use token::Failure;
 
@@ -72,17 +73,17 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    /// Build for `pools` (the route table's order). `previous`: the generation before a reload,
-    /// whose token caches are kept for pools whose credentials settings did not change.
-    pub(crate) fn build(
-        config: &Config,
-        pools: &[String],
+    /// Build for `pools` (the route table's order: each pool's name and credentials settings).
+    /// `previous`: the generation before a reload, whose token caches are kept for pools whose
+    /// credentials settings did not change.
+    pub(crate) fn build<'a>(
+        pools: impl ExactSizeIterator<Item = (&'a str, Option<&'a CredentialsConfig>)>,
         metrics: Arc<CredentialMetrics>,
         previous: Option<&Credentials>,
     ) -> anyhow::Result<Credentials> {
         let mut out = Vec::with_capacity(pools.len());
-        for name in pools {
-            let Some(cfg) = config.pools.get(name).and_then(|p| p.credentials.as_ref()) else {
+        for (name, cfg) in pools {
+            let Some(cfg) = cfg else {
                 out.push(None);
                 continue;
             };

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::config::credentials::SecretSource;
+use super::config::SecretSource;
 
 /// A secret value. The only way to the text is [`Secret::expose`], called where the value goes
 /// on the wire; nothing formats it.

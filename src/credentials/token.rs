@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::assertion::{Signer, ASSERTION_TYPE};
+use super::config::OAuthClientConfig;
 use super::secret::{self, Secret};
-use crate::auth::fetch;
-use crate::auth::introspect::form_encode;
-use crate::config::credentials::OAuthClientConfig;
+use crate::fetch::{self, form_encode};
 
 /// RFC 8693's type for access tokens (the subject token, and the token asked for).
 pub(crate) const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";

@@ -4,7 +4,7 @@
 //! `taskId` (hashed the same way) and `status`. Fixed memory.
 
 use super::digest::StateHasher;
-use super::result_scan::{ResultKind, TaskStatus, Verdict};
+use super::verdict::{ResultKind, TaskStatus, Verdict};
 
 /// The members this scanner reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

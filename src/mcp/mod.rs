@@ -53,6 +53,7 @@ pub mod sse;
 pub mod state_seal;
 pub(crate) mod strict;
 pub mod tasks;
+mod verdict;
 
 pub use check::{check_request, Claims, VersionPolicy};
 pub(crate) use envelope::Envelope;

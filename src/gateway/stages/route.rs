@@ -125,14 +125,7 @@ impl RouteTable {
     }
 }
 
-/// Which route a request took: one of the ordered routes, the default, or the route a
-/// federated endpoint learned for a pool (by pool index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteRef {
-    Index(usize),
-    Default,
-    Learned(usize),
-}
+pub use crate::config::RouteRef;
 
 /// The 404 answer for a request that matches no route (and there is no `default_route`).
 pub(crate) fn no_route(method: Option<&str>, name: Option<&str>) -> crate::mcp::Rejection {

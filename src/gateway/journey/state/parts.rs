@@ -128,9 +128,12 @@ pub(super) fn build_credentials(
             &metrics.registry,
         )?),
     };
+    let pools = table.pools.iter().map(|name| {
+        let cfg = config.pools.get(name).and_then(|p| p.credentials.as_ref());
+        (name.as_str(), cfg)
+    });
     crate::credentials::Credentials::build(
-        config,
-        &table.pools,
+        pools,
         credential_metrics,
         previous.map(|p| &p.credentials),
     )

@@ -1,5 +1,5 @@
-//! Value parsers shared by every section: humane durations (`500ms`, `2s`, `10m`), for the
-//! config file and the command line alike.
+//! Value parsers shared by every config section, whichever component owns it, and the command
+//! line: humane durations (`500ms`, `2s`, `10m`). A leaf: it imports nothing of the crate.
 
 use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;

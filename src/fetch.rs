@@ -1,5 +1,6 @@
-//! One bounded HTTP(S) exchange: the GET of a JWKS, the POST of an RFC 7662 introspection, or
-//! a token request ([`crate::credentials`], which also reads refusals: [`send_status`]).
+//! One bounded HTTP(S) exchange to a URL an operator configured: the GET of a JWKS, the POST of
+//! an RFC 7662 introspection ([`crate::auth`]), or a token request ([`crate::credentials`],
+//! which also reads refusals: [`send_status`]). Below both components, which share it.
 //! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
 //! [`MAX_BODY`] bytes, all within a timeout.
 //!
@@ -191,4 +192,18 @@ where
         body,
         cache_control: cc,
     })
+}
+
+/// `application/x-www-form-urlencoded` of one value.
+pub(crate) fn form_encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
