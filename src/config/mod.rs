@@ -50,10 +50,10 @@ pub(crate) use crate::values::humantime_serde_compat;
 pub(crate) use crate::values::parse_duration;
 pub(crate) use limits::{Limits, MetricsConfig};
 pub(crate) use listen::{Listen, OriginsConfig};
+pub(crate) use mrtr::RetryLanding;
 pub(crate) use pattern::Pattern;
 pub(crate) use pools::{
     Balance, EjectionConfig, HashKey, HealthCheckKind, HealthConfig, PoolConfig, Retries,
-    RetryLanding,
 };
 pub(crate) use positions::{Pos, Positions};
 pub(crate) use rate_limits::{KeyPart, LimitMatch, Rate, RateLimitConfig};

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::humantime_serde_compat;
-use super::pools::RetryLanding;
 
 /// `pools.<name>.mrtr`.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
@@ -70,23 +69,25 @@ fn d_max_bytes() -> usize {
 }
 
 /// Checks of `pools.<name>.mrtr` that need the pool: `(key, message)` of the first failure.
+///
+/// What it needs of the pool: `legacy`, the 2025 revision it speaks if it does, and `plain`,
+/// whether its requests go as plain HTTP/1.1 on the direct leg (the only ones whose retry body
+/// the gateway rewrites).
 pub(super) fn check(
     name: &str,
-    pool: &super::PoolConfig,
-    leg: super::UpstreamLeg,
+    mrtr: &MrtrConfig,
+    legacy: Option<&str>,
+    plain: bool,
 ) -> Result<(), (String, String)> {
-    let Some(seal) = pool.mrtr.seal.as_ref() else {
+    let Some(seal) = mrtr.seal.as_ref() else {
         return Ok(());
     };
     let at = format!("pools.{name}.mrtr.seal");
-    if let Some(v) = pool.era.legacy_version() {
+    if let Some(v) = legacy {
         return Err((at.clone(), format!(
             "{at}: pool {name:?} speaks {v}: the gateway already seals the state of its paused calls itself (docs/bridge.md); remove mrtr.seal"
         )));
     }
-    let plain = pool.tls.is_none()
-        && pool.http == super::tls::UpstreamHttp::H1
-        && leg == super::UpstreamLeg::Direct;
     if !plain {
         return Err((at.clone(), format!(
             "{at}: sealing rewrites the retry's body, which the gateway does on plain HTTP/1.1 pools on the direct leg only (connections.upstream_leg: direct); pool {name:?} uses TLS or h2 or another leg: remove mrtr.seal or make the pool plain HTTP/1.1"
@@ -107,4 +108,15 @@ pub(super) fn check(
         )));
     }
     Ok(())
+}
+
+/// `pools.<name>.mrtr.retry_landing`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryLanding {
+    /// Retry legs are balanced like any request.
+    #[default]
+    Any,
+    /// Retry legs go to another instance than their flow's previous leg whenever one is eligible.
+    Elsewhere,
 }

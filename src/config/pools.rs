@@ -97,17 +97,6 @@ impl PoolEra {
     }
 }
 
-/// `pools.<name>.mrtr.retry_landing`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RetryLanding {
-    /// Retry legs are balanced like any request.
-    #[default]
-    Any,
-    /// Retry legs go to another instance than their flow's previous leg whenever one is eligible.
-    Elsewhere,
-}
-
 /// How instances are probed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -148,7 +148,10 @@ impl Config {
         }
         self.check_credentials(name, pool)
             .map_err(|(key, msg)| err(&key, msg))?;
-        super::mrtr::check(name, pool, self.connections.upstream_leg)
+        let plain = pool.tls.is_none()
+            && pool.http == super::tls::UpstreamHttp::H1
+            && self.connections.upstream_leg == super::UpstreamLeg::Direct;
+        super::mrtr::check(name, &pool.mrtr, pool.era.legacy_version(), plain)
             .map_err(|(key, msg)| err(&key, msg))?;
         Ok(())
     }

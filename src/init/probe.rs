@@ -16,7 +16,7 @@ use crate::mcp::methods;
 pub(crate) const MAX_PAGES: usize = 20;
 
 /// The protocol version of the legacy era asked for with `initialize`.
-pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
+const LEGACY_VERSION: &str = crate::mcp::legacy::LATEST;
 
 /// One list as the server answered it.
 #[derive(Debug, Clone, Default)]

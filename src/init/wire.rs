@@ -8,10 +8,10 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
-use super::probe::LEGACY_VERSION;
 use crate::loadtest::client::{Answer, Http};
 use crate::loadtest::reply::json_payload;
 use crate::loadtest::template::client_capabilities;
+use crate::mcp::legacy::LATEST as LEGACY_VERSION;
 use crate::mcp::{self, header, meta};
 
 /// One exchange's outcome.

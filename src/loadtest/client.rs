@@ -7,20 +7,13 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context as _};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
+pub(crate) use super::tls::Answer;
 use super::tls::{TlsOptions, TlsPool};
-
-/// A complete answer.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
 
 enum Inner {
     Direct(Mutex<Vec<SendRequest<Full<Bytes>>>>),

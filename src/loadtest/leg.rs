@@ -7,12 +7,12 @@ use http::HeaderValue;
 use serde_json::Value;
 
 use super::client::Answer;
+use super::ctx::Ctx;
 use super::measure::LegError;
 use super::reply::{
     error_message, instance_from_meta, json_payload, parse_reply, result_text, result_value, Reply,
     ReplyProblem,
 };
-use super::run::Ctx;
 use super::tally::clip;
 use super::template::FlowTemplate;
 use crate::mcp::codes;

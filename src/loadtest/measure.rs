@@ -8,16 +8,10 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use super::stats::{new_hist, LegError};
 pub(crate) use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
 use super::tally::Tally;
-use super::task_measure::TaskMeasures;
-
-/// Significant figures of every latency histogram.
-pub(crate) const SIGFIG: u8 = 3;
-
-pub(crate) fn new_hist() -> Histogram<u64> {
-    Histogram::new(SIGFIG).expect("valid sigfig")
-}
+use super::task_measure::{TaskMeasures, TaskReq};
 
 fn us(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
@@ -60,18 +54,6 @@ pub(crate) enum FlowEnd {
     Abandoned,
 }
 
-/// An error seen on one leg.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LegError {
-    /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
-    pub kind: &'static str,
-    pub status: Option<u16>,
-    pub code: Option<i64>,
-    /// What the upstream said (JSON-RPC `error.message`, the tool's text when `isError`, the
-    /// start of a non-JSON body) or what went wrong locally (the transport error).
-    pub message: Option<String>,
-}
-
 /// Everything measured, per shard while running and merged at the end; serialized losslessly
 /// (histograms in HdrHistogram's encoding, [`super::wire`]) into the JSON report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -107,6 +89,41 @@ pub struct Measures {
 }
 
 impl Measures {
+    /// Count an error of a request in the run's totals: the tally, its second, its kind,
+    /// status and code.
+    fn count_error(&mut self, e: &LegError, at_sec: usize) {
+        self.tally.error(e);
+        self.bucket(at_sec).errors += 1;
+        *self.errors_by_kind.entry(e.kind).or_default() += 1;
+        if let Some(s) = e.status {
+            *self.errors_by_status.entry(s).or_default() += 1;
+        }
+        if let Some(c) = e.code {
+            *self.errors_by_code.entry(c).or_default() += 1;
+        }
+    }
+
+    /// Record one task request in the run's totals (timeline, live window, errors) and in
+    /// [`TaskMeasures`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_task_req(
+        &mut self,
+        kind: TaskReq,
+        latency: Duration,
+        at_sec: usize,
+        error: Option<LegError>,
+        instance: Option<&[u8]>,
+        owner: Option<&[u8]>,
+    ) {
+        let _ = self.window.record((latency.as_micros() as u64).max(1));
+        self.bucket(at_sec).requests += 1;
+        if let Some(e) = &error {
+            self.count_error(e, at_sec);
+        }
+        self.tasks
+            .record_req(kind, latency, error.is_some(), instance, owner);
+    }
+
     pub(crate) fn new(op_labels: &[String]) -> Self {
         Measures {
             legs: Default::default(),
@@ -169,19 +186,11 @@ impl Measures {
             }
         }
         if let Some(e) = error {
-            self.tally.error(&e);
             self.legs[kind.idx()].errors += 1;
-            self.bucket(at_sec).errors += 1;
             if let Some(o) = self.ops.get_mut(op) {
                 o.legs.errors += 1;
             }
-            *self.errors_by_kind.entry(e.kind).or_default() += 1;
-            if let Some(s) = e.status {
-                *self.errors_by_status.entry(s).or_default() += 1;
-            }
-            if let Some(c) = e.code {
-                *self.errors_by_code.entry(c).or_default() += 1;
-            }
+            self.count_error(&e, at_sec);
         }
         if let Some(inst) = instance {
             let name = String::from_utf8_lossy(inst);

@@ -32,6 +32,7 @@ mod args;
 pub(crate) mod auto;
 pub(crate) mod checks;
 pub mod client;
+mod ctx;
 pub(crate) mod feed;
 mod flow;
 pub mod flows;

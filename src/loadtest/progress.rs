@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::run::Ctx;
+use super::ctx::Ctx;
 use super::LoadTestArgs;
 
 /// The progress display: a bar on a terminal, plain lines otherwise, nothing when quiet.

@@ -1,13 +1,31 @@
 //! The aggregates [`super::measure::Measures`] is made of: latency and counts per leg kind
 //! ([`LegStats`]) and per operation ([`OpStats`]), where retry legs landed ([`Landing`]), and
-//! one second of the timeline ([`Bucket`]).
+//! one second of the timeline ([`Bucket`]); the histogram every latency is kept in
+//! ([`new_hist`]) and an error seen on a leg ([`LegError`]).
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::measure::new_hist;
+/// Significant figures of every latency histogram.
+const SIGFIG: u8 = 3;
+
+pub(crate) fn new_hist() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("valid sigfig")
+}
+
+/// An error seen on one leg.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LegError {
+    /// A short, bounded label (`http_status`, `jsonrpc_error`, `timeout`, `transport`, ...).
+    pub kind: &'static str,
+    pub status: Option<u16>,
+    pub code: Option<i64>,
+    /// What the upstream said (JSON-RPC `error.message`, the tool's text when `isError`, the
+    /// start of a non-JSON body) or what went wrong locally (the transport error).
+    pub message: Option<String>,
+}
 
 /// Latency and counts of one leg kind.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::measure::{new_hist, LegError};
+use super::stats::{new_hist, LegError};
 
 /// At most this many distinct error groups are kept; later distinct ones are counted together.
 pub(crate) const MAX_GROUPS: usize = 64;

@@ -15,9 +15,9 @@ use http::{HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
 use super::answer::{answer_input_requests_as, ElicitAction};
+use super::ctx::Ctx;
 use super::measure::LegError;
 use super::reply::{error_message, instance_from_meta, json_payload};
-use super::run::Ctx;
 use super::tally::clip;
 use super::task_measure::{TaskEnd, TaskReq};
 use super::template::{client_capabilities_with_tasks, FlowTemplate};

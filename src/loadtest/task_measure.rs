@@ -9,7 +9,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::measure::{new_hist, LegError, Measures};
+use super::stats::new_hist;
 use super::stats::LegStats;
 use crate::mcp::tasks;
 
@@ -211,38 +211,6 @@ impl TaskMeasures {
         for (a, b) in self.landing.iter_mut().zip(&o.landing) {
             a.merge(b);
         }
-    }
-}
-
-impl Measures {
-    /// Record one task request in the run's totals (timeline, live window, errors) and in
-    /// [`TaskMeasures`].
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_task_req(
-        &mut self,
-        kind: TaskReq,
-        latency: Duration,
-        at_sec: usize,
-        error: Option<LegError>,
-        instance: Option<&[u8]>,
-        owner: Option<&[u8]>,
-    ) {
-        let _ = self.window.record((latency.as_micros() as u64).max(1));
-        let b = self.bucket(at_sec);
-        b.requests += 1;
-        if let Some(e) = &error {
-            b.errors += 1;
-            self.tally.error(e);
-            *self.errors_by_kind.entry(e.kind).or_default() += 1;
-            if let Some(s) = e.status {
-                *self.errors_by_status.entry(s).or_default() += 1;
-            }
-            if let Some(c) = e.code {
-                *self.errors_by_code.entry(c).or_default() += 1;
-            }
-        }
-        self.tasks
-            .record_req(kind, latency, error.is_some(), instance, owner);
     }
 }
 

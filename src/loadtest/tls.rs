@@ -18,7 +18,13 @@ use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-use super::client::Answer;
+/// A complete answer (of this client or of [`super::client::Http`] over plain TCP).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: http::StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
 
 /// The TLS options of the command line.
 #[derive(Debug, Clone, Default)]

@@ -17,6 +17,9 @@ use super::PROTOCOL_VERSION;
 /// The 2025-era revisions the gateway speaks to legacy clients, newest first.
 pub const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
+/// The newest 2025-era revision: what the gateway asks for when it opens a legacy session.
+pub const LATEST: &str = VERSIONS[0];
+
 /// `Mcp-Session-Id`: the 2025 era's session header (2026-07-28 has no session).
 pub const SESSION_ID: &str = "mcp-session-id";
 

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use http::HeaderValue;
 
 use super::super::answer::{answer_input_requests_as, ElicitAction};
+use super::super::ctx::{Ctx, Draw};
 use super::super::leg::{send_leg, LegMode, Outcome};
 use super::super::measure::{FlowEnd, LegError, LegKind};
 use super::super::plan::FlowPlan;
-use super::super::run::{Ctx, Draw};
 use super::super::task_flow::TaskStart;
 use super::super::template::{FlowTemplate, RetryParts};
 use super::{follow_task, record_leg, LegDone};

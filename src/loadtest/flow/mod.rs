@@ -9,9 +9,9 @@ use http::HeaderValue;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
+use super::ctx::{Ctx, Draw};
 use super::leg::{send_leg, LegMode};
 use super::measure::{FlowEnd, LegError, LegKind};
-use super::run::{Ctx, Draw};
 use super::scenario::pick_weighted;
 use super::task_flow::{follow, TaskStart};
 use super::task_measure::TaskEnd;

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use http::{HeaderName, HeaderValue};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use tokio::task::JoinSet;
 
-use super::answer::ElicitAction;
 use super::client::Http;
 use super::feed::Feed;
 use super::flow::run_one;
@@ -23,126 +22,16 @@ use super::measure::Measures;
 use super::plan::{self, FlowPlan};
 use super::progress::Progress;
 use super::report::Report;
-use super::shard::{self, Shard};
-use super::stages::Stages;
+use super::shard;
 use super::LoadTestArgs;
 
 mod ticker;
 use ticker::Ticker;
 
-/// Measurement shards: workers pick one by index; each has its own lock.
-const SHARDS: usize = 8;
+use super::ctx::{Ctx, Live, SHARDS};
+
 /// How often an idle worker of a ramped run looks at the level again.
 const STAGE_POLL: Duration = Duration::from_millis(10);
-
-/// Live counters for the progress display.
-#[derive(Default)]
-pub(super) struct Live {
-    pub requests: AtomicU64,
-    pub errors: AtomicU64,
-    pub flows: AtomicU64,
-}
-
-pub(super) struct Ctx {
-    pub(super) http: Http,
-    pub(super) flows: Vec<FlowPlan>,
-    pub(super) feed: Option<Feed>,
-    pub(super) extra_headers: http::HeaderMap,
-    /// `-H Authorization: ...` given: no rotating principals.
-    pub(super) user_authorization: bool,
-    pub(super) decline_share: f64,
-    pub(super) cancel_share: f64,
-    pub(super) task_cancel_share: f64,
-    /// Longest a followed task may take (`--task-limit`).
-    pub(super) task_limit: Duration,
-    pub(super) stages: Option<Stages>,
-    pub(super) cumulative: Vec<u64>,
-    pub(super) total_weight: u64,
-    /// The template whose mismatched headers make the bad requests.
-    pub(super) bad_template: usize,
-    pub(super) principals: Vec<HeaderValue>,
-    pub(super) upstream_header: HeaderName,
-    pub(super) timeout: Duration,
-    pub(super) max_rounds: u32,
-    pub(super) bad_share: f64,
-    pub(super) next_id: AtomicU64,
-    /// Flows claimed by this process (its local numbers).
-    pub(super) claimed: AtomicU64,
-    /// This process's part of `--flows`.
-    pub(super) flow_limit: Option<u64>,
-    /// Which part of the run this process runs: flow numbers are run-wide.
-    pub(super) shard: Shard,
-    pub(super) deadline: Option<Instant>,
-    pub(super) start: Instant,
-    pub(super) shards: Vec<Mutex<Measures>>,
-    pub(super) live: Live,
-}
-
-/// What a worker needs to start one flow.
-#[derive(Clone, Copy)]
-pub(super) struct Draw {
-    pub(super) seq: u64,
-    pub(super) bad: bool,
-    pub(super) pick: u64,
-    pub(super) action: ElicitAction,
-    /// Seeds the flow's own templates ($uuid, $rand, a random feed row).
-    pub(super) seed: u64,
-    /// A task this flow creates is cancelled with tasks/cancel.
-    pub(super) cancel_task: bool,
-}
-
-impl Ctx {
-    /// Claim the next flow in the closed loop (its run-wide number), or `None` when the run
-    /// is over.
-    fn claim(&self) -> Option<u64> {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return None;
-        }
-        let local = self.claimed.fetch_add(1, Relaxed);
-        match self.flow_limit {
-            Some(n) if local >= n => None,
-            _ => Some(self.shard.global(local)),
-        }
-    }
-
-    fn draw(&self, seq: u64, rng: &mut StdRng) -> Draw {
-        let bad = self.bad_share > 0.0 && rng.gen::<f64>() < self.bad_share;
-        let a: f64 = if self.decline_share + self.cancel_share > 0.0 {
-            rng.gen()
-        } else {
-            1.0
-        };
-        let action = if a < self.decline_share {
-            ElicitAction::Decline
-        } else if a < self.decline_share + self.cancel_share {
-            ElicitAction::Cancel
-        } else {
-            ElicitAction::Accept
-        };
-        Draw {
-            seq,
-            bad,
-            pick: rng.gen_range(0..self.total_weight),
-            action,
-            seed: rng.gen(),
-            cancel_task: self.task_cancel_share > 0.0 && rng.gen::<f64>() < self.task_cancel_share,
-        }
-    }
-
-    /// The stage running at `at`, when the run has stages.
-    pub(super) fn stage(&self, at: Instant) -> Option<usize> {
-        let s = self.stages.as_ref()?;
-        Some(s.index_at(at.saturating_duration_since(self.start)))
-    }
-
-    pub(super) fn sec(&self, at: Instant) -> usize {
-        at.saturating_duration_since(self.start).as_secs() as usize
-    }
-
-    pub(super) fn record(&self, shard: usize, f: impl FnOnce(&mut Measures)) {
-        f(&mut self.shards[shard % SHARDS].lock().expect("measures lock"));
-    }
-}
 
 /// Drain the finished tasks of a set without waiting.
 fn reap(set: &mut JoinSet<()>) {
