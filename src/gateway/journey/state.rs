@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 
-use crate::gateway::stages::balance::Pool;
+use crate::gateway::stages::balance::{outliers::Ejection, Pool};
 use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
 use crate::gateway::stages::health;
 use crate::gateway::stages::limit::{self, Limit, LimitInput, Verdict};
@@ -257,6 +257,27 @@ impl Gateway {
             .upstream_up
             .with_label_values(&[&p.name, inst])
             .set(p.health.usable(i) as i64);
+    }
+
+    /// Record the latency outliers a window's verdict ejected: slow start's ramp, metrics and a
+    /// log line each.
+    pub(crate) fn note_outliers(&self, pool: usize, ejected: &[Ejection]) {
+        let p = &self.pools[pool];
+        for e in ejected {
+            p.on_health(e.index, health::Change::Ejected(e.time));
+            let inst = &p.instances[e.index].name;
+            let labels = [p.name.as_str(), inst.as_str()];
+            let m = &self.metrics;
+            m.balance.outlier_ejections.with_label_values(&labels).inc();
+            m.upstream_up.with_label_values(&labels).set(0);
+            tracing::warn!(
+                "pool {}: instance {inst} ejected for {:?} as a latency outlier ({:.1} ms against the pool's {:.1} ms)",
+                p.name,
+                e.time,
+                e.latency_ns / 1e6,
+                e.baseline_ns / 1e6
+            );
+        }
     }
 
     /// Count the flows whose next leg did not come in time as abandoned (before a scrape).
