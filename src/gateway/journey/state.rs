@@ -259,6 +259,20 @@ impl Gateway {
             .set(p.health.usable(i) as i64);
     }
 
+    /// Before a scrape: the balancer's gauges, and `upstream_up` from the live state (an
+    /// ejection ends by itself, with no event to set it back).
+    pub(crate) fn publish_pools(&self) {
+        self.metrics.balance.publish(&self.pools);
+        for p in &self.pools {
+            for (i, inst) in p.instances.iter().enumerate() {
+                let up = p.health.usable(i);
+                (self.metrics.upstream_up)
+                    .with_label_values(&[&p.name, &inst.name])
+                    .set(i64::from(up));
+            }
+        }
+    }
+
     /// Record the latency outliers a window's verdict ejected: slow start's ramp, metrics and a
     /// log line each.
     pub(crate) fn note_outliers(&self, pool: usize, ejected: &[Ejection]) {

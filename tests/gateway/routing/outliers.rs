@@ -2,7 +2,9 @@
 //! ten times slower (`--delay`): under round robin it is ejected after a window and gets no
 //! calls, explain says why it is skipped, and it takes its share back once it is fast again
 //! (restarted without the delay on the same port, while ejected). With two slow instances of
-//! three and `max_ejected_percent: 34`, never more than one is out at once.
+//! three and `max_ejected_percent: 34`, never more than one is out at once. On a hash pool (of
+//! recording upstreams, whose delay changes at run time), the keys homed on an ejected instance
+//! go to the next one on the ring and come home when the ejection ends.
 
 use mcp_edge::gateway::RunningGateway;
 use std::collections::HashMap;
@@ -18,9 +20,13 @@ const SLOW: &str = "30ms";
 /// A round-robin gateway over `addrs` with `outliers` (a YAML flow map), health checks off so
 /// that only the detector takes instances out.
 fn gateway(addrs: &[SocketAddr], outliers: &str) -> RunningGateway {
+    gateway_with(addrs, "round_robin", outliers)
+}
+
+fn gateway_with(addrs: &[SocketAddr], balance: &str, outliers: &str) -> RunningGateway {
     let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
     let y = format!(
-        "work_stealing: true\nlisten:\n  mcp: 127.0.0.1:{}\n  admin: 127.0.0.1:{}\npools:\n  default:\n    instances: [{}]\n    balance: round_robin\n    health: {{check: off}}\n    outliers: {outliers}\ndefault_route: {{pool: default}}\n",
+        "work_stealing: true\nlisten:\n  mcp: 127.0.0.1:{}\n  admin: 127.0.0.1:{}\npools:\n  default:\n    instances: [{}]\n    balance: {balance}\n    health: {{check: off}}\n    outliers: {outliers}\ndefault_route: {{pool: default}}\n",
         free_port(),
         free_port(),
         list.join(", ")
@@ -47,6 +53,13 @@ fn addrs(ports: &[u16]) -> Vec<SocketAddr> {
         .iter()
         .map(|p| SocketAddr::from(([127, 0, 0, 1], *p)))
         .collect()
+}
+
+/// One call of tool `name`; the instance that served it.
+fn served(gw: &RunningGateway, name: &str) -> String {
+    let r = post(gw.mcp_addr, &refs(&call_headers(name)), &call(1, name));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.header("x-mcp-edge-upstream").unwrap().to_string()
 }
 
 /// `n` echo calls in a row; how many each instance served.
@@ -193,4 +206,37 @@ fn with_two_slow_instances_of_three_the_cap_keeps_all_but_one_in() {
         ),
         0.0
     );
+}
+
+#[test]
+fn a_hash_key_homed_on_an_ejected_instance_moves_to_the_next_and_comes_back() {
+    let up = Upstreams::start(3);
+    let gw = gateway_with(
+        &up.addrs,
+        "hash",
+        "{min_samples: 5, interval: 300ms, base_ejection: 1s}",
+    );
+    let slow = up.instance_names()[2].clone();
+    let keys: Vec<String> = (0..30).map(|k| format!("tool_{k}")).collect();
+    let homed: Vec<&String> = keys.iter().filter(|k| served(&gw, k) == slow).collect();
+    assert!(!homed.is_empty(), "no key of 30 homed on {slow}");
+    up.set_delay(2, Duration::from_millis(40));
+    let pass = || keys.iter().for_each(|k| drop(served(&gw, k)));
+    let wait_for = |ejected: f64| {
+        let end = Instant::now() + Duration::from_secs(30);
+        while outlier(&gw, &slow).0 != ejected {
+            assert!(Instant::now() < end, "outlier gauge never {ejected}");
+            pass();
+        }
+    };
+    wait_for(1.0);
+    for k in &homed {
+        assert_ne!(served(&gw, k), slow, "{k} went to the ejected instance");
+    }
+    // Fast again: when the ejection ends, its keys come home.
+    up.set_delay(2, Duration::ZERO);
+    wait_for(0.0);
+    for k in &homed {
+        assert_eq!(served(&gw, k), slow, "{k} did not come home");
+    }
 }

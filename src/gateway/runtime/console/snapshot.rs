@@ -210,7 +210,7 @@ pub(crate) fn stages(gw: &Gateway) -> Value {
 /// The whole snapshot.
 pub(crate) fn snapshot(live: &Live) -> String {
     let gw = live.load();
-    gw.metrics.balance.publish(&gw.pools);
+    gw.publish_pools();
     let all = gw.metrics.registry.gather();
     let catalog: Value = match &gw.federation {
         Some(_) => serde_json::from_str(
