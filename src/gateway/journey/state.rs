@@ -106,6 +106,8 @@ fn build_pools(
             .and_then(|p| p.config.pools.get(name))
             .is_some_and(|c| {
                 c.instances == cfg.instances && c.health == cfg.health && c.ejection == cfg.ejection
+                    // Outliers turned off: their ejections end with them (a fresh start).
+                    && (cfg.outliers.is_some() || c.outliers.is_none())
             });
         // Health belongs to an address: a name that now resolves elsewhere starts fresh.
         if let Some(old) = old.filter(|o| same && o.addrs().eq(pool.addrs())) {

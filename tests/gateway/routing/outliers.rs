@@ -24,16 +24,24 @@ fn gateway(addrs: &[SocketAddr], outliers: &str) -> RunningGateway {
 }
 
 fn gateway_with(addrs: &[SocketAddr], balance: &str, outliers: &str) -> RunningGateway {
+    let listen = [free_port(), free_port()].map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+    RunningGateway::start(config_on(listen, addrs, balance, Some(outliers))).unwrap()
+}
+
+/// The config of [`gateway_with`] on the `listen` pair (mcp, admin); `outliers: None` is off.
+fn config_on(
+    [mcp, admin]: [SocketAddr; 2],
+    addrs: &[SocketAddr],
+    balance: &str,
+    outliers: Option<&str>,
+) -> mcp_edge::config::Config {
     let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    let outliers = outliers.map_or(String::new(), |o| format!("    outliers: {o}\n"));
     let y = format!(
-        "work_stealing: true\nlisten:\n  mcp: 127.0.0.1:{}\n  admin: 127.0.0.1:{}\npools:\n  default:\n    instances: [{}]\n    balance: {balance}\n    health: {{check: off}}\n    outliers: {outliers}\ndefault_route: {{pool: default}}\n",
-        free_port(),
-        free_port(),
+        "work_stealing: true\nlisten:\n  mcp: {mcp}\n  admin: {admin}\npools:\n  default:\n    instances: [{}]\n    balance: {balance}\n    health: {{check: off}}\n{outliers}default_route: {{pool: default}}\n",
         list.join(", ")
     );
-    let cfg =
-        mcp_edge::config::Config::parse(&y, "test.yaml").unwrap_or_else(|e| panic!("{e}\n{y}"));
-    RunningGateway::start(cfg).unwrap()
+    mcp_edge::config::Config::parse(&y, "test.yaml").unwrap_or_else(|e| panic!("{e}\n{y}"))
 }
 
 /// Three backends on free ports, the ones in `slow` answering after [`SLOW`].
@@ -239,4 +247,26 @@ fn a_hash_key_homed_on_an_ejected_instance_moves_to_the_next_and_comes_back() {
     for k in &homed {
         assert_eq!(served(&gw, k), slow, "{k} did not come home");
     }
+}
+
+#[test]
+fn a_reload_keeps_an_ejection_and_turning_outliers_off_ends_it() {
+    let up = Upstreams::start(3);
+    let listen = [free_port(), free_port()].map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+    let on = "{min_samples: 5, interval: 300ms, base_ejection: 60s}";
+    let cfg = |o| config_on(listen, &up.addrs, "round_robin", o);
+    let gw = RunningGateway::start(cfg(Some(on))).unwrap();
+    let slow = up.instance_names()[2].clone();
+    up.set_delay(2, Duration::from_millis(40));
+    drive_until(&gw, || outlier(&gw, &slow).0 == 1.0);
+    // The same pool after a reload: still out.
+    gw.reload(cfg(Some(on))).unwrap();
+    assert_eq!(calls(&gw, 30).get(&slow), None);
+    assert_eq!(outlier(&gw, &slow).0, 1.0);
+    // Outliers off: it is back at once, and the gauge is gone.
+    gw.reload(cfg(None)).unwrap();
+    let back = calls(&gw, 30);
+    assert_eq!(back.get(&slow), Some(&10), "{back:?}");
+    let m = scrape(&gw);
+    assert!(!m.contains("mcp_edge_upstream_outlier_ejected{"), "{m}");
 }
