@@ -132,7 +132,7 @@ fn a_ten_times_slower_instance_is_ejected_then_takes_its_share_back_once_fast() 
     let (mut procs, ports) = fleet(&[2]);
     let gw = gateway(
         &addrs(&ports),
-        "{min_samples: 5, interval: 500ms, base_ejection: 3s}",
+        "{min_samples: 5, interval: 500ms, base_ejection: 5s}",
     );
     let slow = format!("127.0.0.1:{}", ports[2]);
     let before = drive_until(&gw, || outlier(&gw, &slow).0 == 1.0);
@@ -146,10 +146,10 @@ fn a_ten_times_slower_instance_is_ejected_then_takes_its_share_back_once_fast() 
     assert_eq!(skipped[0]["instance"], slow.as_str());
     let why = skipped[0]["why"].as_str().unwrap();
     assert!(why.starts_with("ejected as a latency outlier"), "{why}");
-    // While ejected (3 s; these calls take well under that), it gets none.
+    // While ejected (5 s; these calls take well under that), it gets none.
     let t = Instant::now();
-    let during = calls(&gw, 90);
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let during = calls(&gw, 60);
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
     assert_eq!(during.get(&slow), None, "{during:?}");
     assert_eq!(outlier(&gw, &slow).0, 1.0, "still ejected");
     // Fast again: restarted without the delay, on the same port, while it is out.
@@ -222,7 +222,7 @@ fn a_hash_key_homed_on_an_ejected_instance_moves_to_the_next_and_comes_back() {
     let gw = gateway_with(
         &up.addrs,
         "hash",
-        "{min_samples: 5, interval: 300ms, base_ejection: 1s}",
+        "{min_samples: 5, interval: 300ms, base_ejection: 2s}",
     );
     let slow = up.instance_names()[2].clone();
     let keys: Vec<String> = (0..30).map(|k| format!("tool_{k}")).collect();
