@@ -146,6 +146,18 @@ fn a_ten_times_slower_instance_is_ejected_then_takes_its_share_back_once_fast() 
     assert_eq!(skipped[0]["instance"], slow.as_str());
     let why = skipped[0]["why"].as_str().unwrap();
     assert!(why.starts_with("ejected as a latency outlier"), "{why}");
+    // The console's pools view marks it.
+    let r = raw(
+        gw.admin_addr.unwrap(),
+        b"GET /-/console.json HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    let console: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let insts = console["pools"][0]["instances"].as_array().unwrap();
+    let marked: Vec<&str> = (insts.iter())
+        .filter(|i| i["outlier"] == true && i["usable"] == false)
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(marked, [slow.as_str()], "{console:#}");
     // While ejected (5 s; these calls take well under that), it gets none.
     let t = Instant::now();
     let during = calls(&gw, 60);
