@@ -2,9 +2,9 @@
 //! the same whichever leg carried it (pingora's proxy pipe, through `response_filter` and
 //! `response_body_filter`, or the direct leg, [`crate::gateway::journey::direct`]).
 //!
-//! On the head: the instance's latency (and the outlier detector's count), the header naming the instance, passive health, the
-//! scanner that watches a JSON or SSE result for its MRTR flow, the caller's list filter and
-//! the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
+//! On the head: the instance's latency (and the outlier detector's count), the header naming
+//! the instance, passive health, the scanner that watches a JSON or SSE result for its MRTR
+//! flow, the caller's list filter and the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
 //! the scanner and the cache.
 
 use bytes::Bytes;
