@@ -2,7 +2,9 @@
 # bench/slow-instance.sh: the tail when one instance is slow (issue 46), with a single fast tool
 # so that nothing but the balancer sets the p99. Three `mcp-edge backend` instances answer
 # `echo` after 2 ms; in the one-slow fleet the third is replaced by one answering after 20 ms.
-# mcp-edge (one thread) balances them round_robin or least_loaded; `mcp-edge loadtest --rate`
+# mcp-edge (one thread) balances them round_robin, least_loaded, or round_robin with latency
+# outliers ejected (`outliers_rr`: `outliers: {interval: 1s, min_samples: 20}`, docs/balancing.md
+# #latency-outliers: the slow instance is out from its first 1 s window); `mcp-edge loadtest --rate`
 # drives `echo` open loop. Per run: p50/p99/p99.9 of the calls, and the slow instance's share
 # of the calls in every 5 s window (from the gateway's mcp_edge_upstream_requests_total, scraped
 # every 5 s), its worst window, and the run's p99 over the all-fast p99 of the same mode.
@@ -60,10 +62,15 @@ for p in $FAST $((FAST + 1)) $((FAST + 2)) $SLOW; do wait_port "$p"; done
 printf 'name: echo-only\nflows:\n  - {tool: echo, arguments: {text: hi}}\n' >"$OUT/echo.yaml"
 
 GW_PID=""
-gateway() { # instances balance
+gateway() { # instances mode
   [ -n "$GW_PID" ] && { kill "$GW_PID" 2>/dev/null || true; wait "$GW_PID" 2>/dev/null || true; }
-  printf 'listen:\n  mcp: 127.0.0.1:%s\n  admin: 127.0.0.1:%s\nthreads: 1\npools:\n  default:\n    instances: [%s]\n    balance: %s\ndefault_route: { pool: default }\n' \
-    "$GW" "$ADMIN" "$1" "$2" >"$OUT/gateway.yaml"
+  local balance=$2 extra=""
+  if [ "$2" = outliers_rr ]; then
+    balance=round_robin
+    extra='    outliers: { interval: 1s, min_samples: 20 }\n'
+  fi
+  printf "listen:\n  mcp: 127.0.0.1:%s\n  admin: 127.0.0.1:%s\nthreads: 1\npools:\n  default:\n    instances: [%s]\n    balance: %s\n${extra}default_route: { pool: default }\n" \
+    "$GW" "$ADMIN" "$1" "$balance" >"$OUT/gateway.yaml"
   "$EDGE_BIN" serve --config "$OUT/gateway.yaml" >"$OUT/gateway.log" 2>&1 &
   GW_PID=$!
   PIDS+=("$GW_PID")
@@ -75,7 +82,7 @@ ROWS=$OUT/runs.tsv
 printf 'fleet\tbalance\trun\tp50\tp99\tp999\terrors\trequests\tslow_share_per_5s\n' >"$ROWS"
 for fleet in all-fast one-slow; do
   third=$((FAST + 2)); [ "$fleet" = one-slow ] && third=$SLOW
-  for mode in round_robin least_loaded; do
+  for mode in round_robin least_loaded outliers_rr; do
     for run in $(seq 1 "$RUNS"); do
       # A fresh gateway per run: every run starts from what the balancer knows at start.
       gateway "127.0.0.1:$FAST, 127.0.0.1:$((FAST + 1)), 127.0.0.1:$third" "$mode"
@@ -128,7 +135,7 @@ echo "== summary (p99 over the all-fast p99 of the same mode; worst 5 s window o
 python3 - "$ROWS" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-for mode in ("round_robin", "least_loaded"):
+for mode in ("round_robin", "least_loaded", "outliers_rr"):
     fast = [float(r["p99"]) for r in rows if r["balance"] == mode and r["fleet"] == "all-fast"]
     ref = statistics.median(fast) if fast else float("nan")
     for r in rows:

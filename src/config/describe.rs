@@ -98,6 +98,18 @@ impl Config {
                 "  {:<12} health: {check}; eject after {} failures",
                 "", p.ejection.consecutive_failures
             );
+            if let Some(o) = &p.outliers {
+                let base = match o.baseline {
+                    0.5 => "median".to_string(),
+                    0.0 => "fastest".to_string(),
+                    b => format!("q{b}"),
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:<12} outliers: eject above {}x the pool's {base} latency (and {:?} over it) per {:?} window, {:?} doubling to {:?}, at most {}% out",
+                    "", o.latency_ratio, o.min_gap, o.interval, o.base_ejection, o.max_ejection, o.max_ejected_percent
+                );
+            }
             if let Some(c) = &p.credentials {
                 let _ = writeln!(out, "  {:<12} credentials: {}", "", c.describe());
             }

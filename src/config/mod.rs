@@ -37,6 +37,7 @@ mod describe;
 mod limits;
 mod listen;
 pub(crate) mod mrtr;
+pub(crate) mod outliers;
 mod pattern;
 pub(crate) mod policy;
 pub(crate) mod pools;

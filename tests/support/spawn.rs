@@ -23,11 +23,18 @@ impl Drop for Procs {
 /// One `mcp-edge backend` process on `127.0.0.1:port` (its default `--advertise`, the name a
 /// gateway pool lists), with a shared state key file or without one; returns once it accepts.
 pub fn backend(port: u16, key: Option<&Path>) -> Child {
+    let key: Vec<&std::ffi::OsStr> = match key {
+        Some(k) => vec!["--state-key-file".as_ref(), k.as_os_str()],
+        None => vec![],
+    };
+    backend_with(port, &key)
+}
+
+/// [`backend`] with more arguments (e.g. `--delay 30ms`).
+pub fn backend_with<S: AsRef<std::ffi::OsStr>>(port: u16, args: &[S]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp-edge"));
     cmd.args(["backend", "--listen", &format!("127.0.0.1:{port}")]);
-    if let Some(k) = key {
-        cmd.arg("--state-key-file").arg(k);
-    }
+    cmd.args(args);
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())

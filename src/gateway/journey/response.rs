@@ -2,9 +2,9 @@
 //! the same whichever leg carried it (pingora's proxy pipe, through `response_filter` and
 //! `response_body_filter`, or the direct leg, [`crate::gateway::journey::direct`]).
 //!
-//! On the head: the instance's latency, the header naming the instance, passive health, the
-//! scanner that watches a JSON or SSE result for its MRTR flow, the caller's list filter and
-//! the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
+//! On the head: the instance's latency (and the outlier detector's count), the header naming
+//! the instance, passive health, the scanner that watches a JSON or SSE result for its MRTR
+//! flow, the caller's list filter and the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
 //! the scanner and the cache.
 
 use bytes::Bytes;
@@ -39,11 +39,13 @@ pub(crate) fn on_header(
             {
                 ctx.release_load();
             } else {
-                pool.loads[idx].observe(
-                    took,
-                    crate::gateway::stages::balance::load::now_ns(),
-                    pool.decay,
-                );
+                let now = crate::gateway::stages::balance::load::now_ns();
+                pool.loads[idx].observe(took, now, pool.decay);
+                // The outlier detector counts the answer, and judges the pool at a window's end.
+                let ejected = pool.outlier_sample(idx, now);
+                if !ejected.is_empty() {
+                    gw.note_outliers(ctx.pool, &ejected);
+                }
             }
         }
         // The gateway names the instance and where a retry leg landed: no spelling of these

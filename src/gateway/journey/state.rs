@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 
-use crate::gateway::stages::balance::Pool;
+use crate::gateway::stages::balance::{outliers::Ejection, Pool};
 use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
 use crate::gateway::stages::health;
 use crate::gateway::stages::limit::{self, Limit, LimitInput, Verdict};
@@ -106,6 +106,8 @@ fn build_pools(
             .and_then(|p| p.config.pools.get(name))
             .is_some_and(|c| {
                 c.instances == cfg.instances && c.health == cfg.health && c.ejection == cfg.ejection
+                    // Outliers turned off: their ejections end with them (a fresh start).
+                    && (cfg.outliers.is_some() || c.outliers.is_none())
             });
         // Health belongs to an address: a name that now resolves elsewhere starts fresh.
         if let Some(old) = old.filter(|o| same && o.addrs().eq(pool.addrs())) {
@@ -257,6 +259,41 @@ impl Gateway {
             .upstream_up
             .with_label_values(&[&p.name, inst])
             .set(p.health.usable(i) as i64);
+    }
+
+    /// Before a scrape: the balancer's gauges, and `upstream_up` from the live state (an
+    /// ejection ends by itself, with no event to set it back).
+    pub(crate) fn publish_pools(&self) {
+        self.metrics.balance.publish(&self.pools);
+        for p in &self.pools {
+            for (i, inst) in p.instances.iter().enumerate() {
+                let up = p.health.usable(i);
+                (self.metrics.upstream_up)
+                    .with_label_values(&[&p.name, &inst.name])
+                    .set(i64::from(up));
+            }
+        }
+    }
+
+    /// Record the latency outliers a window's verdict ejected: slow start's ramp, metrics and a
+    /// log line each.
+    pub(crate) fn note_outliers(&self, pool: usize, ejected: &[Ejection]) {
+        let p = &self.pools[pool];
+        for e in ejected {
+            p.on_health(e.index, health::Change::Ejected(e.time));
+            let inst = &p.instances[e.index].name;
+            let labels = [p.name.as_str(), inst.as_str()];
+            let m = &self.metrics;
+            m.balance.outlier_ejections.with_label_values(&labels).inc();
+            m.upstream_up.with_label_values(&labels).set(0);
+            tracing::warn!(
+                "pool {}: instance {inst} ejected for {:?} as a latency outlier ({:.1} ms against the pool's {:.1} ms)",
+                p.name,
+                e.time,
+                e.latency_ns / 1e6,
+                e.baseline_ns / 1e6
+            );
+        }
     }
 
     /// Count the flows whose next leg did not come in time as abandoned (before a scrape).

@@ -144,7 +144,7 @@ impl ServeHttp for AdminApp {
             "/metrics" => {
                 gw.sweep_flows();
                 crate::gateway::journey::federation::refresh::publish(&gw);
-                gw.metrics.balance.publish(&gw.pools);
+                gw.publish_pools();
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
             "/catalog" => text(200, "application/json", crate::gateway::journey::federation::report::catalog_json(&gw)),

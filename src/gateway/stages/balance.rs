@@ -22,6 +22,9 @@
 //! request fails instead of trying another instance, which would only answer "unknown task".
 //! Ids without a known hint are balanced as usual (servers with a shared task store).
 //!
+//! Latency outliers (`outliers:`, [`outliers`]): an instance much slower than the pool's
+//! baseline over a window is ejected for a while, in every mode, like an unhealthy one.
+//!
 //! Retry landing: with `mrtr.retry_landing: elsewhere`, an MRTR retry leg skips the instances
 //! of its flow's earlier legs whenever another is eligible ([`steer`]), whatever the mode.
 
@@ -43,6 +46,7 @@ pub(crate) mod choice;
 pub(crate) mod key;
 pub mod load;
 pub(crate) mod metrics;
+pub(crate) mod outliers;
 mod select;
 pub(crate) mod steer;
 mod tried;
@@ -122,6 +126,8 @@ pub struct Pool {
     counter: AtomicU64,
     /// `mrtr.retry_landing`: where MRTR retry legs go.
     pub retry_landing: RetryLanding,
+    /// `outliers`: the latency outlier detector ([`outliers`]), when on.
+    pub(crate) outliers: Option<outliers::Outliers>,
 }
 
 /// The instance a request goes to, and how it was chosen.
@@ -227,6 +233,8 @@ impl Pool {
             bound: cfg.load_bound.filter(|_| cfg.balance == Balance::Hash),
             counter: AtomicU64::new(0),
             retry_landing: cfg.mrtr.retry_landing,
+            outliers: (cfg.outliers.clone())
+                .map(|o| outliers::Outliers::new(o, cfg.instances.len(), load::now_ns())),
         })
     }
 

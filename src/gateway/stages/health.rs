@@ -7,6 +7,8 @@
 //! connection ejects at once, `consecutive_failures` 5xx answers in a row eject too; each
 //! ejection in a row doubles the time out, up to a cap. When no instance of a pool is usable,
 //! the balancer ignores health rather than refuse everything ("panic mode", as Envoy does).
+//! Latency outliers are ejected here too, on their own clock ([`PoolHealth::eject_outlier`]; the
+//! detector is `balance::outliers`), so every mode skips them as it skips an unhealthy instance.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -27,6 +29,9 @@ pub struct InstanceHealth {
     ejections_in_row: AtomicU32,
     /// Milliseconds since the pool's epoch until which the instance is ejected.
     ejected_until_ms: AtomicU64,
+    /// The same for an ejection as a latency outlier, and how many in a row.
+    outlier_until_ms: AtomicU64,
+    outliers_in_row: AtomicU32,
 }
 
 impl Default for InstanceHealth {
@@ -38,6 +43,37 @@ impl Default for InstanceHealth {
             request_failures: AtomicU32::new(0),
             ejections_in_row: AtomicU32::new(0),
             ejected_until_ms: AtomicU64::new(0),
+            outlier_until_ms: AtomicU64::new(0),
+            outliers_in_row: AtomicU32::new(0),
+        }
+    }
+}
+
+/// Why an instance gets no new requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Unusable {
+    /// Its active checks fail.
+    Down,
+    /// Ejected after failed requests, for this long still.
+    Ejected(Duration),
+    /// Ejected as a latency outlier, for this long still.
+    Outlier(Duration),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Unusable::Down => f.write_str("down (health checks failing)"),
+            Unusable::Ejected(d) => write!(
+                f,
+                "ejected after failed requests, {:.1}s left",
+                d.as_secs_f64()
+            ),
+            Unusable::Outlier(d) => write!(
+                f,
+                "ejected as a latency outlier, {:.1}s left",
+                d.as_secs_f64()
+            ),
         }
     }
 }
@@ -77,8 +113,51 @@ impl PoolHealth {
     /// Whether instance `i` should get new requests.
     pub(crate) fn usable(&self, i: usize) -> bool {
         let h = &self.instances[i];
-        h.active_up.load(Ordering::Relaxed)
-            && self.now_ms() >= h.ejected_until_ms.load(Ordering::Relaxed)
+        let until = (h.ejected_until_ms.load(Ordering::Relaxed))
+            .max(h.outlier_until_ms.load(Ordering::Relaxed));
+        h.active_up.load(Ordering::Relaxed) && self.now_ms() >= until
+    }
+
+    /// Why instance `i` gets no new requests (`None`: it is usable).
+    pub(crate) fn unusable(&self, i: usize) -> Option<Unusable> {
+        let h = &self.instances[i];
+        if !h.active_up.load(Ordering::Relaxed) {
+            return Some(Unusable::Down);
+        }
+        let now = self.now_ms();
+        let left = |until: &AtomicU64| {
+            let until = until.load(Ordering::Relaxed);
+            (until > now).then(|| Duration::from_millis(until - now))
+        };
+        (left(&h.outlier_until_ms).map(Unusable::Outlier))
+            .or_else(|| left(&h.ejected_until_ms).map(Unusable::Ejected))
+    }
+
+    /// How long instance `i` stays ejected as a latency outlier, if it is.
+    pub(crate) fn outlier_for(&self, i: usize) -> Option<Duration> {
+        match self.unusable(i) {
+            Some(Unusable::Outlier(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Eject instance `i` as a latency outlier: for `base`, doubled for each ejection in a row
+    /// before, up to `max`. The time it is out.
+    pub(crate) fn eject_outlier(&self, i: usize, base: Duration, max: Duration) -> Duration {
+        let h = &self.instances[i];
+        let n = h.outliers_in_row.fetch_add(1, Ordering::Relaxed).min(16);
+        let time = base.saturating_mul(1 << n).min(max);
+        h.outlier_until_ms
+            .store(self.now_ms() + time.as_millis() as u64, Ordering::Relaxed);
+        time
+    }
+
+    /// Instance `i` was judged and found no outlier: one step off its ejections in a row (so
+    /// an instance that keeps relapsing stays out longer each time, and one that stays well
+    /// comes back to the base time).
+    pub(crate) fn outlier_cleared(&self, i: usize) {
+        let h = &self.instances[i].outliers_in_row;
+        let _ = h.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     /// Whether instance `i`'s active checks pass (ejection aside).
@@ -88,7 +167,9 @@ impl PoolHealth {
 
     /// How long instance `i` stays ejected, if it is.
     pub(crate) fn ejected_for(&self, i: usize) -> Option<Duration> {
-        let until = self.instances[i].ejected_until_ms.load(Ordering::Relaxed);
+        let h = &self.instances[i];
+        let until = (h.ejected_until_ms.load(Ordering::Relaxed))
+            .max(h.outlier_until_ms.load(Ordering::Relaxed));
         let now = self.now_ms();
         (until > now).then(|| Duration::from_millis(until - now))
     }
@@ -150,6 +231,8 @@ impl PoolHealth {
                 // A recovered instance starts with a clean slate.
                 h.ejected_until_ms.store(0, Ordering::Relaxed);
                 h.ejections_in_row.store(0, Ordering::Relaxed);
+                h.outlier_until_ms.store(0, Ordering::Relaxed);
+                h.outliers_in_row.store(0, Ordering::Relaxed);
                 return Change::CameUp;
             }
         } else {

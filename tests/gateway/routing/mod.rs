@@ -1,9 +1,11 @@
 //! Routing and balancing over real sockets: routes pick pools by method and (decoded) name,
 //! consistent hashing keeps a key on one instance, round robin spreads, connect failures move on
 //! to another instance, and the instance header can be renamed or turned off; load-aware
-//! balancing ([`balance`]): least-loaded, bounded hashing, slow start.
+//! balancing ([`balance`]): least-loaded, bounded hashing, slow start; latency outliers
+//! ([`outliers`]).
 
 mod balance;
+mod outliers;
 
 use crate::support::*;
 use mcp_edge::gateway::RunningGateway;

@@ -141,6 +141,7 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
                 "usable": p.health.usable(i),
                 "checks_pass": p.health.checks_pass(i),
                 "ejected_for_s": p.health.ejected_for(i).map(|d| d.as_secs_f64()),
+                "outlier": p.health.outlier_for(i).is_some(),
                 "in_flight": p.loads[i].in_flight(),
                 "latency_ms": p.loads[i].latency_ns() / 1e6,
                 "weight": p.effective_weight(i, now),
@@ -209,7 +210,7 @@ pub(crate) fn stages(gw: &Gateway) -> Value {
 /// The whole snapshot.
 pub(crate) fn snapshot(live: &Live) -> String {
     let gw = live.load();
-    gw.metrics.balance.publish(&gw.pools);
+    gw.publish_pools();
     let all = gw.metrics.registry.gather();
     let catalog: Value = match &gw.federation {
         Some(_) => serde_json::from_str(

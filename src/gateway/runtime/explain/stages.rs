@@ -216,6 +216,16 @@ pub(super) fn limits(x: &Explaining) -> Said {
     Said::Pass(json!({"limits": seen, "concurrency_limits": gw.concurrency.len()}))
 }
 
+/// The instances of `pool` no request goes to now, with the reason (`instance`, `why`).
+fn skipped(pool: &crate::gateway::stages::balance::Pool) -> Vec<Value> {
+    (0..pool.instances.len())
+        .filter_map(|i| {
+            let why = pool.health.unusable(i)?;
+            Some(json!({"instance": pool.instances[i].name, "why": why.to_string()}))
+        })
+        .collect()
+}
+
 /// The instance the balancer would pick, and why.
 pub(super) fn balance(x: &Explaining) -> Said {
     let (gw, ctx, headers) = (x.gw, &x.ctx, &x.parts.headers);
@@ -251,6 +261,9 @@ pub(super) fn balance(x: &Explaining) -> Said {
         "moved_off_home": picked.moved,
         "instance": picked.index.map(|i| pool.instances[i].name.clone()),
         "usable": picked.index.map(|i| pool.health.usable(i)),
+        // The instances the balancer passed over, and why (down, ejected, latency outlier).
+        "skipped": skipped(pool),
+        "outliers": cfg.outliers.is_some(),
         // The pool's credential is not fetched by explain (no token endpoint is asked).
         "pool_credentials": cfg.credentials.is_some(),
     });

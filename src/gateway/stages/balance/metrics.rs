@@ -1,6 +1,7 @@
-//! The balancer's metrics: what it sees of each instance (the requests it counts as load and
-//! the latency estimate it compares), published at each `/metrics` scrape from the live state,
-//! and how often a bounded hash pool sent a key past its home.
+//! The balancer's metrics: what it sees of each instance (the requests it counts as load, the
+//! latency estimate it compares, whether it is ejected as a latency outlier), published at each
+//! `/metrics` scrape from the live state, and how often a bounded hash pool sent a key past its
+//! home.
 
 pub(crate) use crate::gateway::telemetry::metrics::balance::BalanceMetrics;
 
@@ -21,6 +22,15 @@ impl BalanceMetrics {
                 self.latency.with_label_values(&labels).set(secs);
                 let w = p.effective_weight(i, now);
                 self.weight.with_label_values(&labels).set(w);
+                // Only pools with outliers on have the gauge (a reload may have turned them off).
+                if p.outliers.is_some() {
+                    let out = p.health.outlier_for(i).is_some();
+                    self.outlier_ejected
+                        .with_label_values(&labels)
+                        .set(i64::from(out));
+                } else {
+                    let _ = self.outlier_ejected.remove_label_values(&labels);
+                }
             }
         }
     }
@@ -32,5 +42,7 @@ impl BalanceMetrics {
         let _ = self.latency.remove_label_values(&labels);
         let _ = self.weight.remove_label_values(&labels);
         let _ = self.probes.remove_label_values(&labels);
+        let _ = self.outlier_ejected.remove_label_values(&labels);
+        let _ = self.outlier_ejections.remove_label_values(&labels);
     }
 }

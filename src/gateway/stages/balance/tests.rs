@@ -37,6 +37,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         probe_share: crate::config::pools::PROBE_SHARE,
         health: Default::default(),
         ejection: Default::default(),
+        outliers: None,
         tls: None,
         http: Default::default(),
         credentials: None,

@@ -10,6 +10,10 @@ pub struct BalanceMetrics {
     pub probes: IntCounterVec,
     /// MRTR retry legs of a pool with `mrtr.retry_landing: elsewhere`, by where they landed.
     pub retry_landing: IntCounterVec,
+    /// Latency outlier ejections (`pools.<name>.outliers`), by pool and instance.
+    pub outlier_ejections: IntCounterVec,
+    /// 1 while an instance is ejected as a latency outlier.
+    pub(crate) outlier_ejected: IntGaugeVec,
     pub(crate) load: IntGaugeVec,
     pub(crate) latency: GaugeVec,
     pub(crate) weight: GaugeVec,
@@ -38,6 +42,20 @@ impl BalanceMetrics {
             ),
             &["pool", "landing"],
         )?;
+        let outlier_ejections = IntCounterVec::new(
+            Opts::new(
+                "upstream_outlier_ejections_total",
+                "Instances ejected as latency outliers (much slower than their pool's baseline over a window: pools.<name>.outliers).",
+            ),
+            &["pool", "upstream"],
+        )?;
+        let outlier_ejected = IntGaugeVec::new(
+            Opts::new(
+                "upstream_outlier_ejected",
+                "1 while an instance is ejected as a latency outlier, else 0 (pools with outliers: on).",
+            ),
+            &["pool", "upstream"],
+        )?;
         let load = IntGaugeVec::new(
             Opts::new(
                 "upstream_balancer_load",
@@ -62,6 +80,8 @@ impl BalanceMetrics {
         registry.register(Box::new(moved.clone()))?;
         registry.register(Box::new(probes.clone()))?;
         registry.register(Box::new(retry_landing.clone()))?;
+        registry.register(Box::new(outlier_ejections.clone()))?;
+        registry.register(Box::new(outlier_ejected.clone()))?;
         registry.register(Box::new(load.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(weight.clone()))?;
@@ -69,6 +89,8 @@ impl BalanceMetrics {
             moved,
             probes,
             retry_landing,
+            outlier_ejections,
+            outlier_ejected,
             load,
             latency,
             weight,

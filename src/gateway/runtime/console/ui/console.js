@@ -84,7 +84,7 @@ function pools(s) {
     const t = el("table", { "data-pool": p.name });
     t.append(el("tr", {}, ...["instance", "state", "in flight", "latency ms", "weight", "requests", "errors"].map((h) => el("th", {}, h))));
     for (const i of p.instances) {
-      const state = i.ejected_for_s != null ? el("span", { class: "ejected" }, `ejected ${i.ejected_for_s.toFixed(0)}s`)
+      const state = i.ejected_for_s != null ? el("span", { class: "ejected" }, `ejected${i.outlier ? " (slow)" : ""} ${i.ejected_for_s.toFixed(0)}s`)
         : i.usable ? el("span", { class: "up" }, "up") : el("span", { class: "down" }, "down");
       t.append(el("tr", { "data-instance": i.name }, el("td", {}, i.name), el("td", { class: "state" }, state),
         el("td", { class: "n" }, i.in_flight), el("td", { class: "n" }, fmt(i.latency_ms)), el("td", { class: "n" }, fmt(i.weight)),
@@ -174,7 +174,7 @@ function topology(s) {
         el("ul", {}, ...instances.map((i) => {
           const health = i.ejected_for_s != null ? "ejected" : i.usable ? "up" : "down";
           return el("li", { class: `ti h-${health}`, "data-instance": i.name },
-            el("span", { class: "mark" }, health === "up" ? "●" : "○"), ` ${i.name} `, el("b", {}, health),
+            el("span", { class: "mark" }, health === "up" ? "●" : "○"), ` ${i.name} `, el("b", {}, health + (i.outlier ? " (slow)" : "")),
             ` · ${fmt(i.in_flight)} in flight · ${fmt(i.latency_ms)} ms`);
         })));
     })))));
