@@ -109,6 +109,13 @@ fn learn_params(
         let pool: Arc<str> = gw.table.pools[p].as_str().into();
         gw.cache.shared.params.learn_tools(&pool, &tools.items);
     }
+    // Pinned definitions: what the pool serves now is judged before anyone lists or calls it.
+    for kind in [Kind::Tools, Kind::Prompts] {
+        if let Some(list) = cat.list(kind) {
+            let (name, policy) = (&gw.table.pools[p], gw.pin_policies[p]);
+            gw.pins.observe(name, policy, kind, &list.items);
+        }
+    }
 }
 
 /// The catalog gauges and the collision report: after a refresh, and before each scrape (a
