@@ -10,6 +10,7 @@ use mcp_edge::gateway::RunningGateway;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::peers::{self, Peer, Sdk};
 use crate::support::http::{call, first_text, request};
@@ -42,7 +43,7 @@ fn setup(policy: &str) -> Option<Setup> {
     let cfg = config(
         &[("ts", &[peer.addr], &format!("balance: round_robin\n    pins: {policy}"))],
         &format!(
-            "default_route: {{pool: ts}}\npins:\n  file: {}\nfederation:\n  endpoints:\n    - {{path: /fed, pools: [ts]}}\n",
+            "default_route: {{pool: ts}}\npins:\n  file: {}\nfederation:\n  catalog: {{refresh_floor: 200ms}}\n  endpoints:\n    - {{path: /fed, pools: [ts]}}\n",
             pins.display()
         ),
     );
@@ -279,4 +280,35 @@ fn a_changed_tool_on_a_flag_pool_stays_callable_and_is_flagged() {
             .all(|r| r["status"] == "same"),
         "{all:#}"
     );
+}
+
+#[test]
+fn a_hold_pool_is_read_in_the_background_so_a_change_no_list_showed_is_held() {
+    let Some(s) = setup("hold") else { return };
+    let gw = &s.gw;
+    let rows = |q: &str| admin_pins(gw, q)["definitions"].as_array().unwrap().clone();
+    // Nothing listed through the gateway: it asked the pool itself.
+    let seen = eventually(Duration::from_secs(20), || {
+        rows("")
+            .iter()
+            .any(|r| r["name"] == "weather" && r["status"] == "same")
+    });
+    assert!(seen, "{:#}", admin_pins(gw, ""));
+    // The change happens behind the gateway's back (a call straight to the server).
+    let r = call(
+        s.peer.addr,
+        2,
+        "mutate",
+        json!({}),
+        json!({}),
+        None,
+        json!({}),
+    );
+    assert_eq!(first_text(&r.result()), "mutated");
+    let changed = eventually(Duration::from_secs(20), || rows("?changed").len() == 1);
+    assert!(changed, "{:#}", admin_pins(gw, ""));
+    let r = weather(gw.mcp_addr);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -31017);
+    assert_eq!(reached(&s.peer), "0");
 }
