@@ -18,23 +18,16 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::Result;
 use serde_json::Value;
 
-use crate::auth::filter::ListHold;
 use crate::config::pins::PinPolicy;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
+use crate::gateway::stages::pins::PinList;
 use crate::mcp::lists::Kind;
 use crate::mcp::{methods, Rejection};
 
 /// The most bytes of a list response read for pins (past it, a `hold` pool's list is withheld,
 /// a `flag` pool's passes unread).
 pub(crate) const MAX_LIST_BYTES: usize = 8 << 20;
-
-/// A list response read for pins: held until complete.
-#[derive(Debug, Default)]
-pub struct PinList {
-    hold: ListHold,
-    unreadable: bool,
-}
 
 /// The pool's policy.
 pub(crate) fn policy(gw: &Gateway, pool: usize) -> PinPolicy {

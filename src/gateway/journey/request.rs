@@ -115,7 +115,7 @@ pub struct RequestCtx {
     /// When this request's list result is filtered for the caller (auth rules): its state.
     pub list_filter: Option<crate::auth::filter::ListFilter>,
     /// When this request's list result is read for pinned definitions (`journey::pins`).
-    pub pin_list: Option<crate::gateway::journey::pins::PinList>,
+    pub pin_list: Option<crate::gateway::stages::pins::PinList>,
     /// The slots of the concurrency limits this request holds (released when it is dropped).
     pub slots: Option<crate::gateway::stages::concurrency::Held>,
 

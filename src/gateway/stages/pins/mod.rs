@@ -27,6 +27,14 @@ use crate::config::pins::{FirstSight, Pin, PinPolicy, PinsConfig, PinsFile, PINS
 use crate::mcp::lists::Kind;
 use crate::mcp::{codes, definition, Rejection};
 
+/// A list response a request reads for pins (`journey::pins`): held until complete.
+#[derive(Debug, Default)]
+pub struct PinList {
+    pub(crate) hold: crate::auth::filter::ListHold,
+    /// Not JSON: a `hold` pool's list is withheld.
+    pub(crate) unreadable: bool,
+}
+
 /// A definition as a pool serves it now.
 #[derive(Debug, Clone)]
 struct Seen {
