@@ -21,7 +21,7 @@ use prometheus::{IntGaugeVec, Opts, Registry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::RwLock;
 
 use crate::config::pins::{FirstSight, Pin, PinPolicy, PinsConfig, PinsFile, PINS_FILE_VERSION};
 use crate::mcp::lists::Kind;
@@ -62,12 +62,14 @@ struct Inner {
     first_sight: FirstSight,
     pins: PinsFile,
     stamp: file::Stamp,
-    seen: BTreeMap<(String, Kind, String), Seen>,
+    /// By pool, then tools and prompts by name (looked up by `&str`: a call allocates nothing).
+    seen: BTreeMap<String, [BTreeMap<String, Seen>; 2]>,
 }
 
 /// Every pool's pins and current definitions (one per process, carried over reloads).
 pub struct PinBook {
-    inner: Mutex<Inner>,
+    /// Read on every call to a `hold` pool; written when a list changes what is known.
+    inner: RwLock<Inner>,
     changed: IntGaugeVec,
 }
 
@@ -82,7 +84,31 @@ fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+fn slot(kind: Kind) -> usize {
+    usize::from(kind == Kind::Prompts)
+}
+
 impl Inner {
+    fn seen_of(&self, pool: &str, kind: Kind, name: &str) -> Option<&Seen> {
+        self.seen.get(pool)?[slot(kind)].get(name)
+    }
+
+    fn see(&mut self, pool: &str, kind: Kind, name: &str, seen: Seen) {
+        let p = self.seen.entry(pool.to_string()).or_default();
+        p[slot(kind)].insert(name.to_string(), seen);
+    }
+
+    /// Every name seen: (pool, kind, name).
+    fn seen_names(&self) -> impl Iterator<Item = (&str, Kind, &str)> {
+        self.seen.iter().flat_map(|(pool, kinds)| {
+            [Kind::Tools, Kind::Prompts].into_iter().flat_map(move |k| {
+                kinds[slot(k)]
+                    .keys()
+                    .map(move |n| (pool.as_str(), k, n.as_str()))
+            })
+        })
+    }
+
     fn pin(&self, pool: &str, kind: Kind, name: &str) -> Option<&Pin> {
         let p = self.pins.pools.get(pool)?;
         match kind {
@@ -101,7 +127,7 @@ impl Inner {
     }
 
     fn standing(&self, pool: &str, kind: Kind, name: &str) -> Standing {
-        let Some(seen) = self.seen.get(&(pool.to_string(), kind, name.to_string())) else {
+        let Some(seen) = self.seen_of(pool, kind, name) else {
             return Standing::Unseen;
         };
         match self.pin(pool, kind, name) {
@@ -150,13 +176,17 @@ impl PinBook {
         )?;
         registry.register(Box::new(changed.clone()))?;
         Ok(PinBook {
-            inner: Mutex::new(Inner::default()),
+            inner: RwLock::new(Inner::default()),
             changed,
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Take a config's `pins:` (start and reload): the file is read again.
@@ -192,8 +222,9 @@ impl PinBook {
         let mut out = Vec::new();
         for (name, def) in items.iter().filter_map(|e| definition::of_entry(kind, e)) {
             let digest = definition::digest(&def);
-            let key = (pool.to_string(), kind, name.clone());
-            let fresh = inner.seen.get(&key).is_none_or(|s| s.digest != digest);
+            let fresh = inner
+                .seen_of(pool, kind, &name)
+                .is_none_or(|s| s.digest != digest);
             if fresh {
                 let since = now_rfc3339();
                 let seen = Seen {
@@ -201,7 +232,7 @@ impl PinBook {
                     definition: def.clone(),
                     since: since.clone(),
                 };
-                inner.seen.insert(key, seen);
+                inner.see(pool, kind, &name, seen);
                 if inner.pin(pool, kind, &name).is_none() && inner.first_sight == FirstSight::Pin {
                     let by = "first-sight".to_string();
                     let pin = Pin {
@@ -244,10 +275,13 @@ impl PinBook {
     /// Whether a call of `name` on a `hold` pool is refused: its definition changed since it
     /// was pinned (the file is read again first: another replica may have approved it).
     pub(crate) fn held(&self, pool: &str, kind: Kind, name: &str) -> Option<Rejection> {
-        let mut inner = self.lock();
-        if !matches!(inner.standing(pool, kind, name), Standing::Changed { .. }) {
+        if !matches!(
+            self.read().standing(pool, kind, name),
+            Standing::Changed { .. }
+        ) {
             return None;
         }
+        let mut inner = self.lock();
         inner.sync();
         self.count(&inner);
         match inner.standing(pool, kind, name) {
@@ -261,8 +295,7 @@ impl PinBook {
     pub(crate) fn approve(&self, pool: &str, kind: Kind, name: &str) -> Result<Value, String> {
         let mut inner = self.lock();
         inner.sync();
-        let key = (pool.to_string(), kind, name.to_string());
-        let Some(seen) = inner.seen.get(&key).cloned() else {
+        let Some(seen) = inner.seen_of(pool, kind, name).cloned() else {
             return Err(format!(
                 "pool {pool:?} has served no {} named {name:?} since this gateway started (GET /-/pins lists what it saw)",
                 kind_key(kind).trim_end_matches('s')
@@ -288,9 +321,9 @@ impl PinBook {
     /// Set the gauge from the book: changed definitions per pool and kind.
     fn count(&self, inner: &Inner) {
         let mut counts: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-        for (pool, kind, name) in inner.seen.keys() {
-            let n = counts.entry((pool, kind_key(*kind))).or_default();
-            if matches!(inner.standing(pool, *kind, name), Standing::Changed { .. }) {
+        for (pool, kind, name) in inner.seen_names() {
+            let n = counts.entry((pool, kind_key(kind))).or_default();
+            if matches!(inner.standing(pool, kind, name), Standing::Changed { .. }) {
                 *n += 1;
             }
         }

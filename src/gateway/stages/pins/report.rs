@@ -48,8 +48,8 @@ impl PinBook {
                 names.insert((pool.clone(), "prompts", n.clone()));
             }
         }
-        for (pool, kind, name) in inner.seen.keys() {
-            names.insert((pool.clone(), kind_key(*kind), name.clone()));
+        for (pool, kind, name) in inner.seen_names() {
+            names.insert((pool.to_string(), kind_key(kind), name.to_string()));
         }
         names
             .into_iter()
@@ -60,7 +60,7 @@ impl PinBook {
                     Kind::Tools
                 };
                 let pin = inner.pin(&pool, kind, &name);
-                let seen = inner.seen.get(&(pool.clone(), kind, name.clone()));
+                let seen = inner.seen_of(&pool, kind, &name);
                 let status = match inner.standing(&pool, kind, &name) {
                     Standing::Unseen => "not-seen",
                     Standing::Same => "same",
