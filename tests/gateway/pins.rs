@@ -179,6 +179,14 @@ fn a_changed_tool_on_a_hold_pool_is_unlisted_and_refused_until_approved() {
         .unwrap()
         .contains("id_rsa"));
     assert!(rows[0]["current"]["definition"]["inputSchema"]["properties"]["note"].is_object());
+    // The console's snapshot carries the same, for its Tools page.
+    let console = request(gw.admin_addr.unwrap(), "GET", "/-/console.json", &[], b"").json();
+    assert_eq!(
+        console["pins"][0]["name"], "weather",
+        "{:#}",
+        console["pins"]
+    );
+    assert_eq!(console["pins"][0]["policy"], "hold");
 
     // Approval releases it, and is written to the file.
     let admin = gw.admin_addr.unwrap();
