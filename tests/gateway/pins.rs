@@ -18,6 +18,7 @@ use crate::support::*;
 
 struct Setup {
     gw: RunningGateway,
+    cfg: mcp_edge::config::Config,
     peer: Peer,
     pins: PathBuf,
 }
@@ -47,8 +48,13 @@ fn setup(policy: &str) -> Option<Setup> {
             pins.display()
         ),
     );
-    let gw = RunningGateway::start(cfg).unwrap();
-    Some(Setup { gw, peer, pins })
+    let gw = RunningGateway::start(cfg.clone()).unwrap();
+    Some(Setup {
+        gw,
+        cfg,
+        peer,
+        pins,
+    })
 }
 
 fn list_at(gw: &RunningGateway, path: &str) -> Vec<String> {
@@ -162,6 +168,11 @@ fn a_changed_tool_on_a_hold_pool_is_unlisted_and_refused_until_approved() {
         "1",
         "a held call never reaches the server"
     );
+    // A reload keeps what the gateway knows: the tool stays held.
+    gw.reload(s.cfg.clone()).unwrap();
+    assert_eq!(weather(gw.mcp_addr).status, 403);
+    assert_eq!(list_at(gw, "/mcp"), ["mutate", "calls"]);
+    assert_eq!(reached(&s.peer), "1");
 
     // The admin API shows old against new.
     let shown = admin_pins(gw, "?changed");

@@ -1,5 +1,6 @@
 //! MCP servers written with the official SDKs, started on loopback for the load-tester tests: a
-//! fleet that is not mcp-edge's reference backend. `ts_server.mjs` uses the TypeScript SDK v2
+//! fleet that is not mcp-edge's reference backend (and `ts_mutable_server.mjs`, a server whose
+//! tool changes at runtime, for the pinned-definitions tests). `ts_server.mjs` uses the TypeScript SDK v2
 //! (`package.json`), `py_server.py` the Python SDK (`requirements.txt`). `.ci/run` installs
 //! both into `target/peers` (or `$MCP_EDGE_PEERS_DIR`): `node_modules/` and `venv/`.
 //!
