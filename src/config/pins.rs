@@ -144,3 +144,44 @@ pub(crate) fn validate(c: &PinsConfig, pos: &Positions, file: &str) -> Result<()
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn a_broken_pins_file_fails_the_config_at_its_key_naming_the_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("mcp-edge-pins-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pins.json");
+        std::fs::write(
+            &path,
+            "{\"version\": 1,\n \"pools\": {\"ts\": {\"tools\": 3}}}",
+        )
+        .unwrap();
+        let yaml = format!(
+            "pools:\n  ts:\n    instances: [127.0.0.1:7001]\n    pins: hold\ndefault_route: {{pool: ts}}\npins:\n  file: {}\n",
+            path.display()
+        );
+        let err = Config::parse(&yaml, "gateway.yaml").unwrap_err();
+        assert_eq!(err.line, Some(7), "{err}");
+        assert!(
+            err.message.contains("pins.file") && err.message.contains("pins.json line 2"),
+            "{err}"
+        );
+        std::fs::write(&path, "{\"version\": 2}").unwrap();
+        let err = Config::parse(&yaml, "gateway.yaml").unwrap_err();
+        assert!(err.message.contains("version 2"), "{err}");
+        // A file that does not exist yet is fine: it is written on the first pin.
+        std::fs::remove_file(&path).unwrap();
+        let cfg = Config::parse(&yaml, "gateway.yaml").unwrap();
+        assert_eq!(cfg.pools["ts"].pins, super::PinPolicy::Hold);
+        let bad = yaml.replace("pins: hold", "pins: block");
+        let err = Config::parse(&bad, "gateway.yaml").unwrap_err();
+        assert!(
+            err.message.contains("hold") && err.message.contains("flag"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
