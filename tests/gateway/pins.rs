@@ -168,6 +168,25 @@ fn a_changed_tool_on_a_hold_pool_is_unlisted_and_refused_until_approved() {
         "1",
         "a held call never reaches the server"
     );
+    // Explain says so, at the pins stage.
+    let q = json!({
+        "headers": {"Content-Type": "application/json", "MCP-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": "tools/call", "Mcp-Name": "weather"},
+        "body": json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "weather", "arguments": {"city": "Oslo"},
+                                  "_meta": crate::support::http::meta(json!({}))}}).to_string(),
+    });
+    let x = request(
+        gw.admin_addr.unwrap(),
+        "POST",
+        "/-/explain",
+        &[],
+        q.to_string().as_bytes(),
+    )
+    .json();
+    assert_eq!(x["verdict"], "refused", "{x:#}");
+    assert_eq!(x["decided_by"], "pins", "{x:#}");
+    assert_eq!(x["answer"]["code"], -31017, "{x:#}");
     // A reload keeps what the gateway knows: the tool stays held.
     gw.reload(s.cfg.clone()).unwrap();
     assert_eq!(weather(gw.mcp_addr).status, 403);
