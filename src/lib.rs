@@ -23,5 +23,6 @@ pub mod gateway;
 pub mod init;
 pub mod loadtest;
 pub mod mcp;
+pub mod pins_cli;
 pub mod tls_util;
 pub(crate) mod values;

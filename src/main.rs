@@ -65,6 +65,9 @@ enum Command {
     /// Ask MCP servers what they serve and write a commented gateway.yaml that federates them
     /// (stdout, or -o FILE).
     Init(mcp_edge::init::InitArgs),
+    /// Pinned tool definitions of a running gateway (its admin API): `list`, `diff` (pinned
+    /// against served), `approve --pool P --tool T`.
+    Pins(mcp_edge::pins_cli::PinsArgs),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -153,6 +156,16 @@ fn main() -> ExitCode {
             }
             Ok(())
         }
+        Command::Pins(args) => match mcp_edge::pins_cli::run(args) {
+            Ok(text) => {
+                print!("{text}");
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                eprintln!("mcp-edge pins: {e}");
+                return ExitCode::from(1);
+            }
+        },
         Command::Schema => {
             print!("{}", mcp_edge::config::schema_json());
             Ok(())

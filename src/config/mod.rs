@@ -39,6 +39,7 @@ mod listen;
 pub(crate) mod mrtr;
 pub(crate) mod outliers;
 mod pattern;
+pub(crate) mod pins;
 pub(crate) mod policy;
 pub(crate) mod pools;
 mod positions;
@@ -154,6 +155,10 @@ pub struct Config {
     /// Rules over a call's arguments and the caller's claims, at the edge (see `config::policy`).
     #[serde(default)]
     pub argument_policy: Vec<policy::PolicyRule>,
+    /// Pinned tool and prompt definitions: the pins file and first-sight rule (see
+    /// `config::pins`; each pool opts in with `pools.<name>.pins`).
+    #[serde(default)]
+    pub pins: pins::PinsConfig,
 }
 
 fn d_dns_refresh() -> Duration {

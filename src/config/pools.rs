@@ -73,6 +73,11 @@ pub struct PoolConfig {
     /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
     #[serde(default)]
     pub era: PoolEra,
+    /// Pin the pool's tool and prompt definitions (docs/pins.md): `off` (the default), `hold`
+    /// (a changed one is not listed and its calls are refused until approved) or `flag` (listed
+    /// and callable, flagged until approved).
+    #[serde(default)]
+    pub pins: super::pins::PinPolicy,
 }
 
 /// What a pool's instances speak.

@@ -81,6 +81,10 @@ pub mod codes {
         /// Gateway (2025-era bridge): the client did not answer the server's questions in
         /// time, refused one, or the call could not wait (too many calls waiting).
         GATEWAY_INPUT_NOT_GIVEN = -31016, "-31016";
+        /// Gateway (pinned definitions): the tool's or prompt's definition changed since it was
+        /// pinned and the pool's policy holds it until an operator approves the change (HTTP
+        /// 403); `data` names the pool, the name and both digests.
+        GATEWAY_DEFINITION_CHANGED = -31017, "-31017";
     }
 }
 

@@ -6,7 +6,7 @@
 use super::methods;
 
 /// The four lists a pool can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Kind {
     Tools,
     Prompts,

@@ -25,11 +25,13 @@
 //!   back unread: session ids, answer ids, wrapped states.
 //! - [`state_seal`]: the `requestState` envelope a sealing pool's clients get (what it binds,
 //!   the checks on the retry), and where a state sits in response and request bytes.
+//! - [`definition`]: what a tool's or prompt's definition is, and its digest (pinning).
 //! - [`digest`], [`result_scan`]: `requestState` digests, and what a response says about its
 //!   MRTR flow (result type, state digest), read as it streams past.
 
 pub(crate) mod caching;
 pub(crate) mod check;
+pub(crate) mod definition;
 pub mod digest;
 pub(crate) mod discover;
 pub mod envelope;

@@ -45,6 +45,7 @@ mod limit_flood;
 mod limits_metrics;
 mod param_headers;
 mod parked;
+mod pins;
 mod policy;
 mod routing;
 mod seal;

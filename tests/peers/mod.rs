@@ -1,5 +1,6 @@
 //! MCP servers written with the official SDKs, started on loopback for the load-tester tests: a
-//! fleet that is not mcp-edge's reference backend. `ts_server.mjs` uses the TypeScript SDK v2
+//! fleet that is not mcp-edge's reference backend (and `ts_mutable_server.mjs`, a server whose
+//! tool changes at runtime, for the pinned-definitions tests). `ts_server.mjs` uses the TypeScript SDK v2
 //! (`package.json`), `py_server.py` the Python SDK (`requirements.txt`). `.ci/run` installs
 //! both into `target/peers` (or `$MCP_EDGE_PEERS_DIR`): `node_modules/` and `venv/`.
 //!
@@ -104,12 +105,12 @@ impl Drop for Peer {
 
 use crate::support::free_port;
 
-/// Copy the TS script next to `node_modules` (ESM resolves packages from the script's folder).
-fn ts_script() -> PathBuf {
-    let target = dir().join("ts_server.mjs");
-    let text = std::fs::read(source("ts_server.mjs")).unwrap();
+/// Copy a TS script next to `node_modules` (ESM resolves packages from the script's folder).
+fn ts_script(file: &str) -> PathBuf {
+    let target = dir().join(file);
+    let text = std::fs::read(source(file)).unwrap();
     if std::fs::read(&target).ok().as_deref() != Some(text.as_slice()) {
-        let tmp = dir().join(format!("ts_server.mjs.{}", std::process::id()));
+        let tmp = dir().join(format!("{file}.{}", std::process::id()));
         std::fs::write(&tmp, &text).unwrap();
         std::fs::rename(&tmp, &target).unwrap();
     }
@@ -120,10 +121,10 @@ impl Peer {
     /// Start one instance named `name` (TS only uses it) and wait until it accepts connections.
     pub fn start(sdk: Sdk, name: &str) -> Peer {
         let port = free_port();
-        let mut cmd = match sdk {
+        let cmd = match sdk {
             Sdk::TypeScript => {
                 let mut c = Command::new("node");
-                c.arg(ts_script())
+                c.arg(ts_script("ts_server.mjs"))
                     .arg(port.to_string())
                     .arg(name)
                     .arg(SHARED_KEY);
@@ -137,11 +138,23 @@ impl Peer {
                 c
             }
         };
+        Peer::spawn(cmd, port, &format!("{sdk:?} peer {name}"))
+    }
+
+    /// Start another TS script of tests/peers (`node SCRIPT PORT`) and wait until it listens.
+    pub fn start_ts_script(file: &str) -> Peer {
+        let port = free_port();
+        let mut cmd = Command::new("node");
+        cmd.arg(ts_script(file)).arg(port.to_string());
+        Peer::spawn(cmd, port, file)
+    }
+
+    fn spawn(mut cmd: Command, port: u16, what: &str) -> Peer {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("starting the {sdk:?} peer: {e}"));
+            .unwrap_or_else(|e| panic!("starting the {what}: {e}"));
         let stdout = child.stdout.take().unwrap();
         // Drain stdout so the peer never blocks on a full pipe.
         std::thread::spawn(move || for _ in BufReader::new(stdout).lines() {});
@@ -152,11 +165,11 @@ impl Peer {
                 break;
             }
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("the {sdk:?} peer {name} exited before listening: {status}");
+                panic!("the {what} exited before listening: {status}");
             }
             assert!(
                 Instant::now() < deadline,
-                "the {sdk:?} peer {name} did not listen within 60 s"
+                "the {what} did not listen within 60 s"
             );
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -169,6 +169,7 @@ pub(crate) fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCt
         upstream.remove_header(&name);
     }
     auth::upstream_headers(ctx, upstream)?;
+    crate::gateway::journey::pins::upstream_headers(ctx, upstream)?;
     crate::gateway::journey::seal::upstream_headers(ctx, upstream);
     crate::gateway::journey::credentials::apply(ctx, upstream)?;
     if let Some(f) = &ctx.federated {

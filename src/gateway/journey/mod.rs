@@ -34,6 +34,7 @@ pub(crate) mod legacy_up;
 pub(crate) mod limit;
 pub(crate) mod live;
 pub mod observe;
+pub(crate) mod pins;
 pub(crate) mod pipeline;
 pub mod request;
 pub(crate) mod response;

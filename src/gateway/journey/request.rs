@@ -122,6 +122,8 @@ pub struct RequestCtx {
     pub identity: Option<Arc<crate::auth::Identity>>,
     /// When this request's list result is filtered for the caller (auth rules): its state.
     pub list_filter: Option<crate::auth::filter::ListFilter>,
+    /// When this request's list result is read for pinned definitions (`journey::pins`).
+    pub pin_list: Option<crate::gateway::stages::pins::PinList>,
     /// The slots of the concurrency limits this request holds (released when it is dropped).
     pub slots: Option<crate::gateway::stages::concurrency::Held>,
 
@@ -200,6 +202,7 @@ impl RequestCtx {
             identity: None,
             upstream_credential: None,
             list_filter: None,
+            pin_list: None,
             cache: Default::default(),
             seal: None,
             federated: None,

@@ -4,7 +4,8 @@
 //!
 //! On the head: the instance's latency (and the outlier detector's count), the header naming
 //! the instance, passive health, the scanner that watches a JSON or SSE result for its MRTR
-//! flow, the caller's list filter and the edge cache. On each body chunk: the list filter (which may hold and rewrite the body),
+//! flow, the caller's list filter, the pins' list reader and the edge cache. On each body
+//! chunk: the list filter and the pins' list reader (which may hold and rewrite the body),
 //! the scanner and the cache.
 
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use pingora::Result;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
 
-use crate::gateway::journey::{auth, cache, seal};
+use crate::gateway::journey::{auth, cache, pins, seal};
 
 use crate::gateway::journey::request::RequestCtx;
 
@@ -73,6 +74,7 @@ pub(crate) fn on_header(
         ctx.scanner = ResultScanner::for_response(ct, follow);
     }
     auth::on_response_header(ctx, upstream_response);
+    pins::on_response_header(ctx, upstream_response);
     seal::on_response_header(ctx, upstream_response);
     // The edge cache: collect a cacheable response, watch streams for invalidations.
     cache::on_response_header(ctx, upstream_response)
@@ -81,6 +83,7 @@ pub(crate) fn on_header(
 /// One chunk of the response body (`None` at the end, or when the list filter holds it).
 pub(crate) fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_stream: bool) {
     auth::on_response_body(ctx, body, end_of_stream);
+    pins::on_response_body(ctx, body, end_of_stream);
     // Before the scanner: the flow is followed by the state the client sees.
     seal::on_response_body(ctx, body, end_of_stream);
     if let (Some(scanner), Some(chunk)) = (ctx.scanner.as_mut(), body.as_ref()) {

@@ -72,6 +72,10 @@ pub struct Gateway {
     pub federation: Option<crate::gateway::stages::federation::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
     pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    /// Pinned tool and prompt definitions (kept across reloads; `config::pins`).
+    pub(crate) pins: Arc<crate::gateway::stages::pins::PinBook>,
+    /// Each pool's `pins` policy, indexed like `pools`.
+    pub(crate) pin_policies: Vec<crate::config::pins::PinPolicy>,
     /// Each pool's `requestState` sealing (`pools.<name>.mrtr.seal`), indexed like `pools`.
     pub seals: crate::gateway::stages::seal::Seals,
     /// The body stages' own states, indexed as the pipeline's list (`None`: off).
@@ -165,6 +169,14 @@ impl Gateway {
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
             crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
+        let pins = match previous {
+            Some(p) => p.pins.clone(),
+            None => Arc::new(crate::gateway::stages::pins::PinBook::new(
+                &metrics.registry,
+            )?),
+        };
+        pins.configure(&config.pins);
+        let pin_policies = table.pools.iter().map(|n| config.pools[n].pins).collect();
         let bridge =
             crate::gateway::stages::bridge::Bridge::build(&config, previous.map(|p| &p.bridge));
         let seals = crate::gateway::stages::seal::build_all(
@@ -173,6 +185,8 @@ impl Gateway {
             previous.map(|p| (&p.table.pools[..], &p.seals)),
         )?;
         Ok(Gateway {
+            pins,
+            pin_policies,
             seals,
             bridge,
             admin_token: config

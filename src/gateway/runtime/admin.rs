@@ -2,7 +2,8 @@
 //! instance), `/metrics` (Prometheus text format), `/catalog` (what each federated pool serves),
 //! the console (`/ui`, the `/-/console.json` and `/-/history` it polls, [`crate::gateway::runtime::console`]), `POST /-/explain`
 //! (what the gateway would do with a request, [`crate::gateway::runtime::explain`]), `POST /-/reload` (re-read the
-//! config file), `POST /-/cache/purge[?method=M&name=N]` (drop edge-cache entries).
+//! config file), `POST /-/cache/purge[?method=M&name=N]` (drop edge-cache entries), `/-/pins` and
+//! `POST /-/pins/approve` (pinned definitions, [`crate::gateway::runtime::pins`]).
 
 use async_trait::async_trait;
 use http::Response;
@@ -159,10 +160,16 @@ impl ServeHttp for AdminApp {
             "/-/console.json" => text(200, "application/json", crate::gateway::runtime::console::snapshot(&self.live)),
             "/-/history" => text(200, "application/json", crate::gateway::runtime::console::history::json(&self.history)),
             "/-/explain" if post => explain(self, session).await,
-            "/-/cache/purge" | "/-/reload" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
+            "/-/pins" => text(200, "application/json", crate::gateway::runtime::pins::list(&gw, session.req_header().uri.query())),
+            "/-/cache/purge" | "/-/reload" | "/-/pins/approve" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
                 let (status, msg) = crate::gateway::stages::cache::purge_endpoint(&gw.cache, session.req_header().uri.query());
                 text(status, "text/plain", msg)
+            }
+            "/-/pins/approve" if post => {
+                let (status, body) = crate::gateway::runtime::pins::approve(&gw, session).await;
+                let ct = if status == 200 { "application/json" } else { "text/plain" };
+                text(status, ct, body)
             }
             "/-/reload" if post => match self.live.reload_in_background().await {
                 Ok(()) => text(200, "text/plain", "reloaded\n".into()),
@@ -174,7 +181,7 @@ impl ServeHttp for AdminApp {
             other => text(
                 404,
                 "text/plain",
-                format!("no admin endpoint at {other}; try /ui (the console), /healthz, /readyz, /metrics, /catalog, /-/history, POST /-/explain, POST /-/reload or POST /-/cache/purge\n"),
+                format!("no admin endpoint at {other}; try /ui (the console), /healthz, /readyz, /metrics, /catalog, /-/history, /-/pins, POST /-/explain, POST /-/pins/approve, POST /-/reload or POST /-/cache/purge\n"),
             ),
         }
     }

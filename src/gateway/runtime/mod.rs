@@ -7,4 +7,5 @@ pub(crate) mod admin;
 pub(crate) mod console;
 pub mod dns;
 pub mod explain;
+pub(crate) mod pins;
 pub mod server;

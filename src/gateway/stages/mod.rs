@@ -14,6 +14,7 @@
 //!    pools' catalogs ([`federation`]).
 //! 3. [`limit`], [`concurrency`]: rate and in-flight limits on the claims (the caller's token
 //!    and the pool's credential are `crate::auth` and `crate::credentials`).
+//!    [`pins`]: a call of a tool whose definition changed since it was pinned is held.
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
 //!    then the body stages ([`body`]: plain functions over the parsed body, e.g. [`policy`]).
 //! 5. [`seal`] (a sealing pool's `requestState` opened on the retry, sealed on the way
@@ -32,6 +33,7 @@ pub(crate) mod federation;
 pub(crate) mod health;
 pub(crate) mod inspect;
 pub mod limit;
+pub(crate) mod pins;
 pub(crate) mod pipeline;
 pub(crate) mod policy;
 pub mod route;

@@ -59,6 +59,7 @@ pub(crate) enum Step {
     Route,
     Auth,
     Limits,
+    Pins,
     Check,
     Federation,
     Seal,
@@ -111,6 +112,7 @@ pub(crate) static STAGES: &[Stage] = &[
     Stage::step("route", Needs::Claims, Step::Route),
     Stage::step("auth", Needs::Claims, Step::Auth),
     Stage::step("limits", Needs::Identity, Step::Limits),
+    Stage::step("pins", Needs::Identity, Step::Pins),
     Stage::step("check", Needs::Body, Step::Check),
     Stage::body(&super::policy::STAGE),
     #[cfg(test)]

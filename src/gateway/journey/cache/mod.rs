@@ -54,10 +54,11 @@ pub(crate) async fn on_checked(
     let pool: Arc<str> = gw.pools[ctx.pool].name.as_str().into();
     // A list that auth filters per caller is never served from, nor stored in, the shared
     // cache: a hit would skip the caller's filter (another caller's view, or the whole list).
+    // Nor is a list read for pinned definitions: a hit would skip the pins' reading.
     let store = ctx
         .route
         .and_then(|r| gw.cache.get(r))
-        .filter(|_| ctx.list_filter.is_none());
+        .filter(|_| ctx.list_filter.is_none() && ctx.pin_list.is_none());
     if store.is_none() && method != TOOLS_LIST {
         return Ok(Verdict::Next);
     }

@@ -255,7 +255,15 @@ async fn list(
 ) -> Result<Value, Rejection> {
     let fed = gw.federation.as_ref().expect("a federated endpoint");
     let ep = &fed.endpoints[e];
-    let parts = parts(gw, &ep.pools, Some(kind), auth).await;
+    let mut parts = parts(gw, &ep.pools, Some(kind), auth).await;
+    for p in &mut parts {
+        // Pinned definitions: a hold pool's changed entries are left out of its part.
+        if let Some(kept) =
+            crate::gateway::journey::pins::filter_part(gw, p.pool, kind, &p.list.items)
+        {
+            p.list.items = std::sync::Arc::new(kept);
+        }
+    }
     let contributions: Vec<Contribution> = parts
         .iter()
         .map(|p| Contribution {

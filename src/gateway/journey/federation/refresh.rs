@@ -1,7 +1,8 @@
 //! Keeping the catalogs current: a background loop that fetches each federated pool's catalog
 //! when it is due — when its shortest list's `ttlMs` runs out (within `catalog.refresh_floor`
 //! and `refresh_ceiling`), at once after a reload or a `notifications/*/list_changed` from the
-//! pool — and keeps the last one, marked stale, when the pool cannot be reached.
+//! pool — and keeps the last one, marked stale, when the pool cannot be reached. Pools that pin
+//! their definitions are kept current the same way, federated or not.
 
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
@@ -9,6 +10,7 @@ use pingora::services::background::BackgroundService;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::pins::PinPolicy;
 use crate::gateway::journey::live::Live;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::federation::catalog::{Kind, List, State};
@@ -32,14 +34,17 @@ impl BackgroundService for CatalogRefresh {
     }
 }
 
-/// Refresh every federated pool that is due, concurrently.
+/// Refresh every federated pool that is due, concurrently; and every pool that pins its
+/// definitions (`pools.<name>.pins`), so the gateway knows what it serves before anyone lists it
+/// (a call of a tool changed since the last list the gateway read is then held all the same).
 pub(crate) async fn refresh_due(gw: &Gateway) {
-    let Some(fed) = gw.federation.as_ref() else {
-        return;
-    };
+    let mut pools = gw.federation.as_ref().map_or_else(Vec::new, |f| f.pools());
+    let pinning = (0..gw.pin_policies.len()).filter(|p| gw.pin_policies[*p] != PinPolicy::Off);
+    pools.extend(pinning);
+    pools.sort_unstable();
+    pools.dedup();
     let now = Instant::now();
-    let due: Vec<usize> = fed
-        .pools()
+    let due: Vec<usize> = pools
         .into_iter()
         .filter(|p| gw.catalogs.is_due(&gw.table.pools[*p], now))
         .collect();
@@ -108,6 +113,13 @@ fn learn_params(
     if let Some(tools) = cat.list(Kind::Tools) {
         let pool: Arc<str> = gw.table.pools[p].as_str().into();
         gw.cache.shared.params.learn_tools(&pool, &tools.items);
+    }
+    // Pinned definitions: what the pool serves now is judged before anyone lists or calls it.
+    for kind in [Kind::Tools, Kind::Prompts] {
+        if let Some(list) = cat.list(kind) {
+            let (name, policy) = (&gw.table.pools[p], gw.pin_policies[p]);
+            gw.pins.observe(name, policy, kind, &list.items);
+        }
     }
 }
 

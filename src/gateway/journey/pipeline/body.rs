@@ -14,6 +14,7 @@ use bytes::Bytes;
 use pingora::proxy::Session;
 use pingora::Result;
 
+use crate::config::pins::PinPolicy;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::{cut_off, invite_body, read_in_hand, refuse, refuse_with_id};
@@ -38,12 +39,14 @@ pub(crate) fn needed(gw: &Gateway, path: &str) -> bool {
 }
 
 /// Whether the header↔body check runs: always with auth (it decided on the claimed method and
-/// name), on a federated endpoint and on a sealing pool (a retry's state is opened before any
-/// upstream), else as the route's sample says.
+/// name), on a federated endpoint, on a sealing pool (a retry's state is opened before any
+/// upstream) and on a pool that holds changed definitions, else as the route's sample says.
 pub(crate) fn check_runs(gw: &Gateway, ctx: &RequestCtx, sample: f64) -> bool {
     let auth_check = gw.auth.as_ref().is_some_and(|a| a.needs_body_check());
     let sealing = gw.seals.get(ctx.pool).is_some_and(Option::is_some);
-    auth_check || ctx.federated.is_some() || sealing || validate::sampled(sample)
+    // A hold pool's calls were judged on their claimed name: the check holds the body to it.
+    let holds = crate::gateway::journey::pins::policy(gw, ctx.pool) == PinPolicy::Hold;
+    auth_check || ctx.federated.is_some() || sealing || holds || validate::sampled(sample)
 }
 
 /// Read the body as its framing and leg allow, and run the body stages on it where it is in

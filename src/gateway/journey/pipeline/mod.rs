@@ -19,12 +19,13 @@ pub(crate) mod body;
 use pingora::proxy::Session;
 use pingora::Result;
 
+use crate::config::pins::PinPolicy;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::{
     invite_body, refuse, refuse_with_id, select_route, settle_doomed,
 };
-use crate::gateway::journey::{auth, concurrency, credentials, limit};
+use crate::gateway::journey::{auth, concurrency, credentials, limit, pins};
 use crate::gateway::stages::pipeline::{Run, Step, STAGES};
 use crate::gateway::stages::{admission, route};
 
@@ -46,6 +47,12 @@ pub(crate) async fn on_head(
             Run::Step(Step::Route) => on_route(session, ctx, gw).await?,
             Run::Step(Step::Auth) if gw.auth.is_some() => on_auth(session, ctx, gw).await?,
             Run::Step(Step::Limits) => on_limits(session, ctx, gw).await?,
+            Run::Step(Step::Pins) if pins::policy(gw, ctx.pool) != PinPolicy::Off => {
+                match pins::on_head(gw, ctx) {
+                    Ok(()) => None,
+                    Err(rej) => Some(refuse_with_id(session, ctx, rej).await?),
+                }
+            }
             _ => continue,
         };
         ctx.ran.mark(i);

@@ -207,6 +207,19 @@ pub(crate) fn stages(gw: &Gateway) -> Value {
     Value::Array(list.collect())
 }
 
+/// The changed definitions of the pinning pools (held or flagged), pinned against served.
+fn pins(gw: &Gateway) -> Value {
+    let policy = |p: &str| {
+        let i = gw.table.pools.iter().position(|n| n == p);
+        i.map(|i| gw.pin_policies[i]).unwrap_or_default()
+    };
+    let rows = gw.pins.report(policy);
+    let changed = rows
+        .into_iter()
+        .filter(|r| matches!(r.status, "changed" | "unpinned"));
+    serde_json::to_value(changed.collect::<Vec<_>>()).unwrap_or(Value::Null)
+}
+
 /// The whole snapshot.
 pub(crate) fn snapshot(live: &Live) -> String {
     let gw = live.load();
@@ -232,6 +245,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
         "catalog": catalog,
         "config": config(&gw, live),
         "stages": stages(&gw),
+        "pins": pins(&gw),
     });
     v.to_string()
 }

@@ -31,7 +31,8 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::pipeline::{index_of, Ran, Run, Step, STAGES};
 use crate::mcp::{Envelope, Rejection};
 use stages::{
-    admit, auth, balance, body_stage, cache, check, credentials, federation, limits, route, seal,
+    admit, auth, balance, body_stage, cache, check, credentials, federation, limits, pins, route,
+    seal,
 };
 
 /// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
@@ -182,6 +183,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
             Run::Step(Step::Route) => route(&mut x),
             Run::Step(Step::Auth) => auth(&mut x).await,
             Run::Step(Step::Limits) => limits(&x),
+            Run::Step(Step::Pins) => pins(&mut x),
             Run::Step(Step::Check) if x.doomed => Said::Pass(json!({
                 "note": "checked on admission: a notification without MCP headers passes"
             })),

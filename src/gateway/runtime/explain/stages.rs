@@ -151,6 +151,18 @@ pub(super) fn cache(x: &Explaining) -> Said {
 }
 
 /// The pool's credential is not fetched by explain (no token endpoint is asked).
+/// Pins: whether a call would be held (the book is read, nothing pinned or approved).
+pub(super) fn pins(x: &mut Explaining) -> Said {
+    let policy = crate::gateway::journey::pins::policy(x.gw, x.ctx.pool);
+    if policy == crate::config::pins::PinPolicy::Off {
+        return Said::Skip(json!({"pins": "off"}));
+    }
+    match crate::gateway::journey::pins::on_head(x.gw, &mut x.ctx) {
+        Ok(()) => Said::Pass(json!({"pins": policy.label(), "held": false})),
+        Err(rej) => Said::Refuse(rej, json!({"pins": policy.label(), "held": true})),
+    }
+}
+
 pub(super) fn credentials(x: &Explaining) -> Said {
     match x.gw.credentials.pool(x.ctx.pool).is_some() {
         true => Said::Pass(json!({"pool_credentials": true, "fetched": false})),

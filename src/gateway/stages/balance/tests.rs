@@ -43,6 +43,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         credentials: None,
         mrtr: Default::default(),
         era: Default::default(),
+        pins: Default::default(),
     }
 }
 

@@ -97,6 +97,12 @@ function pools(s) {
 function tools(s) {
   table("tool-table", ["tool", "calls", "errors", "retry legs", "input_required"],
     s.tools.map((t) => [t.name, t.calls, t.errors, t.retry_legs, t.input_required]));
+  // Pinned definitions that changed: held (hold pools) or flagged, the pinned one against the
+  // one served now (docs/pins.md).
+  const def = (side) => el("pre", {}, side ? JSON.stringify(side.definition, null, 1) : "(none)");
+  table("pin-table", ["pool", "kind", "name", "", "pinned", "served now", "approve with"],
+    (s.pins || []).map((p) => [p.pool, p.kind, p.name, p.policy === "hold" ? "held" : "flagged",
+      def(p.pinned), def(p.current), `mcp-edge pins approve --pool ${p.pool} --${p.kind === "prompts" ? "prompt" : "tool"} ${p.name}`]));
 }
 
 function refusals(s) {
