@@ -25,6 +25,7 @@ pub(crate) mod cache;
 pub(crate) mod credentials;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;
+pub(crate) mod adaptive;
 pub(crate) mod concurrency;
 pub(crate) mod connections;
 pub(crate) mod federation;

@@ -69,6 +69,10 @@ pub struct PoolConfig {
     /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
     #[serde(default)]
     pub era: PoolEra,
+    /// How many requests may be in the pool at once: a limit found from its latency
+    /// (`adaptive: true`) or fixed; absent: no limit (docs/overload.md).
+    #[serde(default)]
+    pub concurrency: Option<super::adaptive::PoolConcurrency>,
 }
 
 /// What a pool's instances speak.

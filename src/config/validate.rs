@@ -150,6 +150,9 @@ impl Config {
             .map_err(|(key, msg)| err(&key, msg))?;
         super::mrtr::check(name, pool, self.connections.upstream_leg)
             .map_err(|(key, msg)| err(&key, msg))?;
+        if let Some(c) = &pool.concurrency {
+            super::adaptive::check(name, c).map_err(|(key, msg)| err(&key, msg))?;
+        }
         Ok(())
     }
 

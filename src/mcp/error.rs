@@ -81,6 +81,10 @@ pub mod codes {
         /// Gateway (2025-era bridge): the client did not answer the server's questions in
         /// time, refused one, or the call could not wait (too many calls waiting).
         GATEWAY_INPUT_NOT_GIVEN = -31016, "-31016";
+        /// Gateway: the pool is at the capacity its adaptive concurrency limit measured, and
+        /// this request was shed (HTTP 503 + Retry-After); `data` says the limit, how many were
+        /// in flight and whether the request was a new call or a leg of one already started.
+        GATEWAY_CAPACITY_SHED = -31017, "-31017";
     }
 }
 

@@ -42,6 +42,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         credentials: None,
         mrtr: Default::default(),
         era: Default::default(),
+        concurrency: None,
     }
 }
 
