@@ -280,4 +280,15 @@ fn a_fixed_pool_limit_sheds_new_calls_past_their_share_and_explain_shows_it() {
         .unwrap_or_default();
     assert_eq!(capacity["detail"]["limit"], 8, "{explained}");
     assert_eq!(capacity["detail"]["first_leg_limit"], 6, "{explained}");
+    // The console's pools view shows the limit and what is in flight.
+    let req = "GET /-/console.json HTTP/1.1\r\nHost: x\r\n\r\n";
+    let snap: Value =
+        serde_json::from_slice(&http::raw(gw.admin_addr.unwrap(), req.as_bytes()).body).unwrap();
+    let c = &snap["pools"][0]["concurrency"];
+    assert_eq!(
+        (c["limit"].as_u64(), c["adaptive"].as_bool()),
+        (Some(8), Some(false)),
+        "{snap}"
+    );
+    assert!(c["in_flight"].as_u64().is_some(), "{c}");
 }
