@@ -52,6 +52,11 @@ pub struct PoolConcurrency {
     /// The `Retry-After` of a shed request (whole seconds, rounded up).
     #[serde(default = "d_retry_after", with = "humantime_serde_compat")]
     pub retry_after: Duration,
+    /// Tools with a limit of their own, by exact name (the same keys, without `tools`): a call
+    /// of one takes a slot of its limit instead of the pool's, and its latency teaches only
+    /// that limit, so a slow tool does not make the pool look slow, nor a fast one hide it.
+    #[serde(default)]
+    pub tools: std::collections::BTreeMap<String, PoolConcurrency>,
 }
 
 impl PoolConcurrency {
@@ -91,23 +96,44 @@ fn d_retry_after() -> Duration {
     Duration::from_secs(1)
 }
 
-/// Check one pool's `concurrency`: `Err((key, message))` names the key and the fix.
+/// Check one pool's `concurrency` and its tools': `Err((key, message))` names the key and the fix.
 pub(super) fn check(name: &str, c: &PoolConcurrency) -> Result<(), (String, String)> {
-    let at = |k: &str| format!("pools.{name}.concurrency.{k}");
+    let at = format!("pools.{name}.concurrency");
+    check_at(&at, c)?;
+    for (tool, t) in &c.tools {
+        let at = format!("{at}.tools.{tool}");
+        if !t.tools.is_empty() {
+            let key = format!("{at}.tools");
+            return Err((
+                key.clone(),
+                format!("{key}: a tool's limit has no tools of its own; remove it"),
+            ));
+        }
+        check_at(&at, t)?;
+    }
+    Ok(())
+}
+
+fn check_at(at: &str, c: &PoolConcurrency) -> Result<(), (String, String)> {
+    let at = |k: &str| format!("{at}.{k}");
     let fail = |k: &str, fix: &str| Err((at(k), format!("{}: {fix}", at(k))));
-    if c.min == 0 {
+    if c.min == 0 || c.max == 0 {
         return fail(
-            "min",
+            if c.max == 0 { "max" } else { "min" },
             "must be at least 1 (a pool that admits nothing serves nothing)",
         );
     }
-    if c.max < c.min {
+    // A fixed limit is `max`; `min` bounds only an adaptive one.
+    if c.adaptive && c.max < c.min {
         return fail(
             "max",
             &format!("{} is below min ({}); raise max or lower min", c.max, c.min),
         );
     }
-    if let Some(i) = c.initial.filter(|i| !(c.min..=c.max).contains(i)) {
+    if let Some(i) = c
+        .initial
+        .filter(|i| c.adaptive && !(c.min..=c.max).contains(i))
+    {
         return fail(
             "initial",
             &format!(
@@ -175,6 +201,18 @@ mod tests {
         );
         let e = parse("{adaptive: true, tolerance: 1}").unwrap_err();
         assert!(e.message.contains("concurrency.tolerance"), "{e}");
+        let e = parse("{tools: {deploy: {adaptive: true, min: 0}}}").unwrap_err();
+        assert!(
+            e.message
+                .contains("pools.default.concurrency.tools.deploy.min: must be at least 1"),
+            "{e}"
+        );
+        let e = parse("{tools: {deploy: {tools: {x: {}}}}}").unwrap_err();
+        assert!(
+            e.message
+                .contains("concurrency.tools.deploy.tools: a tool's limit has no tools"),
+            "{e}"
+        );
         let e = parse("{adaptive: yes please}").unwrap_err();
         assert!(e.to_string().contains("adaptive"), "{e}");
     }

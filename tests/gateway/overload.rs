@@ -292,3 +292,52 @@ fn a_fixed_pool_limit_sheds_new_calls_past_their_share_and_explain_shows_it() {
     );
     assert!(c["in_flight"].as_u64().is_some(), "{c}");
 }
+
+#[test]
+fn a_tool_with_its_own_limit_is_shed_alone() {
+    let mut opts = PoolOptions::local(1);
+    opts.tool_delays = vec![("charge_count".into(), Duration::from_millis(1500))];
+    let pool = Pool::start(opts).unwrap();
+    let gw = gateway(
+        &pool,
+        "{max: 50, tools: {charge_count: {max: 2, first_leg_share: 1.0, priority_wait: 0s}}}",
+    );
+    let addr = gw.mcp_addr;
+    let count = move |id: i64| {
+        mcp_call(
+            addr,
+            id,
+            "charge_count",
+            json!({"cart_id": "c1"}),
+            json!({}),
+            None,
+            json!({}),
+        )
+    };
+    let slow: Vec<_> = (0..2)
+        .map(|i| std::thread::spawn(move || count(i).status))
+        .collect();
+    let label = ["pool=\"fleet/charge_count\""];
+    let full = eventually(Duration::from_secs(10), || {
+        sample(&scrape(&gw), "mcp_edge_pool_concurrency_in_flight", &label) == 2.0
+    });
+    assert!(full, "{}", scrape(&gw));
+    // The tool's limit is full: its next call is shed, naming the tool.
+    let r = count(3);
+    assert_eq!((r.status, r.code()), (503, Some(-31017)), "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["tool"], "charge_count");
+    // Other tools take the pool's limit, which has room.
+    let r = mcp_call(
+        addr,
+        4,
+        "echo",
+        json!({"text": "x"}),
+        json!({}),
+        None,
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    for s in slow {
+        assert_eq!(s.join().unwrap(), 200);
+    }
+}

@@ -36,9 +36,12 @@ pub(crate) async fn take_slots(
     }
 }
 
-/// The limit of the request's pool (`pools.<name>.concurrency`), if it has one.
+/// The limit the request takes in its pool (`pools.<name>.concurrency`): its tool's own, or
+/// the pool's; `None` when the pool has none.
 pub(crate) fn pool_limit<'g>(gw: &'g Gateway, ctx: &RequestCtx) -> Option<&'g Arc<PoolLimit>> {
-    gw.pool_limits.get(ctx.pool)?.as_ref()
+    gw.pool_limits
+        .get(ctx.pool)?
+        .for_request(ctx.method.as_deref(), ctx.name.as_deref())
 }
 
 /// Whether a request continues a call already started (a retry leg carrying `inputResponses`

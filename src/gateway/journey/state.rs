@@ -44,7 +44,7 @@ pub struct Gateway {
     pub concurrency: Vec<Arc<ConcurrencyLimit>>,
     /// Each pool's own concurrency limit (`pools.<name>.concurrency`), indexed like
     /// [`RouteTable::pools`]; `None`: the pool has none.
-    pub pool_limits: Vec<Option<Arc<concurrency::pool::PoolLimit>>>,
+    pub pool_limits: Vec<concurrency::pools::PoolLimits>,
     /// The MRTR flows followed (`None` with `flows.enabled: false`), per replica.
     pub flows: Option<Arc<FlowStore>>,
     /// The span exporter (`None`, the default, when tracing is off).
@@ -155,7 +155,7 @@ impl Gateway {
             previous.map_or(&[][..], |p| &p.concurrency[..]),
             &metrics.concurrency,
         );
-        let pool_limits = concurrency::pool::build(
+        let pool_limits = concurrency::pools::build(
             &config,
             &table.pools,
             previous.map_or(&[][..], |p| &p.pool_limits[..]),

@@ -154,16 +154,24 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
     Value::from(list)
 }
 
-/// A pool's concurrency limit as it stands (`null` without one).
+/// A pool's concurrency limit as it stands, with its tools' (`null` without one).
 fn pool_limit(gw: &Gateway, pool: usize) -> Value {
-    let Some(l) = gw.pool_limits.get(pool).and_then(Option::as_ref) else {
+    let Some(ls) = gw.pool_limits.get(pool).filter(|l| l.pool.is_some()) else {
         return Value::Null;
     };
-    let (limit, first_leg_limit, in_flight) = l.now();
-    let (min_rtt, probing) = l.measured();
-    json!({"adaptive": l.config.adaptive, "limit": limit, "first_leg_limit": first_leg_limit,
-           "in_flight": in_flight, "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1e3),
-           "probing": probing, "min": l.config.min, "max": l.config.max})
+    let one = |l: &crate::gateway::stages::concurrency::pool::PoolLimit| {
+        let (limit, first_leg_limit, in_flight) = l.now();
+        let (min_rtt, probing) = l.measured();
+        json!({"tool": l.tool, "adaptive": l.config.adaptive, "limit": limit,
+               "first_leg_limit": first_leg_limit, "in_flight": in_flight,
+               "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1e3),
+               "probing": probing, "min": l.config.min, "max": l.config.max})
+    };
+    let mut v = one(ls.pool.as_deref().expect("filtered"));
+    let mut tools: Vec<_> = ls.tools.values().map(|l| one(l)).collect();
+    tools.sort_by(|a, b| a["tool"].as_str().cmp(&b["tool"].as_str()));
+    v["tools"] = Value::from(tools);
+    v
 }
 
 fn tools(all: &[MetricFamily]) -> Value {

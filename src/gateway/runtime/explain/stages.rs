@@ -161,7 +161,7 @@ pub(super) fn capacity(x: &Explaining) -> Said {
     let (limit, first, in_flight) = l.now();
     let (min_rtt, probing) = l.measured();
     let detail = json!({
-        "pool": l.pool, "adaptive": l.config.adaptive, "limit": limit,
+        "pool": l.pool, "tool": l.tool, "adaptive": l.config.adaptive, "limit": limit,
         "first_leg_limit": first, "in_flight": in_flight, "leg": leg.label(),
         "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1000.0), "probing": probing,
     });
@@ -171,6 +171,7 @@ pub(super) fn capacity(x: &Explaining) -> Said {
     }
     let shed = crate::gateway::stages::concurrency::pool::PoolShed {
         pool: l.pool.clone(),
+        tool: l.tool.clone(),
         limit,
         in_flight,
         leg,

@@ -12,6 +12,7 @@
 
 pub(crate) mod adaptive;
 pub(crate) mod pool;
+pub(crate) mod pools;
 
 pub(crate) use crate::gateway::telemetry::metrics::concurrency::ConcurrencyMetrics;
 

@@ -41,9 +41,11 @@ impl Leg {
     }
 }
 
-/// One pool's limit.
+/// One pool's limit, or one tool's in a pool.
 pub struct PoolLimit {
     pub(crate) pool: String,
+    /// A tool's own limit (`concurrency.tools`): its name.
+    pub(crate) tool: Option<String>,
     pub(crate) config: PoolConcurrency,
     in_flight: AtomicU32,
     limit: AtomicU32,
@@ -68,6 +70,7 @@ pub struct PoolPermit {
 #[derive(Debug, Clone)]
 pub(crate) struct PoolShed {
     pub pool: String,
+    pub tool: Option<String>,
     pub limit: u32,
     pub in_flight: u32,
     pub leg: Leg,
@@ -75,7 +78,21 @@ pub(crate) struct PoolShed {
 }
 
 impl PoolLimit {
-    pub(crate) fn new(pool: &str, c: &PoolConcurrency, metrics: &ConcurrencyMetrics) -> Self {
+    /// The metrics label of a pool's limit (`pool`) or a tool's (`pool/tool`).
+    pub(crate) fn label(pool: &str, tool: Option<&str>) -> String {
+        match tool {
+            Some(t) => format!("{pool}/{t}"),
+            None => pool.to_string(),
+        }
+    }
+
+    pub(crate) fn new(
+        pool: &str,
+        tool: Option<&str>,
+        c: &PoolConcurrency,
+        metrics: &ConcurrencyMetrics,
+    ) -> Self {
+        let label = Self::label(pool, tool);
         let gradient = c.adaptive.then(|| {
             let s = Settings {
                 min: c.min,
@@ -88,6 +105,7 @@ impl PoolLimit {
         });
         let l = PoolLimit {
             pool: pool.to_string(),
+            tool: tool.map(str::to_string),
             config: c.clone(),
             in_flight: AtomicU32::new(0),
             limit: AtomicU32::new(0),
@@ -96,8 +114,8 @@ impl PoolLimit {
             freed: Notify::new(),
             waiting: AtomicUsize::new(0),
             gauges: [
-                metrics.pool_limit.with_label_values(&[pool]),
-                metrics.pool_in_flight.with_label_values(&[pool]),
+                metrics.pool_limit.with_label_values(&[&label]),
+                metrics.pool_in_flight.with_label_values(&[&label]),
             ],
             metrics: metrics.clone(),
         };
@@ -183,6 +201,7 @@ impl PoolLimit {
         let (limit, _, in_flight) = self.now();
         Err(PoolShed {
             pool: self.pool.clone(),
+            tool: self.tool.clone(),
             limit,
             in_flight,
             leg,
@@ -207,7 +226,11 @@ impl PoolLimit {
     fn count(&self, leg: Leg, decision: &str) {
         self.metrics
             .pool_decisions
-            .with_label_values(&[&self.pool, leg.label(), decision])
+            .with_label_values(&[
+                &Self::label(&self.pool, self.tool.as_deref()),
+                leg.label(),
+                decision,
+            ])
             .inc();
     }
 
@@ -258,47 +281,28 @@ pub(crate) fn refusal(shed: &PoolShed) -> (Rejection, String) {
         Leg::First => "new calls take at most their share of it",
         Leg::Started => "even a call already started found no slot in time",
     };
+    let whose = match &shed.tool {
+        Some(t) => format!("Pool {:?} is at capacity for tool {t:?}", shed.pool),
+        None => format!("Pool {:?} is at capacity", shed.pool),
+    };
     let rej = Rejection::new(
         503,
         codes::GATEWAY_CAPACITY_SHED,
         "capacity-shed",
         format!(
-            "Pool {:?} is at capacity: {} requests in flight against its concurrency limit of {} ({who}); retry after {secs} s",
-            shed.pool, shed.in_flight, shed.limit
+            "{whose}: {} requests in flight against its concurrency limit of {} ({who}); retry after {secs} s",
+            shed.in_flight, shed.limit
         ),
     )
     .with_data(serde_json::json!({
         "pool": shed.pool,
+        "tool": shed.tool,
         "limit": shed.limit,
         "inFlight": shed.in_flight,
         "leg": shed.leg.label(),
         "retryAfterSeconds": secs,
     }));
     (rej, secs.to_string())
-}
-
-/// The limits of a config's pools, indexed like the route table's pools; a pool whose settings
-/// did not change keeps its limit (and what it learned, and the slots held) across a reload.
-pub(crate) fn build(
-    config: &crate::config::Config,
-    pools: &[String],
-    previous: &[Option<Arc<PoolLimit>>],
-    metrics: &ConcurrencyMetrics,
-) -> Vec<Option<Arc<PoolLimit>>> {
-    pools
-        .iter()
-        .map(|name| {
-            let c = config.pools.get(name)?.concurrency.as_ref()?;
-            let kept = previous
-                .iter()
-                .flatten()
-                .find(|p| &p.pool == name && &p.config == c);
-            Some(
-                kept.cloned()
-                    .unwrap_or_else(|| Arc::new(PoolLimit::new(name, c, metrics))),
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -309,7 +313,7 @@ mod tests {
     fn limit(yaml: &str) -> Arc<PoolLimit> {
         let c: PoolConcurrency = serde_yaml::from_str(yaml).unwrap();
         let m = ConcurrencyMetrics::register(&Registry::new()).unwrap();
-        Arc::new(PoolLimit::new("p", &c, &m))
+        Arc::new(PoolLimit::new("p", None, &c, &m))
     }
 
     #[tokio::test]

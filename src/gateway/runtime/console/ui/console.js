@@ -85,6 +85,10 @@ function pools(s) {
       const how = c.adaptive ? `adaptive ${c.min}..${c.max}${c.min_rtt_ms != null ? `, best ${fmt(c.min_rtt_ms)} ms` : ""}${c.probing ? ", probing" : ""}` : "fixed";
       list.append(el("p", { class: "pool-limit", "data-pool-limit": p.name },
         `concurrency limit ${c.limit} (${how}; new calls ${c.first_leg_limit}), in flight ${c.in_flight}`));
+      for (const t of c.tools) {
+        list.append(el("p", { class: "pool-limit", "data-tool-limit": `${p.name}/${t.tool}` },
+          `tool ${t.tool}: limit ${t.limit} (${t.adaptive ? "adaptive" : "fixed"}; new calls ${t.first_leg_limit}), in flight ${t.in_flight}`));
+      }
     }
     list.append(el("div", { class: "charts", "data-pool-charts": p.name }));
     const t = el("table", { "data-pool": p.name });
