@@ -10,7 +10,8 @@
 # at 5 a second, started before the flood and running through it.
 # Reported per mode: goodput (calls answered 200 a second, and as a share of capacity), p50/p99
 # of the echo calls (shed calls answer in about a millisecond, so with the limit the p99 is
-# about the p98 of admitted calls), calls shed (503 / -31017), and flows completed / failed.
+# about the p98 of admitted calls), calls shed (503 / -31017), and flows: completed, refused at
+# their first leg (a new call, shed), and retry legs that failed (a flow already started).
 #
 # Usage: bench/overload.sh [--duration SECS] [--slots N] [--delay DURATION] [--edge-bin PATH] [--smoke]
 # Raw outputs go to target/bench/overload-<date>/. Every process started here is stopped.
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --delay) DELAY_MS=${2%ms}; shift ;;
     --edge-bin) EDGE_BIN=$2; shift ;;
     --smoke) SMOKE=1; DURATION=3 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -88,7 +89,7 @@ gateway() { # concurrency-yaml (empty: none)
 }
 
 RUNS=$OUT/overload.tsv
-printf 'mode\toffered_per_s\tgoodput_per_s\tgoodput_share\tp50_ms\tp99_ms\tshed\tother_errors\tflows_completed\tflows_failed\tlimit_at_end\n' >"$RUNS"
+printf 'mode\toffered_per_s\tgoodput_per_s\tgoodput_share\tp50_ms\tp99_ms\tshed\tother_errors\tflows_completed\tflows_first_leg_refused\tretry_leg_errors\tlimit_at_end\n' >"$RUNS"
 for mode in none adaptive; do
   conc=""
   [ "$mode" = adaptive ] && conc="    concurrency: {adaptive: true, min: 2, max: 1000}"
@@ -119,12 +120,12 @@ for line in open(base + ".metrics"):
     if line.startswith('mcp_edge_pool_concurrency_limit{pool="fleet"}'):
         limit = line.split()[-1]
 print(f'{mode}\t{offered:.0f}\t{goodput:.0f}\t{goodput / capacity:.2f}\t{l["p50"]:.1f}\t{l["p99"]:.1f}\t{shed}\t'
-      f'{e["requests"]["errors"] - shed}\t{f["flows"]["completed"]}\t{f["flows"]["failed"] + f["flows"]["abandoned"]}\t{limit}')
+      f'{e["requests"]["errors"] - shed}\t{f["flows"]["completed"]}\t{f["errors"]["by_leg"]["first"]}\t{f["errors"]["by_leg"]["retry"]}\t{limit}')
 EOF
   tail -1 "$RUNS"
 done
 
 echo
-echo "| pool limit | offered / s | goodput / s (share of capacity $CAPACITY) | p50 ms | p99 ms | shed | other errors | flows completed / failed | limit at end |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-awk -F'\t' 'NR > 1 { printf "| %s | %s | %s (%s) | %s | %s | %s | %s | %s / %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 }' "$RUNS"
+echo "| pool limit | offered / s | goodput / s (share of capacity $CAPACITY) | p50 ms | p99 ms | shed | other errors | flows completed | new flows refused | retry legs failed | limit at end |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+awk -F'\t' 'NR > 1 { printf "| %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }' "$RUNS"
