@@ -16,9 +16,11 @@
 //! A window where in-flight stayed below half the limit does not grow it (nothing measured
 //! the limit's top).
 //!
-//! `min_rtt` must be measured again now and then (the pool may have become slower for good), and
-//! under a steady overload every answer has queued, so the lows it would see are not the pool's
-//! best. So, every `min_rtt_window`, the limit **probes**: new calls get only `min` slots until
+//! `min_rtt` must be measured again now and then (the pool may have become slower for good). A
+//! quiet window (in-flight below half the limit) sees the pool's own latency: it keeps the best
+//! current, and raises it when the median passed `tolerance` × the best. Under a steady
+//! overload every answer has queued, so the lows it would see are not the pool's best. So,
+//! after `min_rtt_window` without a quiet window or a new low, the limit **probes**: new calls get only `min` slots until
 //! [`MIN_SAMPLES`] requests admitted with at most `min` in flight have answered; their median is
 //! the new `min_rtt`, and the limit goes back to where it was. A probe that cannot get its
 //! samples in 2 windows gives up and keeps the old `min_rtt`.
@@ -190,6 +192,16 @@ impl Gradient {
         }
         let med = median(&mut self.rtts);
         let best = match self.min_rtt {
+            // A quiet window saw the pool's own latency, not a queue: the best stands measured,
+            // and follows the pool up when the pool itself got slower.
+            Some(b) if b <= med && !busy => {
+                self.measured = Some(now);
+                if med.as_secs_f64() > b.as_secs_f64() * self.s.tolerance {
+                    med
+                } else {
+                    b
+                }
+            }
             Some(b) if b <= med => b,
             _ => {
                 self.measured = Some(now);
@@ -348,6 +360,23 @@ mod tests {
             20,
             "not busy (5 of 20): no growth, and the outlier is not the median"
         );
+    }
+
+    #[test]
+    fn a_quiet_pool_is_never_probed_and_its_best_follows_it_up() {
+        let mut g = Gradient::new(settings(), 40);
+        let mut t = Instant::now();
+        // 26 s of answers with 3 of 40 in flight, 10 ms and then (a slower release) 30 ms.
+        for i in 0..2000 {
+            t += Duration::from_millis(13);
+            let rtt = if i < 1000 { 10 * MS } else { 30 * MS };
+            g.sample(rtt, 3, false, t);
+            assert!(
+                !g.probing(),
+                "a probe sheds new calls; a quiet pool needs none"
+            );
+        }
+        assert_eq!((g.min_rtt(), g.limit()), (Some(30 * MS), 40));
     }
 
     #[test]
