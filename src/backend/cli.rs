@@ -67,6 +67,11 @@ pub struct BackendArgs {
     /// latency.
     #[arg(long = "tool-delay", value_name = "TOOL=DURATION", value_parser = parse_tool_delay)]
     pub tool_delay: Vec<(String, Duration)>,
+    /// Work on at most N requests at once per instance; more wait their turn, so latency rises
+    /// with load as a real server's does (with --delay: a capacity of N / delay per second).
+    /// 0: no bound.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub max_concurrent: usize,
     /// An Origin allowed to call the server besides localhost ones (repeatable; `*` = any).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -142,6 +147,7 @@ impl BackendArgs {
             principal_header: self.principal_header.clone(),
             delay: self.delay,
             tool_delays: self.tool_delay.clone(),
+            max_concurrent: self.max_concurrent,
             ..PoolOptions::local(0)
         })
     }

@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     pub delay: Duration,
     /// Added to `tools/call` answers of these tools.
     pub tool_delays: Vec<(String, Duration)>,
+    /// Most requests each instance works on at once (`--max-concurrent`; 0: no bound).
+    pub max_concurrent: usize,
 }
 
 impl Shared {
@@ -116,6 +118,8 @@ pub(crate) struct Instance {
     /// The owner hint in the ids of the tasks this instance creates
     /// ([`crate::mcp::tasks::owner_hint`] of its advertised address).
     pub task_hint: String,
+    /// Turns to work on a request (`--max-concurrent`): more wait, so latency rises with load.
+    work: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Instance {
@@ -127,9 +131,11 @@ impl Instance {
         });
         Instance {
             id,
-            shared,
             meta,
             task_hint: crate::mcp::tasks::owner_hint(advertise),
+            work: (shared.max_concurrent > 0)
+                .then(|| Arc::new(tokio::sync::Semaphore::new(shared.max_concurrent))),
+            shared,
         }
     }
 }
@@ -316,6 +322,11 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
         let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
         *r.status_mut() = StatusCode::ACCEPTED;
         return r;
+    };
+    // A bounded instance works on its turn: the delay and the answer take one of its slots.
+    let _turn = match &inst.work {
+        Some(w) => w.clone().acquire_owned().await.ok(),
+        None => None,
     };
     let delay = shared.delay_for(env.method.as_deref().unwrap_or(""), env.name.as_deref());
     if !delay.is_zero() {

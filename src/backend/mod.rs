@@ -76,6 +76,8 @@ pub struct PoolOptions {
     pub delay: Duration,
     /// Answer `tools/call` of these tools this much later again (tools of mixed latency).
     pub tool_delays: Vec<(String, Duration)>,
+    /// Most requests each instance works on at once; more wait their turn (0: no bound).
+    pub max_concurrent: usize,
 }
 
 impl PoolOptions {
@@ -97,6 +99,7 @@ impl PoolOptions {
             principal_header: None,
             delay: Duration::ZERO,
             tool_delays: Vec::new(),
+            max_concurrent: 0,
         }
     }
 
@@ -180,6 +183,7 @@ impl Pool {
             body_limit: opts.body_limit,
             delay: opts.delay,
             tool_delays: opts.tool_delays.clone(),
+            max_concurrent: opts.max_concurrent,
         });
         let instances: Vec<Arc<Instance>> = ids
             .iter()

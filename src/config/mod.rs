@@ -24,6 +24,7 @@ mod auth_keys;
 pub(crate) mod cache;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;
+pub(crate) mod adaptive;
 pub(crate) mod concurrency;
 pub(crate) mod connections;
 pub(crate) mod federation;

@@ -78,6 +78,10 @@ pub struct PoolConfig {
     /// and callable, flagged until approved).
     #[serde(default)]
     pub pins: super::pins::PinPolicy,
+    /// How many requests may be in the pool at once: a limit found from its latency
+    /// (`adaptive: true`) or fixed; absent: no limit (docs/overload.md).
+    #[serde(default)]
+    pub concurrency: Option<super::adaptive::PoolConcurrency>,
 }
 
 /// What a pool's instances speak.

@@ -155,6 +155,9 @@ impl Config {
             && self.connections.upstream_leg == super::UpstreamLeg::Direct;
         super::mrtr::check(name, &pool.mrtr, pool.era.legacy_version(), plain)
             .map_err(|(key, msg)| err(&key, msg))?;
+        if let Some(c) = &pool.concurrency {
+            super::adaptive::check(name, c).map_err(|(key, msg)| err(&key, msg))?;
+        }
         Ok(())
     }
 

@@ -85,6 +85,10 @@ pub mod codes {
         /// pinned and the pool's policy holds it until an operator approves the change (HTTP
         /// 403); `data` names the pool, the name and both digests.
         GATEWAY_DEFINITION_CHANGED = -31017, "-31017";
+        /// Gateway: the pool is at the capacity its adaptive concurrency limit measured, and
+        /// this request was shed (HTTP 503 + Retry-After); `data` says the limit, how many were
+        /// in flight and whether the request was a new call or a leg of one already started.
+        GATEWAY_CAPACITY_SHED = -31018, "-31018";
     }
 }
 

@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod capacity;
 mod mrtr;
 mod protocol;
 mod store;

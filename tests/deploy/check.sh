@@ -191,6 +191,7 @@ listen:
 pools:
   default:
     instances: [127.0.0.1:$STUB_PORT]
+    concurrency: { adaptive: true }   # pool_concurrency_* (docs/overload.md)
   dead:                      # nothing listens there: upstream_errors_total, 502 / -31003
     instances: [127.0.0.1:$DEAD_PORT]
 routes:

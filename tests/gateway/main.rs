@@ -43,6 +43,7 @@ mod http2;
 mod keys;
 mod limit_flood;
 mod limits_metrics;
+mod overload;
 mod param_headers;
 mod parked;
 mod pins;

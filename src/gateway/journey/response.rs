@@ -65,6 +65,10 @@ pub(crate) fn on_header(
         }
         let status = upstream_response.status.as_u16();
         gw.note_health(ctx.pool, idx, pool.health.on_response(idx, status));
+        // The pool's concurrency limit learns from the latency up to this head.
+        if let Some(permit) = ctx.slots.as_mut().and_then(|s| s.1.as_mut()) {
+            permit.answered(status);
+        }
     }
     let content_type = upstream_response.headers.get(http::header::CONTENT_TYPE);
     let ct = content_type.map_or(&b""[..], |v| v.as_bytes());

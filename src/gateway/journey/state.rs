@@ -42,6 +42,9 @@ pub struct Gateway {
     pub cache: crate::gateway::stages::cache::CacheSet,
     /// Concurrency limits, in config order ([`concurrency`]).
     pub concurrency: Vec<Arc<ConcurrencyLimit>>,
+    /// Each pool's own concurrency limit (`pools.<name>.concurrency`), indexed like
+    /// [`RouteTable::pools`]; `None`: the pool has none.
+    pub pool_limits: Vec<concurrency::pools::PoolLimits>,
     /// The MRTR flows followed (`None` with `flows.enabled: false`), per replica.
     pub flows: Option<Arc<FlowStore>>,
     /// The span exporter (`None`, the default, when tracing is off).
@@ -158,6 +161,12 @@ impl Gateway {
             previous.map_or(&[][..], |p| &p.concurrency[..]),
             &metrics.concurrency,
         );
+        let pool_limits = concurrency::pools::build(
+            &config,
+            &table.pools,
+            previous.map_or(&[][..], |p| &p.pool_limits[..]),
+            &metrics.concurrency,
+        );
         let flows = carry_flows(&config, previous);
         let tracing = carry_tracing(&config, previous)?;
         let auth = crate::auth::Auth::new(
@@ -221,6 +230,7 @@ impl Gateway {
             metrics,
             cache,
             concurrency,
+            pool_limits,
             flows,
             tracing,
             peers,

@@ -64,6 +64,7 @@ pub(crate) enum Step {
     Federation,
     Seal,
     Cache,
+    Capacity,
     Credentials,
     Balance,
 }
@@ -120,6 +121,7 @@ pub(crate) static STAGES: &[Stage] = &[
     Stage::step("federation", Needs::CheckedBody, Step::Federation),
     Stage::step("seal", Needs::CheckedBody, Step::Seal),
     Stage::step("cache", Needs::CheckedBody, Step::Cache),
+    Stage::step("capacity", Needs::Pool, Step::Capacity),
     Stage::step("credentials", Needs::Pool, Step::Credentials),
     Stage::step("balance", Needs::Pool, Step::Balance),
 ];

@@ -134,8 +134,8 @@ async fn on_limits(
     Ok(None)
 }
 
-/// The stages that need the final pool and run before an instance is chosen: the pool's own
-/// credential (a secret, or a token from its token endpoint); the caller's token never goes to
+/// The stages that need the final pool and run before an instance is chosen: the pool's
+/// concurrency limit (a slot, or 503 + -31018), the pool's own credential (a secret, or a token from its token endpoint); the caller's token never goes to
 /// such a pool. (`balance` is marked where it runs, in `forward::choose`.)
 pub(crate) async fn on_pool(
     session: &mut Session,
@@ -144,6 +144,13 @@ pub(crate) async fn on_pool(
 ) -> Result<Option<bool>> {
     for (i, stage) in STAGES.iter().enumerate() {
         match stage.run {
+            Run::Step(Step::Capacity) if concurrency::pool_limit(gw, ctx).is_some() => {
+                ctx.ran.mark(i);
+                if let Some((rej, retry_after)) = concurrency::take_pool_slot(gw, ctx).await {
+                    ctx.extra_headers.push(("retry-after", retry_after));
+                    return refuse_with_id(session, ctx, rej).await.map(Some);
+                }
+            }
             Run::Step(Step::Credentials) if gw.credentials.pool(ctx.pool).is_some() => {
                 ctx.ran.mark(i);
                 if let Err(rej) = credentials::obtain(session, ctx, gw).await {

@@ -110,11 +110,12 @@ fn free_port() -> u16 {
 }
 
 /// A gateway before `up`: endpoint `/guarded` turns the throwaway stage and one argument-policy
-/// rule on; a route of tools named `quiet*` is sampled out.
+/// rule on; a route of tools named `quiet*` is sampled out; the pool has a concurrency limit
+/// (the `capacity` stage, with room for every request here).
 fn gateway(up: &Upstream, endpoint: &str, leg: &str) -> RunningGateway {
     let yaml = format!(
         "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{}, admin: 127.0.0.1:{}}}\nendpoint: {endpoint}\n\
-         pools:\n  default:\n    instances: [{}]\n    health: {{check: off}}\n\
+         pools:\n  default:\n    instances: [{}]\n    health: {{check: off}}\n    concurrency: {{adaptive: true}}\n\
          validation: {{sample: 0.0}}\nroutes:\n  - name: quiet\n    match: {{method: tools/call, name: quiet*}}\n    pool: default\n\
          default_route: {{pool: default, validation: {{sample: 1.0}}}}\nconnections: {{upstream_leg: {leg}}}\n{}",
         free_port(),

@@ -133,7 +133,7 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
     let sent = sum_by(all, "mcp_edge_upstream_requests_total", key);
     let failed = sum_by(all, "mcp_edge_upstream_errors_total", key);
     let now = crate::gateway::stages::balance::load::now_ns();
-    let list: Vec<Value> = gw.pools.iter().map(|p| {
+    let list: Vec<Value> = gw.pools.iter().enumerate().map(|(pi, p)| {
         let instances: Vec<Value> = p.instances.iter().enumerate().map(|(i, inst)| {
             let k = format!("{}\u{0}{}", p.name, inst.name);
             json!({
@@ -149,9 +149,30 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
                 "errors": failed.get(&k).copied().unwrap_or(0.0),
             })
         }).collect();
-        json!({"name": p.name, "balance": p.balance.label(), "health_interval_s": p.health.check.interval.as_secs_f64(), "instances": instances})
+        json!({"name": p.name, "balance": p.balance.label(), "health_interval_s": p.health.check.interval.as_secs_f64(),
+               "concurrency": pool_limit(gw, pi), "instances": instances})
     }).collect();
     Value::from(list)
+}
+
+/// A pool's concurrency limit as it stands, with its tools' (`null` without one).
+fn pool_limit(gw: &Gateway, pool: usize) -> Value {
+    let Some(ls) = gw.pool_limits.get(pool).filter(|l| l.pool.is_some()) else {
+        return Value::Null;
+    };
+    let one = |l: &crate::gateway::stages::concurrency::pool::PoolLimit| {
+        let (limit, first_leg_limit, in_flight) = l.now();
+        let (min_rtt, probing) = l.measured();
+        json!({"tool": l.tool, "adaptive": l.config.adaptive, "limit": limit,
+               "first_leg_limit": first_leg_limit, "in_flight": in_flight,
+               "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1e3),
+               "probing": probing, "min": l.config.min, "max": l.config.max})
+    };
+    let mut v = one(ls.pool.as_deref().expect("filtered"));
+    let mut tools: Vec<_> = ls.tools.values().map(|l| one(l)).collect();
+    tools.sort_by(|a, b| a["tool"].as_str().cmp(&b["tool"].as_str()));
+    v["tools"] = Value::from(tools);
+    v
 }
 
 fn tools(all: &[MetricFamily]) -> Value {

@@ -31,8 +31,8 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::pipeline::{index_of, Ran, Run, Step, STAGES};
 use crate::mcp::{Envelope, Rejection};
 use stages::{
-    admit, auth, balance, body_stage, cache, check, credentials, federation, limits, pins, route,
-    seal,
+    admit, auth, balance, body_stage, cache, capacity, check, credentials, federation, limits,
+    pins, route, seal,
 };
 
 /// A request to explain: `{"headers": {...}, "body": "<the body as a string>", "path": "/mcp"}`.
@@ -192,6 +192,7 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
             Run::Step(Step::Federation) => federation(&x),
             Run::Step(Step::Seal) => seal(&x),
             Run::Step(Step::Cache) => cache(&x),
+            Run::Step(Step::Capacity) => capacity(&x),
             Run::Step(Step::Credentials) => credentials(&x),
             Run::Step(Step::Balance) => balance(&x),
         };

@@ -150,7 +150,6 @@ pub(super) fn cache(x: &Explaining) -> Said {
     }
 }
 
-/// The pool's credential is not fetched by explain (no token endpoint is asked).
 /// Pins: whether a call would be held (the book is read, nothing pinned or approved).
 pub(super) fn pins(x: &mut Explaining) -> Said {
     let policy = crate::gateway::journey::pins::policy(x.gw, x.ctx.pool);
@@ -163,6 +162,39 @@ pub(super) fn pins(x: &mut Explaining) -> Said {
     }
 }
 
+/// The pool's concurrency limit as it stands: would this request's leg get a slot now.
+pub(super) fn capacity(x: &Explaining) -> Said {
+    use crate::gateway::journey::concurrency::{leg_of, pool_limit};
+    let Some(l) = pool_limit(x.gw, &x.ctx) else {
+        return Said::Skip(json!({"pool_limit": false}));
+    };
+    let leg = leg_of(x.ctx.method.as_deref(), x.env.as_ref(), x.q.body.as_bytes());
+    let (limit, first, in_flight) = l.now();
+    let (min_rtt, probing) = l.measured();
+    let detail = json!({
+        "pool": l.pool, "tool": l.tool, "adaptive": l.config.adaptive, "limit": limit,
+        "first_leg_limit": first, "in_flight": in_flight, "leg": leg.label(),
+        "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1000.0), "probing": probing,
+    });
+    if l.would_admit(leg) || leg == crate::gateway::stages::concurrency::pool::Leg::Started {
+        // A started leg that finds no slot waits for one (`priority_wait`) before it is shed.
+        return Said::Pass(detail);
+    }
+    let shed = crate::gateway::stages::concurrency::pool::PoolShed {
+        pool: l.pool.clone(),
+        tool: l.tool.clone(),
+        limit,
+        in_flight,
+        leg,
+        retry_after: l.config.retry_after,
+    };
+    Said::Refuse(
+        crate::gateway::stages::concurrency::pool::refusal(&shed).0,
+        detail,
+    )
+}
+
+/// The pool's credential is not fetched by explain (no token endpoint is asked).
 pub(super) fn credentials(x: &Explaining) -> Said {
     match x.gw.credentials.pool(x.ctx.pool).is_some() {
         true => Said::Pass(json!({"pool_credentials": true, "fetched": false})),

@@ -44,6 +44,7 @@ fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfig {
         mrtr: Default::default(),
         era: Default::default(),
         pins: Default::default(),
+        concurrency: None,
     }
 }
 

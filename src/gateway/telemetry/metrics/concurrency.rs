@@ -1,5 +1,6 @@
-//! The concurrency limits' metrics: decisions, slots held, requests waiting (the limits
-//! themselves: `stages::concurrency`).
+//! The concurrency limits' metrics: decisions, slots held, requests waiting, and each pool's
+//! limit (`pools.<name>.concurrency`), its requests in flight and its decisions by leg (the
+//! limits themselves: `stages::concurrency`).
 
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
@@ -10,6 +11,13 @@ pub struct ConcurrencyMetrics {
     pub decisions: IntCounterVec,
     pub in_flight: IntGaugeVec,
     pub waiting: IntGaugeVec,
+    /// A pool's concurrency limit now (adaptive or fixed).
+    pub pool_limit: IntGaugeVec,
+    /// Requests holding a slot of a pool's limit.
+    pub pool_in_flight: IntGaugeVec,
+    /// A pool limit's decisions by `leg` (first: a new call; started: a retry leg or tasks/*)
+    /// and `decision` (admitted, queued, shed).
+    pub pool_decisions: IntCounterVec,
 }
 
 impl ConcurrencyMetrics {
@@ -35,6 +43,31 @@ impl ConcurrencyMetrics {
             ),
             &["limit"],
         )?;
+        let pool_limit = IntGaugeVec::new(
+            Opts::new(
+                "pool_concurrency_limit",
+                "Each pool's concurrency limit now (pools.<name>.concurrency; adaptive or fixed).",
+            ),
+            &["pool"],
+        )?;
+        let pool_in_flight = IntGaugeVec::new(
+            Opts::new(
+                "pool_concurrency_in_flight",
+                "Requests holding a slot of each pool's concurrency limit.",
+            ),
+            &["pool"],
+        )?;
+        let pool_decisions = IntCounterVec::new(
+            Opts::new(
+                "pool_concurrency_decisions_total",
+                "Pool concurrency-limit decisions by leg (first: a new call; started: a retry leg or tasks/*): admitted, queued (after a wait) or shed (503, -31018).",
+            ),
+            &["pool", "leg", "decision"],
+        )?;
+        for c in [&pool_limit, &pool_in_flight] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        registry.register(Box::new(pool_decisions.clone()))?;
         registry.register(Box::new(decisions.clone()))?;
         registry.register(Box::new(in_flight.clone()))?;
         registry.register(Box::new(waiting.clone()))?;
@@ -42,6 +75,9 @@ impl ConcurrencyMetrics {
             decisions,
             in_flight,
             waiting,
+            pool_limit,
+            pool_in_flight,
+            pool_decisions,
         })
     }
 }

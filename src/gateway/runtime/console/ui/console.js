@@ -80,6 +80,16 @@ function pools(s) {
   list.replaceChildren();
   for (const p of s.pools) {
     list.append(el("h2", {}, `${p.name} (${p.balance}, checks every ${p.health_interval_s}s)`));
+    const c = p.concurrency;
+    if (c) {
+      const how = c.adaptive ? `adaptive ${c.min}..${c.max}${c.min_rtt_ms != null ? `, best ${fmt(c.min_rtt_ms)} ms` : ""}${c.probing ? ", probing" : ""}` : "fixed";
+      list.append(el("p", { class: "pool-limit", "data-pool-limit": p.name },
+        `concurrency limit ${c.limit} (${how}; new calls ${c.first_leg_limit}), in flight ${c.in_flight}`));
+      for (const t of c.tools) {
+        list.append(el("p", { class: "pool-limit", "data-tool-limit": `${p.name}/${t.tool}` },
+          `tool ${t.tool}: limit ${t.limit} (${t.adaptive ? "adaptive" : "fixed"}; new calls ${t.first_leg_limit}), in flight ${t.in_flight}`));
+      }
+    }
     list.append(el("div", { class: "charts", "data-pool-charts": p.name }));
     const t = el("table", { "data-pool": p.name });
     t.append(el("tr", {}, ...["instance", "state", "in flight", "latency ms", "weight", "requests", "errors"].map((h) => el("th", {}, h))));

@@ -1,12 +1,18 @@
 //! Concurrency stage: `max_in_flight` per route, per tool or per group of tools, checked after
 //! the rate limits on the claimed headers, so that one slow tool cannot take a pool's capacity
-//! from the others. A request over a limit waits for a slot if the limit has a `queue` (bounded
+//! from the others; and each pool's own limit (`pools.<name>.concurrency`, [`pool`]), adaptive
+//! ([`adaptive`]: found from the pool's latency) or fixed, taken once the pool is final and the
+//! body says whether the request starts a call or continues one. A request over a limit waits for a slot if the limit has a `queue` (bounded
 //! in count and time) and is otherwise answered 503 + `Retry-After` + -31007 at once.
 //!
 //! A slot is a semaphore permit held by the request until it is finished (dropped with its
 //! [`Held`]), whatever way it ends. Counts are per replica. With `per: name`, each name gets its
 //! own count up to `max_keys` names; further names share one overflow count (stricter, never
 //! looser, and memory stays bounded).
+
+pub(crate) mod adaptive;
+pub(crate) mod pool;
+pub(crate) mod pools;
 
 pub(crate) use crate::gateway::telemetry::metrics::concurrency::ConcurrencyMetrics;
 
@@ -55,9 +61,13 @@ pub(crate) struct ConcurrencyInput<'a> {
     pub name: Option<&'a str>,
 }
 
-/// The slots a request holds; released when dropped.
+/// The slots a request holds: of the limits covering it, and of its pool's; released when
+/// dropped.
 #[derive(Default)]
-pub struct Held(Vec<(OwnedSemaphorePermit, IntGauge)>);
+pub struct Held(
+    Vec<(OwnedSemaphorePermit, IntGauge)>,
+    pub(crate) Option<pool::PoolPermit>,
+);
 
 impl Drop for Held {
     fn drop(&mut self) {
