@@ -8,7 +8,7 @@
 //! the instances), `routes` (route table,
 //! default route, validation share), `rate_limits`, `limits` (sizes, metrics label bound),
 //! `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and tracing),
-//! `redis`, `federation`. Across topics: `values` (duration parser), `validate` (cross-key checks with
+//! `redis`, `federation`, `audit`. Across topics: `values` (duration parser), `validate` (cross-key checks with
 //! positions) and `describe` (what `mcp-edge check` prints).
 
 use serde::{Deserialize, Deserializer};
@@ -17,6 +17,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+pub(crate) mod audit;
 pub(crate) mod redis;
 pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
 pub(crate) mod auth;
@@ -154,6 +155,9 @@ pub struct Config {
     /// Rules over a call's arguments and the caller's claims, at the edge (see `config::policy`).
     #[serde(default)]
     pub argument_policy: Vec<policy::PolicyRule>,
+    /// The audit trail: one record per call, read and get (see `config::audit`); off by default.
+    #[serde(default)]
+    pub audit: audit::AuditConfig,
 }
 
 fn d_dns_refresh() -> Duration {

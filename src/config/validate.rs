@@ -52,6 +52,7 @@ impl Config {
         connections::validate(&self.connections, pos, file)?;
         super::legacy::validate(&self.legacy, pos, file)?;
         super::policy::validate(&self.argument_policy, pos, file)?;
+        super::audit::validate(&self.audit, pos, file)?;
         if let Some(f) = &self.federation {
             f.validate(self, &err)?;
         }
