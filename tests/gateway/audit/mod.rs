@@ -2,7 +2,9 @@
 //! through a gateway with the file sink gives exactly the load tester's counts per outcome,
 //! with arguments digested and redacted as configured; a sink nobody reads (a FIFO) with a
 //! queue of one counts every record it cannot take as dropped while the gateway keeps
-//! answering, and writes the rest once a reader comes.
+//! answering, and writes the rest once a reader comes; records name the verified caller, every
+//! outcome (result, tool error, JSON-RPC error, refusal), prompts and resources, and both names
+//! of a federated, prefixed tool.
 
 use crate::support::http::call as mcp_call;
 use crate::support::{config, eventually, sample, scrape};
@@ -14,7 +16,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn scratch(name: &str) -> PathBuf {
+pub(super) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcp-edge-audit-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -29,7 +31,7 @@ fn gateway(pool: &Pool, audit: &str) -> RunningGateway {
     RunningGateway::start(cfg).unwrap()
 }
 
-fn records(path: &Path) -> Vec<Value> {
+pub(super) fn records(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -37,7 +39,7 @@ fn records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn written(gw: &RunningGateway) -> f64 {
+pub(super) fn written(gw: &RunningGateway) -> f64 {
     sample(&scrape(gw), "mcp_edge_audit_records_total", &[])
 }
 
@@ -253,3 +255,5 @@ fn a_sink_nobody_reads_drops_and_counts_while_the_gateway_keeps_answering() {
     drop(gw);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+mod records;
