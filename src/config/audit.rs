@@ -1,6 +1,6 @@
 //! `audit:` the audit trail (one JSON record per `tools/call`, `prompts/get` and
-//! `resources/read`, and per MRTR flow that ends): where records go, how many may wait, and how
-//! much of the arguments they carry. The gateway's side is `gateway::telemetry::audit`.
+//! `resources/read`, and per MRTR flow that ends): where records go (stdout or a file, and
+//! OpenTelemetry logs over OTLP), how many may wait, and how much of the arguments they carry. The gateway's side is `gateway::telemetry::audit`.
 
 use serde::Deserialize;
 
@@ -45,6 +45,19 @@ pub struct AuditFile {
     pub keep: u32,
 }
 
+/// OpenTelemetry logs over OTLP/HTTP (protobuf), beside `sink`: each record a log record whose
+/// attributes are the record's fields.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuditOtlp {
+    /// The OTLP/HTTP logs endpoint (plain HTTP).
+    #[serde(default = "d_otlp_endpoint")]
+    pub endpoint: String,
+    /// `service.name` of the exported logs.
+    #[serde(default = "d_service")]
+    pub service_name: String,
+}
+
 /// What `arguments: full` hides: values under the named keys (at any depth, compared without
 /// case) and the parts of string values that match a pattern become `"[redacted]"`.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
@@ -66,6 +79,9 @@ pub struct AuditConfig {
     pub sink: AuditSink,
     #[serde(default)]
     pub file: Option<AuditFile>,
+    /// Also export every record as an OpenTelemetry log over OTLP/HTTP (alone, with `sink: off`).
+    #[serde(default)]
+    pub otlp: Option<AuditOtlp>,
     /// Records waiting for the writer at most; past it a record is dropped and counted in
     /// `mcp_edge_audit_dropped_total` (a request never waits for the audit).
     #[serde(default = "d_queue")]
@@ -80,7 +96,7 @@ pub struct AuditConfig {
 impl AuditConfig {
     /// Whether records are written at all.
     pub fn enabled(&self) -> bool {
-        self.sink != AuditSink::Off
+        self.sink != AuditSink::Off || self.otlp.is_some()
     }
 }
 
@@ -92,6 +108,12 @@ fn d_keep() -> u32 {
 }
 fn d_queue() -> usize {
     8192
+}
+fn d_otlp_endpoint() -> String {
+    "http://127.0.0.1:4318/v1/logs".into()
+}
+fn d_service() -> String {
+    "mcp-edge".into()
 }
 
 pub(super) fn validate(a: &AuditConfig, pos: &Positions, file: &str) -> Result<(), ConfigError> {
@@ -122,6 +144,16 @@ pub(super) fn validate(a: &AuditConfig, pos: &Positions, file: &str) -> Result<(
                 ),
             ));
         }
+    }
+    if let Some(o) = a
+        .otlp
+        .as_ref()
+        .filter(|o| !o.endpoint.starts_with("http://"))
+    {
+        return Err(err(
+            "audit.otlp.endpoint",
+            format!("audit.otlp.endpoint: {:?} must be an http:// URL of an OTLP/HTTP logs endpoint (e.g. http://127.0.0.1:4318/v1/logs; https is not built in)", o.endpoint),
+        ));
     }
     if a.enabled() && a.queue == 0 {
         return Err(err(
@@ -178,6 +210,11 @@ mod tests {
         let e = err("audit:\n  sink: stdout\n  redact:\n    patterns: ['ok', '(']\n");
         assert!(e.message.contains("audit.redact.patterns[1]"), "{e}");
         assert_eq!(e.line, Some(7), "{e}");
+        let e = err("audit:\n  otlp: {endpoint: https://c:4318/v1/logs}\n");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.message.contains("http://"), "{e}");
+        let c = Config::parse(&format!("{MIN}audit:\n  otlp: {{}}\n"), "g.yaml").unwrap();
+        assert!(c.audit.enabled(), "otlp alone turns the audit on");
         let e = err("audit:\n  sink: syslog\n");
         assert_eq!(e.line, Some(5), "{e}");
         let e = err(&format!(

@@ -256,4 +256,5 @@ fn a_sink_nobody_reads_drops_and_counts_while_the_gateway_keeps_answering() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+mod otlp;
 mod records;

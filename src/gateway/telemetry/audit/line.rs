@@ -28,15 +28,15 @@ fn put(m: &mut Map<String, Value>, k: &str, v: Option<impl Into<Value>>) {
 }
 
 impl Render {
-    /// The record's line, without its newline.
-    pub(super) fn line(&self, r: &Record) -> String {
+    /// The record's fields, in the order of the line.
+    pub(super) fn fields(&self, r: &Record) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("time".into(), time(r.time).into());
         match &r.event {
             Event::Call(c) => self.call(c, &mut m),
             Event::Flow(f) => flow(f, &mut m),
         }
-        Value::Object(m).to_string()
+        m
     }
 
     fn call(&self, c: &Call, m: &mut Map<String, Value>) {

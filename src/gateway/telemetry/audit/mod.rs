@@ -8,12 +8,14 @@
 //! bounded queue without waiting. A full queue drops the record and counts it in
 //! `mcp_edge_audit_dropped_total{why="queue_full"}`; records written are counted in
 //! `mcp_edge_audit_records_total`, a sink that fails in `{why="sink_error"}`. The writer reads
-//! the arguments, digests and redacts them ([`arguments`]) and writes the line ([`writer`]).
+//! the arguments, digests and redacts them ([`arguments`]) and writes the line ([`writer`]),
+//! and exports the record as an OpenTelemetry log with `audit.otlp` ([`otlp`]).
 //!
 //! It reads no request context: the journey's observe step builds the records.
 
 pub(crate) mod arguments;
 mod line;
+mod otlp;
 mod writer;
 
 use bytes::Bytes;
@@ -26,7 +28,7 @@ use crate::config::audit::AuditConfig;
 /// The audit's counters (registered once with the metrics, carried over reloads).
 #[derive(Clone)]
 pub struct AuditMetrics {
-    /// Records written, by kind (`call`, `flow`).
+    /// Records written, by kind (`call`, `flow`) and sink (`stdout`, `file`, `otlp`).
     pub written: prometheus::IntCounterVec,
     /// Records lost, by why (`queue_full`, `sink_error`).
     pub dropped: prometheus::IntCounterVec,
@@ -41,8 +43,8 @@ impl AuditMetrics {
             Ok(c)
         };
         Ok(AuditMetrics {
-            written: counter("audit_records_total", "Audit records written to the sink (audit:), by kind: call (a tools/call, prompts/get or resources/read) or flow (an MRTR flow that ended).", &["kind"])?,
-            dropped: counter("audit_dropped_total", "Audit records lost, by why: queue_full (the writer was behind by audit.queue records; the request did not wait) or sink_error (the sink could not be opened or written; see the log).", &["why"])?,
+            written: counter("audit_records_total", "Audit records written (audit:), by kind: call (a tools/call, prompts/get or resources/read) or flow (an MRTR flow that ended), and sink: stdout, file or otlp.", &["kind", "sink"])?,
+            dropped: counter("audit_dropped_total", "Audit records lost, by why: queue_full (the writer was behind by audit.queue records; the request did not wait), sink_error (stdout or the file could not be opened or written; see the log) or otlp_error (an OTLP export failed).", &["why"])?,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! The audit's writer: a thread that takes records off the queue, renders them
 //! ([`super::line`]) and writes them to standard output or to a file rotated by size
-//! ([`Rotating`]). It flushes whenever the queue is empty, and stops when the last sending end
+//! ([`Rotating`]), and exports them as OpenTelemetry logs ([`super::otlp`]). It flushes whenever the queue is empty, and stops when the last sending end
 //! is dropped (a reload that changed `audit:`, or the process ending) after writing what was
 //! queued. A sink that cannot be opened or written loses the record, counted, and is tried
 //! again on the next one; the error is logged once per failing stretch.
@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
 use super::line::Render;
+use super::otlp::Otlp;
 use super::{AuditMetrics, Event, Record};
 use crate::config::audit::{AuditConfig, AuditSink};
 
@@ -24,47 +25,93 @@ pub(super) fn spawn(
         full: cfg.arguments == crate::config::audit::AuditArguments::Full,
         redact: super::arguments::Redact::new(&cfg.redact)?,
     };
-    let mut sink = match (&cfg.sink, &cfg.file) {
-        (AuditSink::File, Some(f)) => Sink::File(Rotating::new(&f.path, f.max_bytes, f.keep)),
-        _ => Sink::Stdout(BufWriter::new(std::io::stdout())),
+    let sink = match (&cfg.sink, &cfg.file) {
+        (AuditSink::File, Some(f)) => Some(Sink::File(Rotating::new(&f.path, f.max_bytes, f.keep))),
+        (AuditSink::Stdout, _) => Some(Sink::Stdout(BufWriter::new(std::io::stdout()))),
+        _ => None,
+    };
+    // The OTLP exporter's blocking HTTP client is made outside any async runtime.
+    let otlp = match cfg.otlp.clone() {
+        Some(o) => Some(
+            std::thread::spawn(move || Otlp::new(&o))
+                .join()
+                .map_err(|_| anyhow::anyhow!("audit.otlp: building the exporter panicked"))??,
+        ),
+        None => None,
+    };
+    let mut w = Writer {
+        render,
+        sink,
+        otlp,
+        metrics,
+        failing: false,
     };
     std::thread::Builder::new()
         .name("mcp-edge-audit".into())
-        .spawn(move || run(&rx, &render, &mut sink, &metrics))?;
+        .spawn(move || w.run(&rx))?;
     Ok(())
 }
 
-fn run(rx: &Receiver<Record>, render: &Render, sink: &mut Sink, m: &AuditMetrics) {
-    let mut failing = false;
-    while let Ok(first) = rx.recv() {
-        let mut next = Some(first);
-        while let Some(r) = next {
-            let kind = match r.event {
-                Event::Call(_) => "call",
-                Event::Flow(_) => "flow",
-            };
-            let mut line = render.line(&r);
+struct Writer {
+    render: Render,
+    sink: Option<Sink>,
+    otlp: Option<Otlp>,
+    metrics: AuditMetrics,
+    /// The sink failed on the last record (its error was logged).
+    failing: bool,
+}
+
+impl Writer {
+    fn run(&mut self, rx: &Receiver<Record>) {
+        while let Ok(first) = rx.recv() {
+            let mut next = Some(first);
+            while let Some(r) = next {
+                self.one(&r);
+                next = rx.try_recv().ok();
+            }
+            self.flush();
+        }
+        self.flush();
+    }
+
+    fn one(&mut self, r: &Record) {
+        let kind = match r.event {
+            Event::Call(_) => "call",
+            Event::Flow(_) => "flow",
+        };
+        let fields = self.render.fields(r);
+        if let Some(sink) = self.sink.as_mut() {
+            let mut line = serde_json::Value::Object(fields.clone()).to_string();
             line.push('\n');
+            let m = &self.metrics;
             match sink.write(line.as_bytes()) {
                 Ok(()) => {
-                    failing = false;
-                    m.written.with_label_values(&[kind]).inc();
+                    self.failing = false;
+                    m.written.with_label_values(&[kind, sink.name()]).inc();
                 }
                 Err(e) => {
-                    if !failing {
+                    if !self.failing {
                         tracing::error!("audit: {e}; records are lost (mcp_edge_audit_dropped_total{{why=\"sink_error\"}}) until the sink works again");
                     }
-                    failing = true;
+                    self.failing = true;
                     m.dropped.with_label_values(&["sink_error"]).inc();
                 }
             }
-            next = rx.try_recv().ok();
         }
-        if let Err(e) = sink.flush() {
-            tracing::error!("audit: flushing the sink: {e}");
+        if let Some(o) = self.otlp.as_mut() {
+            o.push(r.time, &fields, kind, &self.metrics);
         }
     }
-    let _ = sink.flush();
+
+    /// The queue is empty: what is buffered goes out.
+    fn flush(&mut self) {
+        if let Some(Err(e)) = self.sink.as_mut().map(Sink::flush) {
+            tracing::error!("audit: flushing the sink: {e}");
+        }
+        if let Some(o) = self.otlp.as_mut() {
+            o.export(&self.metrics);
+        }
+    }
 }
 
 enum Sink {
@@ -73,6 +120,13 @@ enum Sink {
 }
 
 impl Sink {
+    fn name(&self) -> &'static str {
+        match self {
+            Sink::Stdout(_) => "stdout",
+            Sink::File(_) => "file",
+        }
+    }
+
     fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
         match self {
             Sink::Stdout(w) => w.write_all(line),
