@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::telemetry::audit::{Call, CallOutcome, Event, Record};
 use crate::gateway::telemetry::flows::LegFlow;
+use crate::gateway::telemetry::task_count::TaskEnd;
 use crate::mcp::methods;
 use crate::mcp::result_scan::{ResultKind, Verdict};
 
@@ -68,6 +69,9 @@ pub(crate) fn record(
         status,
         round: flow.map(|f| f.round),
         flow: flow.map(|f| f.flow),
+        task: verdict
+            .task_digest
+            .filter(|_| verdict.kind == ResultKind::Task),
         trace: ctx.trace.as_ref().map(|t| t.span_ref().trace_id),
         duration: ctx.started.elapsed(),
         upstream,
@@ -75,6 +79,23 @@ pub(crate) fn record(
     audit.submit(Record {
         time: SystemTime::now(),
         event: Event::Call(Box::new(call)),
+    });
+}
+
+/// A task seen ending (a `tasks/get` that said so, or a `tasks/cancel`): its record.
+pub(crate) fn task_ended(ctx: &RequestCtx, (tool, status, task): TaskEnd) {
+    let Some(audit) = ctx.gw.audit.as_ref() else {
+        return;
+    };
+    audit.submit(Record {
+        time: SystemTime::now(),
+        event: Event::Task(crate::gateway::telemetry::audit::Task {
+            tool,
+            status: status.as_str(),
+            task,
+            subject: ctx.identity.as_ref().map(|i| i.subject.clone()),
+            trace: ctx.trace.as_ref().map(|t| t.span_ref().trace_id),
+        }),
     });
 }
 

@@ -36,7 +36,11 @@ pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) -> Option<LegFl
             verdict,
         };
         let (tasks, m) = (&store.tasks, &gw.metrics.flows.tasks);
-        crate::gateway::telemetry::task_count::observe(tasks, m, answer, tool, Instant::now());
+        let end =
+            crate::gateway::telemetry::task_count::observe(tasks, m, answer, tool, Instant::now());
+        if let Some(end) = end {
+            super::audit::task_ended(ctx, end);
+        }
     }
     let flow = gw.flows.as_ref().and_then(|store| {
         let method = ctx.method.as_deref()?;

@@ -1,6 +1,7 @@
 //! What one record says: the verified caller (a real token through the auth tier), each
 //! outcome (result, tool error, JSON-RPC error, refusals by the policy and by auth), prompts
-//! and resources, and both names of a federated, prefixed tool.
+//! and resources, both names of a federated, prefixed tool, and task ends (the load tester's
+//! `tasks` scenario) joined to the calls that created them.
 
 use super::{records, scratch, written};
 use crate::support::{config, eventually};
@@ -157,6 +158,84 @@ fn a_prefixed_name_is_recorded_as_the_client_sent_it_and_as_the_server_saw_it() 
         (&json!("b"), &json!("/mcp")),
         "{r}"
     );
+    drop(gw);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tasks_end_once_each_in_the_audit_as_the_load_tester_counts_them() {
+    use mcp_edge::backend::{Pool, PoolOptions};
+    use mcp_edge::loadtest::{self, LoadTestArgs};
+    let dir = scratch("tasks");
+    let path = dir.join("audit.jsonl");
+    let pool = Pool::start(PoolOptions::local(1)).unwrap();
+    let cfg = config(
+        &[("p", pool.addrs(), "balance: round_robin")],
+        &format!(
+            "default_route: {{pool: p}}\naudit:\n  sink: file\n  file: {{path: {}}}\n",
+            path.display()
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let target = format!("http://{}/mcp", gw.mcp_addr);
+    let argv = [
+        "--target",
+        &target,
+        "--scenario",
+        "tasks",
+        "--flows",
+        "12",
+        "--concurrency",
+        "4",
+        "--task-cancel-share",
+        "0.3",
+        "--timeout",
+        "20s",
+        "--duration",
+        "120s",
+        "--quiet",
+    ];
+    let args = LoadTestArgs::from_cli(argv).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = rt.block_on(loadtest::execute(&args)).unwrap();
+    let t = &report.measures.tasks;
+    let text = report.summary_text();
+    assert_eq!((t.created, report.errors()), (12, 0), "{text}");
+    assert_eq!(t.created, t.completed + t.cancelled + t.failed, "{text}");
+    let tasks = |gw: &RunningGateway| {
+        let m = crate::support::scrape(gw);
+        crate::support::sample(&m, "mcp_edge_audit_records_total", &["kind=\"task\""])
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || tasks(&gw) >= 12.0),
+        "{}",
+        tasks(&gw)
+    );
+    let rs = records(&path);
+    let count = |kind: &str, outcome: &str| {
+        let n = rs
+            .iter()
+            .filter(|r| r["kind"] == kind && r["outcome"] == outcome)
+            .count();
+        n as u64
+    };
+    assert_eq!(count("call", "task"), t.created);
+    assert_eq!(count("task", "completed"), t.completed, "{text}");
+    assert_eq!(count("task", "cancelled"), t.cancelled, "{text}");
+    assert_eq!(count("task", "failed"), t.failed, "{text}");
+    // Each end names the call that created its task (by the id's digest) and its tool.
+    for end in rs.iter().filter(|r| r["kind"] == "task") {
+        let made: Vec<&Value> = rs
+            .iter()
+            .filter(|r| r["outcome"] == "task" && r["task_id_digest"] == end["task_id_digest"])
+            .collect();
+        assert_eq!(made.len(), 1, "{end}");
+        assert_eq!(made[0]["name"], end["name"], "{end}");
+    }
     drop(gw);
     std::fs::remove_dir_all(&dir).unwrap();
 }

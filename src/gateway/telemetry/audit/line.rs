@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime};
 
 use super::arguments::{self, Redact};
-use super::{Call, CallOutcome, Event, Flow, Record};
+use super::{Call, CallOutcome, Event, Flow, Record, Task};
 
 /// How the writer renders arguments.
 pub(super) struct Render {
@@ -35,6 +35,7 @@ impl Render {
         match &r.event {
             Event::Call(c) => self.call(c, &mut m),
             Event::Flow(f) => flow(f, &mut m),
+            Event::Task(t) => task(t, &mut m),
         }
         m
     }
@@ -55,6 +56,7 @@ impl Render {
         m.insert("status".into(), c.status.into());
         put(m, "round", c.round);
         put(m, "flow_id", c.flow.map(|f| format!("{f:016x}")));
+        put(m, "task_id_digest", c.task.map(|t| format!("{t:016x}")));
         put(m, "trace_id", c.trace.map(|t| format!("{t:032x}")));
         m.insert("duration_ms".into(), ms(c.duration));
         put(m, "upstream_ms", c.upstream.map(ms));
@@ -98,6 +100,15 @@ fn outcome(o: &CallOutcome, m: &mut Map<String, Value>) {
         CallOutcome::Unknown => "unknown",
     };
     m.insert("outcome".into(), name.into());
+}
+
+fn task(t: &Task, m: &mut Map<String, Value>) {
+    m.insert("kind".into(), "task".into());
+    m.insert("name".into(), (*t.tool).into());
+    m.insert("task_id_digest".into(), format!("{:016x}", t.task).into());
+    m.insert("outcome".into(), t.status.into());
+    put(m, "subject", t.subject.clone());
+    put(m, "trace_id", t.trace.map(|t| format!("{t:032x}")));
 }
 
 fn flow(f: &Flow, m: &mut Map<String, Value>) {

@@ -1,6 +1,6 @@
 //! The audit trail (`audit:` in gateway.yaml): one JSON record per `tools/call`, `prompts/get`
-//! and `resources/read` the gateway answered or passed on, and one per MRTR flow when it ends
-//! (completed, failed or abandoned), written by a background thread to standard output or a
+//! and `resources/read` the gateway answered or passed on, one per MRTR flow when it ends
+//! (completed, failed or abandoned) and one per task seen ending, written by a background thread to standard output or a
 //! file rotated by size.
 //!
 //! Never on a request's path: the observe step fills a [`Record`] from what it already knows
@@ -93,6 +93,8 @@ pub struct Call {
     /// The leg's round in its MRTR flow (1 for the first leg), when the gateway follows it.
     pub round: Option<u32>,
     pub flow: Option<u64>,
+    /// The id digest of the task the call created (`outcome: task`), as its task record has it.
+    pub task: Option<u64>,
     pub trace: Option<u128>,
     pub duration: Duration,
     /// From the instance's choice to the end of the response.
@@ -130,11 +132,27 @@ pub struct Flow {
     pub trace: Option<u128>,
 }
 
+/// A task (Tasks extension) seen ending.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// The tool that created it (its metrics label; `_unknown` when this replica did not see
+    /// the creation).
+    pub tool: Arc<str>,
+    /// `completed`, `failed` or `cancelled`.
+    pub status: &'static str,
+    /// The digest of the task id (the creating call's record has the same).
+    pub task: u64,
+    /// The caller of the request that saw the end.
+    pub subject: Option<String>,
+    pub trace: Option<u128>,
+}
+
 /// What a record is about.
 #[derive(Debug, Clone)]
 pub enum Event {
     Call(Box<Call>),
     Flow(Flow),
+    Task(Task),
 }
 
 /// One audit record: when, and what.

@@ -78,6 +78,7 @@ impl Writer {
         let kind = match r.event {
             Event::Call(_) => "call",
             Event::Flow(_) => "flow",
+            Event::Task(_) => "task",
         };
         let fields = self.render.fields(r);
         if let Some(sink) = self.sink.as_mut() {
