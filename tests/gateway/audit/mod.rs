@@ -4,7 +4,8 @@
 //! queue of one counts every record it cannot take as dropped while the gateway keeps
 //! answering, and writes the rest once a reader comes; records name the verified caller, every
 //! outcome (result, tool error, JSON-RPC error, refusal), prompts and resources, and both names
-//! of a federated, prefixed tool.
+//! of a federated, prefixed tool; a flow left after its first leg is recorded abandoned, one
+//! whose retry the server refuses failed, each with its legs under its id.
 
 use crate::support::http::call as mcp_call;
 use crate::support::{config, eventually, sample, scrape};
@@ -258,3 +259,77 @@ fn a_sink_nobody_reads_drops_and_counts_while_the_gateway_keeps_answering() {
 
 mod otlp;
 mod records;
+
+#[test]
+fn a_flow_left_after_its_first_leg_is_recorded_abandoned_and_an_error_fails_one() {
+    let dir = scratch("abandon");
+    let path = dir.join("audit.jsonl");
+    let pool = Pool::start(PoolOptions::local(1)).unwrap();
+    let cfg = config(
+        &[("mrtr", pool.addrs(), "balance: round_robin")],
+        &format!(
+            "default_route: {{pool: mrtr}}\nflows: {{timeout: 1s}}\naudit:\n  sink: file\n  file: {{path: {}}}\n",
+            path.display()
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let elicit = json!({"elicitation": {}});
+    let first = |id: i64| {
+        let r = mcp_call(
+            gw.mcp_addr,
+            id,
+            "create_repo",
+            json!({"repo": "x"}),
+            elicit.clone(),
+            Some("alice"),
+            json!({}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["result"].clone()
+    };
+    let left = first(1);
+    assert_eq!(left["resultType"], "input_required");
+    // The second flow's retry comes from another caller: the server refuses its state, and
+    // the flow fails.
+    let failing = first(2);
+    let state = failing["requestState"].clone();
+    let extra = json!({"inputResponses": {"github_login": {"action": "accept", "content": {"name": "o"}}}, "requestState": state});
+    let r = mcp_call(
+        gw.mcp_addr,
+        3,
+        "create_repo",
+        json!({"repo": "x"}),
+        elicit.clone(),
+        Some("bob"),
+        extra,
+    );
+    assert!(r.json().get("error").is_some(), "{}", r.text());
+    // A scrape sweeps the flows whose timeout passed.
+    let flows = |outcome: &str| {
+        records(&path)
+            .into_iter()
+            .filter(|r| r["kind"] == "flow" && r["outcome"] == outcome)
+            .collect::<Vec<_>>()
+    };
+    let done = eventually(Duration::from_secs(10), || {
+        scrape(&gw);
+        !flows("abandoned").is_empty() && !flows("failed").is_empty()
+    });
+    assert!(done, "{:?}", records(&path));
+    let (a, f) = (&flows("abandoned")[0], &flows("failed")[0]);
+    assert_eq!(
+        (&a["name"], &a["rounds"]),
+        (&json!("create_repo"), &json!(1)),
+        "{a}"
+    );
+    assert_eq!(f["rounds"], 2, "{f}");
+    let legs = |id: &Value| {
+        records(&path)
+            .into_iter()
+            .filter(|r| r["kind"] == "call" && &r["flow_id"] == id)
+            .count()
+    };
+    assert_eq!((legs(&a["flow_id"]), legs(&f["flow_id"])), (1, 2));
+    drop(gw);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
