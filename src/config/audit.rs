@@ -116,6 +116,40 @@ fn d_service() -> String {
     "mcp-edge".into()
 }
 
+/// What `mcp-edge check` prints of the audit trail (nothing when it is off).
+pub(super) fn describe(a: &AuditConfig) -> String {
+    if !a.enabled() {
+        return String::new();
+    }
+    let mut sinks = Vec::new();
+    match (&a.sink, &a.file) {
+        (AuditSink::Stdout, _) => sinks.push("stdout".to_string()),
+        (AuditSink::File, Some(f)) => sinks.push(format!(
+            "file {} (rotated at {} bytes, {} kept)",
+            f.path.display(),
+            f.max_bytes,
+            f.keep
+        )),
+        _ => {}
+    }
+    if let Some(o) = &a.otlp {
+        sinks.push(format!("OTLP logs to {}", o.endpoint));
+    }
+    let args = match a.arguments {
+        AuditArguments::Digest => "arguments as their SHA-256 only".to_string(),
+        AuditArguments::Full => format!(
+            "arguments in full, {} key(s) and {} pattern(s) redacted",
+            a.redact.keys.len(),
+            a.redact.patterns.len()
+        ),
+    };
+    format!(
+        "\naudit trail\n  to {}; {args}; queue {} (past it records are dropped and counted)\n",
+        sinks.join(" and "),
+        a.queue
+    )
+}
+
 pub(super) fn validate(a: &AuditConfig, pos: &Positions, file: &str) -> Result<(), ConfigError> {
     let err = |path: &str, msg: String| ConfigError::at(file, pos.near(path), msg);
     if a.sink == AuditSink::File {
@@ -199,6 +233,9 @@ mod tests {
         let c = Config::parse(&ok, "g.yaml").unwrap();
         let f = c.audit.file.as_ref().unwrap();
         assert_eq!((f.max_bytes, f.keep, c.audit.queue), (100 << 20, 5, 8192));
+        let printed = c.describe();
+        assert!(printed.contains("audit trail\n  to file "), "{printed}");
+        assert!(printed.contains("1 key(s) and 1 pattern(s) redacted"), "{printed}");
         let e = err("audit:\n  sink: file\n");
         assert_eq!(e.line, Some(5), "{e}");
         assert!(e.message.contains("audit.file.path"), "{e}");
@@ -215,6 +252,7 @@ mod tests {
         assert!(e.message.contains("http://"), "{e}");
         let c = Config::parse(&format!("{MIN}audit:\n  otlp: {{}}\n"), "g.yaml").unwrap();
         assert!(c.audit.enabled(), "otlp alone turns the audit on");
+        assert!(c.describe().contains("OTLP logs to http://127.0.0.1:4318/v1/logs"));
         let e = err("audit:\n  sink: syslog\n");
         assert_eq!(e.line, Some(5), "{e}");
         let e = err(&format!(
