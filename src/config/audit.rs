@@ -235,7 +235,10 @@ mod tests {
         assert_eq!((f.max_bytes, f.keep, c.audit.queue), (100 << 20, 5, 8192));
         let printed = c.describe();
         assert!(printed.contains("audit trail\n  to file "), "{printed}");
-        assert!(printed.contains("1 key(s) and 1 pattern(s) redacted"), "{printed}");
+        assert!(
+            printed.contains("1 key(s) and 1 pattern(s) redacted"),
+            "{printed}"
+        );
         let e = err("audit:\n  sink: file\n");
         assert_eq!(e.line, Some(5), "{e}");
         assert!(e.message.contains("audit.file.path"), "{e}");
@@ -252,7 +255,9 @@ mod tests {
         assert!(e.message.contains("http://"), "{e}");
         let c = Config::parse(&format!("{MIN}audit:\n  otlp: {{}}\n"), "g.yaml").unwrap();
         assert!(c.audit.enabled(), "otlp alone turns the audit on");
-        assert!(c.describe().contains("OTLP logs to http://127.0.0.1:4318/v1/logs"));
+        assert!(c
+            .describe()
+            .contains("OTLP logs to http://127.0.0.1:4318/v1/logs"));
         let e = err("audit:\n  sink: syslog\n");
         assert_eq!(e.line, Some(5), "{e}");
         let e = err(&format!(

@@ -239,3 +239,66 @@ fn tasks_end_once_each_in_the_audit_as_the_load_tester_counts_them() {
     drop(gw);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_stdout_sink_of_mcp_edge_serve_writes_only_records_there() {
+    use crate::support::http::call as mcp_call;
+    use crate::support::{free_port, spawn::Procs};
+    use mcp_edge::backend::{Pool, PoolOptions};
+    use std::io::BufRead;
+    let dir = scratch("stdout");
+    let pool = Pool::start(PoolOptions::local(1)).unwrap();
+    let mcp = free_port();
+    let yaml = format!(
+        "listen: {{mcp: 127.0.0.1:{mcp}, admin: null}}\npools:\n  p: {{instances: [{}]}}\ndefault_route: {{pool: p}}\naudit: {{sink: stdout}}\n",
+        pool.addrs()[0]
+    );
+    let file = dir.join("serve.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-edge"))
+        .args(["serve", "--access-log", "json", "--config"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let _serve = Procs(vec![child]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{mcp}").parse().unwrap();
+    let up = || std::net::TcpStream::connect(addr).is_ok();
+    assert!(
+        eventually(Duration::from_secs(20), up),
+        "serve did not start"
+    );
+    for i in 0..2 {
+        let r = mcp_call(
+            addr,
+            i,
+            "echo",
+            json!({"text": "hi"}),
+            json!({}),
+            None,
+            json!({}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // The access log (JSON too) goes to standard error: standard output has the records only.
+    for i in 0..2 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("an audit line");
+        let r: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            (&r["kind"], &r["name"]),
+            (&json!("call"), &json!("echo")),
+            "{i}: {r}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
