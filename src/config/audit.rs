@@ -89,6 +89,10 @@ pub struct AuditConfig {
     /// `digest` (default) or `full` (the arguments too, after `redact`).
     #[serde(default)]
     pub arguments: AuditArguments,
+    /// With `arguments: full`: only the calls whose name (tool, prompt or resource URI) matches
+    /// one of these patterns carry their arguments; the others only their digest. Empty: all.
+    #[serde(default)]
+    pub full_for: Vec<super::Pattern>,
     #[serde(default)]
     pub redact: AuditRedact,
 }
@@ -138,7 +142,18 @@ pub(super) fn describe(a: &AuditConfig) -> String {
     let args = match a.arguments {
         AuditArguments::Digest => "arguments as their SHA-256 only".to_string(),
         AuditArguments::Full => format!(
-            "arguments in full, {} key(s) and {} pattern(s) redacted",
+            "arguments in full{}, {} key(s) and {} pattern(s) redacted",
+            match a.full_for.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " for {}",
+                    a.full_for
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
             a.redact.keys.len(),
             a.redact.patterns.len()
         ),
@@ -227,7 +242,7 @@ mod tests {
         assert!(!c.audit.enabled());
         let dir = std::env::temp_dir();
         let ok = format!(
-            "{MIN}audit:\n  sink: file\n  file: {{path: {}/a.jsonl}}\n  arguments: full\n  redact: {{keys: [password], patterns: ['sk-[a-z0-9]+']}}\n",
+            "{MIN}audit:\n  sink: file\n  file: {{path: {}/a.jsonl}}\n  arguments: full\n  full_for: [search, 'deploy*']\n  redact: {{keys: [password], patterns: ['sk-[a-z0-9]+']}}\n",
             dir.display()
         );
         let c = Config::parse(&ok, "g.yaml").unwrap();
@@ -236,7 +251,7 @@ mod tests {
         let printed = c.describe();
         assert!(printed.contains("audit trail\n  to file "), "{printed}");
         assert!(
-            printed.contains("1 key(s) and 1 pattern(s) redacted"),
+            printed.contains("in full for search, deploy*, 1 key(s) and 1 pattern(s) redacted"),
             "{printed}"
         );
         let e = err("audit:\n  sink: file\n");

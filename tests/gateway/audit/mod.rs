@@ -50,7 +50,7 @@ fn a_mixed_mrtr_load_test_is_recorded_exactly_with_arguments_redacted() {
     let path = dir.join("audit.jsonl");
     let pool = Pool::start(PoolOptions::local(2)).unwrap();
     let audit = format!(
-        "  sink: file\n  file: {{path: {}, max_bytes: 100000000}}\n  arguments: full\n  redact: {{keys: [amount], patterns: ['pay[a-z]+']}}\n",
+        "  sink: file\n  file: {{path: {}, max_bytes: 100000000}}\n  arguments: full\n  full_for: [charge, 'dep*']\n  redact: {{keys: [amount], patterns: ['pay[a-z]+']}}\n",
         path.display()
     );
     let gw = gateway(&pool, &audit);
@@ -195,6 +195,11 @@ fn a_mixed_mrtr_load_test_is_recorded_exactly_with_arguments_redacted() {
         "{:?}",
         &repo[..2]
     );
+    // full_for names charge and dep*: create_repo's records carry the digest only.
+    let repo_args = rs
+        .iter()
+        .filter(|r| r["name"] == "create_repo" && r.get("arguments").is_some());
+    assert_eq!(repo_args.count(), 0);
     drop(gw);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,6 +10,8 @@ use super::{Call, CallOutcome, Event, Flow, Record, Task};
 /// How the writer renders arguments.
 pub(super) struct Render {
     pub full: bool,
+    /// With `full`: the names whose arguments are written (empty: every name).
+    pub full_for: Vec<crate::config::Pattern>,
     pub redact: Redact,
 }
 
@@ -62,6 +64,11 @@ impl Render {
         put(m, "upstream_ms", c.upstream.map(ms));
     }
 
+    fn allows(&self, name: Option<&str>) -> bool {
+        let name = name.unwrap_or("");
+        self.full_for.is_empty() || self.full_for.iter().any(|p| p.matches(name))
+    }
+
     fn arguments(&self, c: &Call, m: &mut Map<String, Value>) {
         if c.body.is_empty() {
             return; // streamed to the instance unread (a sampled-out, large body)
@@ -69,7 +76,7 @@ impl Render {
         match arguments::of_body(c.method, &c.body) {
             Ok(mut args) => {
                 m.insert("arguments_sha256".into(), arguments::digest(&args).into());
-                if self.full {
+                if self.full && self.allows(c.name.as_deref()) {
                     self.redact.apply(&mut args);
                     m.insert("arguments".into(), args);
                 }

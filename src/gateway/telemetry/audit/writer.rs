@@ -23,6 +23,7 @@ pub(super) fn spawn(
 ) -> anyhow::Result<()> {
     let render = Render {
         full: cfg.arguments == crate::config::audit::AuditArguments::Full,
+        full_for: cfg.full_for.clone(),
         redact: super::arguments::Redact::new(&cfg.redact)?,
     };
     let sink = match (&cfg.sink, &cfg.file) {
