@@ -9,6 +9,9 @@
 #   haproxy    haproxy nbthread 1 (use_backend on req.hdr(mcp-name), http-reuse always)
 #   edge-1.0   mcp-edge release build, threads 1, validation.sample 1.0 (full body check)
 #   edge-0.0   the same with validation.sample 0.0 (header-only, body streamed)
+#   edge-audit (with --audit) edge-1.0 with the audit trail on: file sink under the run's
+#              directory, arguments: full with a redacted key (plus --audit-yaml's YAML, e.g.
+#              argument_policy rules on echo), to compare with edge-1.0 in the same rounds
 # Each proxy gets one worker. Measured: requests/s, p50 and p99 (wrk --latency), ratio to
 # nginx, and the proxy's CPU time per request (utime+stime of the process and its children from
 # /proc/PID/stat, before/after each run, divided by the requests wrk completed).
@@ -18,11 +21,12 @@
 # TLS 1.3 and HTTP/2 (h2 by ALPN, h2c) rows against nginx: bench/compare-tls.sh.
 #
 # Usage: bench/compare.sh [--smoke] [--rounds N] [--duration SECS] [--no-docs]
-#                         [--edge-bin PATH] [--extra NAME=PATH]...
+#                         [--edge-bin PATH] [--extra NAME=PATH]... [--audit [--audit-yaml FILE]]
 #   --smoke     1 s runs, one round, no warm-up, no docs: checks that everything starts and answers
 #   --extra     another mcp-edge binary measured with sample 1.0 in the same run (before/after)
 #   --only "T1 T2"  measure only these targets (e.g. "nginx edge-1.0"; extras are always measured)
 #   --no-docs   print the table only (default: also write the generated part of docs/benchmarks.md)
+#   --audit     also measure edge-audit (see above); implies --no-docs
 # Raw outputs go to target/bench/compare-<date>/. Every process started here is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +40,8 @@ WRITE_DOCS=1
 EDGE_BIN=""
 EXTRA=()
 ONLY=""
+AUDIT=0
+AUDIT_YAML=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) SMOKE=1; ROUNDS=1; DURATION=1; WARMUP=0; WRITE_DOCS=0 ;;
@@ -45,7 +51,9 @@ while [ $# -gt 0 ]; do
     --edge-bin) EDGE_BIN=$2; shift ;;
     --extra) EXTRA+=("$2"); shift ;;
     --only) ONLY=$2; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --audit) AUDIT=1; WRITE_DOCS=0 ;;
+    --audit-yaml) AUDIT=1; WRITE_DOCS=0; AUDIT_YAML=$2; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -78,6 +86,7 @@ EDGE1=$((BASE + 3))
 EDGE0=$((BASE + 4))
 BACKEND=$((BASE + 5))
 EDGEB=$((BASE + 6))
+EDGEA=$((BASE + 7))
 EXTRA_PORT0=$((BASE + 10))
 
 
@@ -190,6 +199,17 @@ if [ -n "$ONLY" ]; then read -r -a TARGETS <<<"$ONLY"; fi
 declare -A PORT=([direct]=$UP [nginx]=$NGX [haproxy]=$HAP [edge-1.0]=$EDGE1 [edge-0.0]=$EDGE0)
 declare -A PROC=([direct]=upstream [nginx]=nginx [haproxy]=haproxy [edge-1.0]=edge-1.0 [edge-0.0]=edge-0.0)
 i=0
+if [ "$AUDIT" = 1 ]; then
+  {
+    edge_conf $EDGEA $UP 1.0
+    printf 'audit:\n  sink: file\n  file: {path: %s, max_bytes: 104857600, keep: 1}\n  arguments: full\n  redact: {keys: [password]}\n' "$OUT/audit.jsonl"
+    if [ -n "$AUDIT_YAML" ]; then cat "$AUDIT_YAML"; fi
+  } >"$OUT/edge-audit.yaml"
+  start edge-audit "$EDGE_BIN" serve --config "$OUT/edge-audit.yaml"
+  TARGETS+=(edge-audit)
+  PORT[edge-audit]=$EDGEA
+  PROC[edge-audit]=edge-audit
+fi
 for e in "${EXTRA[@]}"; do
   name=${e%%=*}
   bin=$(realpath "${e#*=}")

@@ -23,6 +23,7 @@ impl Config {
         }
         self.describe_caches(&mut out);
         out.push_str(&super::policy::describe(&self.argument_policy));
+        out.push_str(&super::audit::describe(&self.audit));
         self.describe_limits(&mut out);
         out.push_str(&super::legacy::describe(&self.legacy, self.endpoints()));
         self.describe_timeouts(&mut out);

@@ -8,8 +8,9 @@
 //! section is the credentials component's own, `crate::credentials::config`), `routes` (route
 //! table, default route, validation share), `rate_limits`, `limits` (sizes, metrics label
 //! bound), `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and
-//! tracing), `redis`, `federation`. Across topics: `validate` (cross-key checks with positions)
-//! and `describe` (what `mcp-edge check` prints); durations are read by `crate::values`.
+//! tracing), `redis`, `federation`, `audit`. Across topics: `validate` (cross-key checks with
+//! positions) and `describe` (what `mcp-edge check` prints); durations are read by
+//! `crate::values`.
 
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+pub(crate) mod audit;
 pub(crate) mod redis;
 pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
 pub(crate) mod auth;
@@ -160,6 +162,9 @@ pub struct Config {
     /// `config::pins`; each pool opts in with `pools.<name>.pins`).
     #[serde(default)]
     pub pins: pins::PinsConfig,
+    /// The audit trail: one record per call, read and get (see `config::audit`); off by default.
+    #[serde(default)]
+    pub audit: audit::AuditConfig,
 }
 
 fn d_dns_refresh() -> Duration {

@@ -53,6 +53,7 @@ impl Config {
         super::legacy::validate(&self.legacy, pos, file)?;
         super::policy::validate(&self.argument_policy, pos, file)?;
         super::pins::validate(&self.pins, pos, file)?;
+        super::audit::validate(&self.audit, pos, file)?;
         if let Some(f) = &self.federation {
             f.validate(self, &err)?;
         }

@@ -1,7 +1,8 @@
 //! The byte-level JSON tokenizer under [`super::result_scan`]: tracks strings, escapes and
 //! nesting of a JSON-RPC response and reads only `result`/`error` and, inside `result`,
 //! `resultType`, `requestState` (hashed as it passes, decoded) and, for the Tasks extension,
-//! `taskId` (hashed the same way) and `status`. Fixed memory.
+//! `taskId` (hashed the same way) and `status`, and `result.isError` and `error.code` (for the
+//! audit trail). Fixed memory.
 
 use super::digest::StateHasher;
 use super::verdict::{ResultKind, TaskStatus, Verdict};
@@ -17,6 +18,8 @@ enum Member {
     RequestState,
     TaskId,
     Status,
+    IsError,
+    Code,
 }
 
 /// What the string being read is.
@@ -59,6 +62,13 @@ pub(super) struct JsonScan {
     pub(super) in_result: bool,
     pub(super) saw_result: bool,
     pub(super) saw_error: bool,
+    /// The value of the current depth-1 member `error` is an object.
+    pub(super) in_error: bool,
+    /// `result.isError` is `true`.
+    is_error: bool,
+    /// Reading the digits of `error.code`: (negative, value so far).
+    code: Option<(bool, i64)>,
+    reading_code: bool,
     result_type: Option<ResultKind>,
     hasher: Option<StateHasher>,
     state_digest: Option<u64>,
@@ -101,6 +111,11 @@ impl JsonScan {
             state_digest: self.state_digest.filter(|_| !self.bad_state),
             task_digest: self.task_digest.filter(|_| !self.bad_task),
             task_status: self.task_status,
+            tool_error: self.is_error && kind == ResultKind::Complete,
+            error_code: self
+                .code
+                .filter(|_| kind == ResultKind::Error)
+                .map(|(neg, v)| if neg { -v } else { v }),
         }
     }
 
@@ -112,6 +127,13 @@ impl JsonScan {
         if let Some(kind) = self.in_string {
             self.string_byte(kind, b);
             return;
+        }
+        if self.reading_code {
+            if let (true, Some((_, v))) = (b.is_ascii_digit(), self.code.as_mut()) {
+                *v = v.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+                return;
+            }
+            self.reading_code = false;
         }
         match b {
             b'{' | b'[' => {
@@ -129,6 +151,7 @@ impl JsonScan {
             b'}' | b']' => {
                 if self.depth == 2 {
                     self.in_result = false;
+                    self.in_error = false;
                 }
                 self.depth = self.depth.saturating_sub(1);
                 self.expect_key = false;
@@ -181,10 +204,27 @@ impl JsonScan {
                     self.saw_result = true;
                     self.in_result = first == b'{';
                 }
-                Member::Error => self.saw_error = true,
+                Member::Error => {
+                    self.saw_error = true;
+                    self.in_error = first == b'{';
+                }
                 _ => {}
             }
             self.key1 = Member::Other;
+        } else if self.depth == 2 && self.in_error && self.key2 == Member::Code {
+            if first == b'-' || first.is_ascii_digit() {
+                let v = if first == b'-' {
+                    0
+                } else {
+                    i64::from(first - b'0')
+                };
+                self.code = Some((first == b'-', v));
+                self.reading_code = true;
+            }
+            self.key2 = Member::Other;
+        } else if self.depth == 2 && self.in_result && self.key2 == Member::IsError {
+            self.is_error = first == b't';
+            self.key2 = Member::Other;
         } else if self.depth == 2 && self.in_result && first != b'"' {
             // resultType / requestState that is not a string: not ours to read.
             self.key2 = Member::Other;
@@ -341,6 +381,8 @@ impl JsonScan {
                     (2, b"requestState") if self.in_result => Member::RequestState,
                     (2, b"taskId") if self.in_result => Member::TaskId,
                     (2, b"status") if self.in_result => Member::Status,
+                    (2, b"isError") if self.in_result => Member::IsError,
+                    (2, b"code") if self.in_error => Member::Code,
                     _ => Member::Other,
                 };
                 if self.depth == 1 {

@@ -130,7 +130,8 @@ impl ResultScanner {
     /// `result` was read).
     pub(crate) fn done(&self) -> bool {
         self.sse.is_none()
-            && (self.json.saw_error || (self.json.saw_result && !self.json.in_result))
+            && ((self.json.saw_error && !self.json.in_error)
+                || (self.json.saw_result && !self.json.in_result))
     }
 
     /// `resultType` is `input_required` (the old scanner's question).
@@ -189,6 +190,22 @@ mod tests {
         );
         let lone = r#"{"result":{"resultType":"input_required","requestState":"\ud83d!"}}"#;
         assert_eq!(all_chunkings(lone, false).state_digest, None);
+    }
+
+    #[test]
+    fn reads_tool_errors_and_error_codes() {
+        let tool = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"no","isError":true}],"isError" : true}}"#;
+        let v = all_chunkings(tool, false);
+        assert!(v.tool_error && v.kind == ResultKind::Complete, "{v:?}");
+        let fine = r#"{"result":{"content":[{"isError":true}],"isError":false}}"#;
+        assert!(!all_chunkings(fine, false).tool_error);
+        let err = r#"{"jsonrpc":"2.0","id":4,"error":{"message":"bad","data":{"code":7},"code": -32602}}"#;
+        let v = all_chunkings(err, false);
+        assert_eq!((v.kind, v.error_code), (ResultKind::Error, Some(-32602)));
+        let odd = r#"{"error":{"code":"x"}}"#;
+        assert_eq!(all_chunkings(odd, false).error_code, None);
+        let sse = "data: {\"id\":1,\"error\":{\"code\":-32001,\"message\":\"m\"}}\n\n";
+        assert_eq!(all_chunkings(sse, true).error_code, Some(-32001));
     }
 
     #[test]

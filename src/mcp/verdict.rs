@@ -75,4 +75,8 @@ pub struct Verdict {
     pub task_digest: Option<u64>,
     /// `result.status` when it is a task status.
     pub task_status: Option<TaskStatus>,
+    /// A complete result with `isError: true` (the tool failed).
+    pub tool_error: bool,
+    /// An error response's `error.code`, when it is an integer.
+    pub error_code: Option<i64>,
 }

@@ -3,7 +3,7 @@
 //! and the spoofing rules (`cases`, `spoofing`, `keys`, `param_headers`), forwarding over
 //! HTTP/1.1 and h2 (`forward`, `http2`, `direct_leg`, `upstream_leg`, `detached_stream`,
 //! `parked`), limits and metrics (`limits_metrics`, `global_limits`, `limit_flood`,
-//! `concurrency`), the argument policy (`policy`), MRTR flows, tasks and traces (`flows`, `tasks`, `traces`), routing and
+//! `concurrency`), the argument policy (`policy`), the audit trail (`audit`), MRTR flows, tasks and traces (`flows`, `tasks`, `traces`), routing and
 //! balancing (`routing`), the edge cache (`cache`), auth and upstream credentials (`auth`,
 //! `auth_sdk`, `credentials`), TLS on both sides (`tls`, `upstream_tls`), federation
 //! (`federation`), the console and explain (`console`), and hostile clients (`abuse`,
@@ -25,6 +25,7 @@ mod support;
 
 mod abuse;
 mod attacks;
+mod audit;
 mod auth;
 mod auth_sdk;
 mod bridge;

@@ -18,8 +18,9 @@
 //!    stream handed to its own task).
 //! 5. [`response`]: the instance's answer on its way back (passive health, list filter, cache
 //!    store, flow scanning); [`failure`] when there is none.
-//! 6. [`observe`]: the finished request's metrics, flow and span.
+//! 6. [`observe`]: the finished request's metrics, flow and span; its [`audit`] record.
 
+pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
 pub(crate) mod cache;

@@ -1,6 +1,7 @@
 //! Where a finished request meets its flow and its span: the glue between [`RequestCtx`] and the
 //! plain [`flows`](crate::gateway::telemetry::flows) store and [`trace`](crate::gateway::telemetry::trace) exporter, called once from
-//! `logging`. With flows and tracing off it returns at its first line.
+//! `logging`. With flows and tracing off it returns at its first line. The audit record is
+//! built after them ([`super::audit`]), with the leg's round and flow.
 
 use std::time::{Instant, SystemTime};
 
@@ -11,11 +12,11 @@ use crate::gateway::telemetry::trace::SpanInfo;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::{ResultKind, Verdict};
 
-/// Record the request's leg in its flow and export its span.
-pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) {
+/// Record the request's leg in its flow and export its span; the leg's place in its flow.
+pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) -> Option<LegFlow> {
     let gw = ctx.gw.clone();
     if gw.flows.is_none() && gw.tracing.is_none() {
-        return;
+        return None;
     }
     let verdict = ctx
         .scanner
@@ -35,7 +36,11 @@ pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) {
             verdict,
         };
         let (tasks, m) = (&store.tasks, &gw.metrics.flows.tasks);
-        crate::gateway::telemetry::task_count::observe(tasks, m, answer, tool, Instant::now());
+        let end =
+            crate::gateway::telemetry::task_count::observe(tasks, m, answer, tool, Instant::now());
+        if let Some(end) = end {
+            super::audit::task_ended(ctx, end);
+        }
     }
     let flow = gw.flows.as_ref().and_then(|store| {
         let method = ctx.method.as_deref()?;
@@ -49,7 +54,7 @@ pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) {
     });
     if let (Some(tracing), Some(leg)) = (&gw.tracing, &ctx.trace) {
         if !leg.sampled {
-            return;
+            return flow;
         }
         let info = SpanInfo {
             outcome,
@@ -60,6 +65,7 @@ pub fn finished(ctx: &RequestCtx, status: u16, outcome: Outcome) {
         };
         tracing.export(leg, &info);
     }
+    flow
 }
 
 fn leg(ctx: &RequestCtx, status: u16, verdict: Verdict, request_state: Option<u64>) -> Leg {
@@ -116,6 +122,7 @@ pub(crate) fn finish_request(
     body_bytes_sent: usize,
     headers: &http::HeaderMap,
 ) {
+    let upstream = ctx.upstream_since.map(|t| t.elapsed());
     ctx.release_instance();
     // Flows and spans: the leg's round, its flow's end, its span (nothing when both are off).
     if ctx.trace.is_none() {
@@ -143,7 +150,15 @@ pub(crate) fn finish_request(
         || ctx.identity.as_ref().map(|i| i.subject.clone()),
     );
     crate::gateway::telemetry::metrics::access_log(&outcome);
-    finished(ctx, status, outcome);
+    let flow = finished(ctx, status, outcome);
+    if ctx.gw.audit.is_some() {
+        let verdict = ctx
+            .scanner
+            .as_ref()
+            .map(|s| s.verdict())
+            .unwrap_or_default();
+        super::audit::record(ctx, status, &verdict, flow.as_ref(), upstream);
+    }
     ctx.slots = None;
 }
 

@@ -74,7 +74,7 @@ pub(crate) fn on_header(
     let ct = content_type.map_or(&b""[..], |v| v.as_bytes());
     if name_field(ctx.method.as_deref().unwrap_or("")).is_some() {
         // With flows and tracing off, only the input_required metric needs the body.
-        let follow = gw.flows.is_some() || gw.tracing.is_some();
+        let follow = gw.flows.is_some() || gw.tracing.is_some() || gw.audit.is_some();
         ctx.scanner = ResultScanner::for_response(ct, follow);
     }
     auth::on_response_header(ctx, upstream_response);

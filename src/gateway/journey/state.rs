@@ -24,8 +24,8 @@ use crate::gateway::telemetry::trace::Tracing;
 
 mod parts;
 use parts::{
-    asserted_headers, build_credentials, build_limits, carry_flows, carry_metrics, carry_tracing,
-    upstream_header,
+    asserted_headers, build_credentials, build_limits, carry_audit, carry_flows, carry_metrics,
+    carry_tracing, upstream_header,
 };
 
 /// Everything the proxy needs, built from a [`Config`] (and rebuilt on reload).
@@ -49,6 +49,8 @@ pub struct Gateway {
     pub flows: Option<Arc<FlowStore>>,
     /// The span exporter (`None`, the default, when tracing is off).
     pub tracing: Option<Arc<Tracing>>,
+    /// The audit trail's queue (`None`, the default, when `audit.sink` is off).
+    pub audit: Option<Arc<crate::gateway::telemetry::audit::Audit>>,
     pub(crate) upstream_header: Option<http::HeaderName>,
     /// The response headers the gateway asserts (`upstream_header`, `x-mcp-edge-retry-landing`):
     /// no spelling of them from an upstream reaches the client ([`crate::gateway::journey::response`]).
@@ -169,6 +171,7 @@ impl Gateway {
         );
         let flows = carry_flows(&config, previous);
         let tracing = carry_tracing(&config, previous)?;
+        let audit = carry_audit(&config, &metrics, flows.as_deref(), previous)?;
         let auth = crate::auth::Auth::new(
             &config,
             metrics.auth.clone(),
@@ -233,6 +236,7 @@ impl Gateway {
             pool_limits,
             flows,
             tracing,
+            audit,
             peers,
         })
     }

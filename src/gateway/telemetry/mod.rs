@@ -8,9 +8,11 @@
 //!   entries that expire: [`expiring`]).
 //! - [`trace`]: W3C trace context and OTLP spans.
 //! - [`recent`]: the ring of recent refusals the console shows, and whose fault each one was.
+//! - [`audit`]: the audit trail, one record per call and per flow, written off the request path.
 //! - [`history`]: per-second and per-minute points of what the gateway served, for the
 //!   console's charts, read from the metrics.
 
+pub mod audit;
 pub(crate) mod expiring;
 pub(crate) mod flow_metrics;
 pub mod flows;

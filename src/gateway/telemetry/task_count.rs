@@ -171,15 +171,18 @@ pub(crate) struct TaskAnswer<'a> {
     pub verdict: Verdict,
 }
 
+/// A task's end, counted once: its tool label, terminal status and id digest.
+pub(crate) type TaskEnd = (Arc<str>, TaskStatus, u64);
+
 /// Count what one forwarded answer says about a task; `tool_label` gives the tool's bounded
-/// label (asked only when the answer created a task).
+/// label (asked only when the answer created a task). The task's end, when this answer is it.
 pub(crate) fn observe(
     map: &TaskMap,
     m: &TaskMetrics,
     a: TaskAnswer<'_>,
     tool_label: impl FnOnce() -> Arc<str>,
     now: Instant,
-) {
+) -> Option<TaskEnd> {
     let TaskAnswer {
         method,
         name,
@@ -187,7 +190,7 @@ pub(crate) fn observe(
         verdict,
     } = a;
     if !ok {
-        return;
+        return None;
     }
     let by_name = || name.map(state_digest);
     match method {
@@ -195,19 +198,18 @@ pub(crate) fn observe(
             if let Some(d) = verdict.task_digest {
                 map.created(d, tool_label(), now, m);
             }
+            None
         }
         Some(tasks::GET) => {
-            if let (Some(st), Some(d)) = (verdict.task_status, verdict.task_digest.or_else(by_name))
-            {
-                map.status(d, st, now, m);
-            }
+            let (st, d) = (verdict.task_status?, verdict.task_digest.or_else(by_name)?);
+            map.status(d, st, now, m).map(|tool| (tool, st, d))
         }
         Some(tasks::CANCEL) if verdict.kind == ResultKind::Complete => {
-            if let Some(d) = by_name() {
-                map.status(d, TaskStatus::Cancelled, now, m);
-            }
+            let d = by_name()?;
+            let st = TaskStatus::Cancelled;
+            map.status(d, st, now, m).map(|tool| (tool, st, d))
         }
-        _ => {}
+        _ => None,
     }
 }
 

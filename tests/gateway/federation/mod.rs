@@ -14,7 +14,7 @@ mod freshness;
 mod init;
 mod policies;
 mod routing;
-mod scripted;
+pub(crate) mod scripted;
 mod sdk;
 
 use crate::support;

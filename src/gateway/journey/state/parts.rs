@@ -115,6 +115,24 @@ pub(super) fn carry_tracing(
     })
 }
 
+/// The audit trail: kept over a reload whose `audit` settings did not change (its writer
+/// goes on), else a new writer; the flow store reports flow ends to it.
+pub(super) fn carry_audit(
+    config: &Config,
+    metrics: &Metrics,
+    flows: Option<&FlowStore>,
+    previous: Option<&Gateway>,
+) -> anyhow::Result<Option<Arc<crate::gateway::telemetry::audit::Audit>>> {
+    let audit = match previous {
+        Some(p) if p.config.audit == config.audit => p.audit.clone(),
+        _ => crate::gateway::telemetry::audit::Audit::start(&config.audit, &metrics.audit)?,
+    };
+    if let Some(f) = flows {
+        f.audit.store(audit.clone());
+    }
+    Ok(audit)
+}
+
 /// The pools' credentials (their metrics registered once, carried over reloads).
 pub(super) fn build_credentials(
     config: &Config,

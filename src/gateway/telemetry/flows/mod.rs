@@ -13,6 +13,10 @@
 //! The store is per replica. Entries expire in the order they were made (one timeout for all),
 //! so a FIFO of deadlines finds the expired ones without a scan ([`crate::gateway::telemetry::expiring`]); past
 //! `flows.max_tracked` entries the oldest is dropped and counted as evicted.
+//!
+//! A flow's id is the digest of the state its first leg was answered with: every later leg
+//! carries it ([`LegFlow::flow`]), and the audit trail, when on, gets one record per flow that
+//! completes, fails or is abandoned ([`crate::gateway::telemetry::audit`]).
 
 use crate::gateway::telemetry::expiring::Expiring;
 pub(crate) use crate::gateway::telemetry::flow_metrics::FlowMetrics;
@@ -20,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::FlowsConfig;
+use crate::gateway::telemetry::audit::{self, Audit, FlowEnd};
 use crate::mcp::result_scan::{ResultKind, Verdict};
 
 /// A span of one leg, for links between the legs of a flow.
@@ -44,6 +49,8 @@ pub(crate) struct Entry {
     /// (pool, instance) that served leg 1 of the flow.
     pub first_instance: Option<(usize, usize)>,
     pub span: Option<SpanRef>,
+    /// The flow's id (the digest of its first leg's state).
+    pub flow: u64,
 }
 
 /// One finished leg, as the flow stage sees it.
@@ -71,6 +78,8 @@ pub struct LegFlow {
     pub round: u32,
     /// The previous leg's span, to link to.
     pub previous_span: Option<SpanRef>,
+    /// The flow's id (the digest of the state its first leg was answered with).
+    pub flow: u64,
 }
 
 /// The bounded store of flows waiting for their next leg.
@@ -80,6 +89,8 @@ pub struct FlowStore {
     pub tasks: crate::gateway::telemetry::task_count::TaskMap,
     pub timeout: Duration,
     pub max: usize,
+    /// Where flow ends are recorded (set by each gateway built with this store).
+    pub(crate) audit: arc_swap::ArcSwapOption<Audit>,
 }
 
 impl FlowStore {
@@ -92,6 +103,7 @@ impl FlowStore {
             ),
             timeout: cfg.timeout,
             max: cfg.max_tracked.max(1),
+            audit: Default::default(),
         }
     }
 
@@ -124,14 +136,14 @@ impl FlowStore {
     /// Count the flows whose state expired unseen as abandoned.
     pub(crate) fn sweep(&self, now: Instant, m: &FlowMetrics) {
         let mut inner = self.lock();
-        expire(&mut inner, now, m);
+        self.expire(&mut inner, now, m);
         m.tracked.set(inner.len() as i64);
     }
 
     /// Record a finished leg: its round, the wait since the previous leg, the flow's end.
     pub fn finish_leg(&self, leg: &Leg, now: Instant, m: &FlowMetrics) -> Option<LegFlow> {
         let mut inner = self.lock();
-        expire(&mut inner, now, m);
+        self.expire(&mut inner, now, m);
         let out = self.leg(&mut inner, leg, now, m);
         m.tracked.set(inner.len() as i64);
         out
@@ -151,6 +163,7 @@ impl FlowStore {
             return Some(LegFlow {
                 round: prev.round + 1,
                 previous_span: prev.span,
+                flow: prev.flow,
             });
         }
         let prev = leg.request_state.and_then(|d| inner.remove(&d));
@@ -166,30 +179,36 @@ impl FlowStore {
         } else {
             leg.verdict.kind
         };
-        match (kind, leg.verdict.state_digest, &prev) {
+        let flow = match (kind, leg.verdict.state_digest, &prev) {
             (ResultKind::InputRequired, Some(digest), _) => {
                 let origin = match &prev {
-                    Some(p) => (p.flow_started, p.first_instance),
-                    None => (leg.started, leg.instance),
+                    Some(p) => (p.flow_started, p.first_instance, p.flow),
+                    None => (leg.started, leg.instance, digest),
                 };
                 self.insert(inner, digest, leg, round, origin, now, m);
+                origin.2
             }
             // A call answered with a task completed its MRTR rounds: the task goes on.
             (ResultKind::Complete | ResultKind::Task, _, Some(p)) => {
                 count_completed(m, leg, round, now.saturating_duration_since(p.flow_started));
+                self.ended(p, FlowEnd::Completed, round, now);
+                p.flow
             }
             // An error, a response that said nothing, or input_required without a state to
             // follow: the flow ends here as far as this replica can tell.
-            (_, _, Some(_)) => {
+            (_, _, Some(p)) => {
                 m.flows
                     .with_label_values(&[leg.method, &leg.name, "failed"])
                     .inc();
+                self.ended(p, FlowEnd::Failed, round, now);
+                p.flow
             }
             (_, _, None) => return None,
-        }
+        };
         Some(LegFlow {
             round,
             previous_span: prev.and_then(|p| p.span),
+            flow,
         })
     }
 
@@ -200,7 +219,7 @@ impl FlowStore {
         digest: u64,
         leg: &Leg,
         round: u32,
-        (flow_started, first_instance): (Instant, Option<(usize, usize)>),
+        (flow_started, first_instance, flow): (Instant, Option<(usize, usize)>, u64),
         now: Instant,
         m: &FlowMetrics,
     ) {
@@ -215,6 +234,7 @@ impl FlowStore {
                 instance: leg.instance,
                 first_instance,
                 span: leg.span,
+                flow,
             },
             now,
             |_| m.evicted.inc(),
@@ -222,12 +242,35 @@ impl FlowStore {
     }
 }
 
-fn expire(inner: &mut Expiring<Entry>, now: Instant, m: &FlowMetrics) {
-    inner.expire(now, |e| {
-        m.flows
-            .with_label_values(&[e.method, &e.name, "abandoned"])
-            .inc()
-    });
+impl FlowStore {
+    fn expire(&self, inner: &mut Expiring<Entry>, now: Instant, m: &FlowMetrics) {
+        inner.expire(now, |e| {
+            m.flows
+                .with_label_values(&[e.method, &e.name, "abandoned"])
+                .inc();
+            self.ended(&e, FlowEnd::Abandoned, e.round, now);
+        });
+    }
+
+    /// A flow's end for the audit trail, when it is on: `rounds` legs were answered.
+    fn ended(&self, e: &Entry, end: FlowEnd, rounds: u32, now: Instant) {
+        let guard = self.audit.load();
+        let Some(audit) = guard.as_deref() else {
+            return;
+        };
+        audit.submit(audit::Record {
+            time: std::time::SystemTime::now(),
+            event: audit::Event::Flow(audit::Flow {
+                method: e.method,
+                name: e.name.clone(),
+                flow: e.flow,
+                end,
+                rounds,
+                duration: now.saturating_duration_since(e.flow_started),
+                trace: e.span.map(|s| s.trace_id),
+            }),
+        });
+    }
 }
 
 /// A leg that continues a tracked flow: the client's wait since the previous answer, and

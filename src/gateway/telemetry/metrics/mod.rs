@@ -106,6 +106,7 @@ pub struct Metrics {
     pub bridge: bridge::BridgeMetrics,
     /// The requestState seal's metrics ([`crate::gateway::stages::seal`]).
     pub seal: seal::SealMetrics,
+    pub audit: crate::gateway::telemetry::audit::AuditMetrics,
     /// The balancer's view of each instance ([`crate::gateway::stages::balance::metrics`]).
     pub balance: balance::BalanceMetrics,
     /// The last refused or failed requests, for the console ([`crate::gateway::telemetry::recent`]).
@@ -199,6 +200,7 @@ impl Metrics {
             federation: federation::FederationMetrics::register(&registry)?,
             bridge: bridge::BridgeMetrics::register(&registry)?,
             seal: seal::SealMetrics::register(&registry)?,
+            audit: crate::gateway::telemetry::audit::AuditMetrics::register(&registry)?,
             balance: balance::BalanceMetrics::register(&registry)?,
             recent: Default::default(),
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
