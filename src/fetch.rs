@@ -1,7 +1,7 @@
 //! One bounded HTTP(S) exchange to a URL an operator configured: the GET of a JWKS, the POST of
 //! an RFC 7662 introspection ([`crate::auth`]), or a token request ([`crate::credentials`],
 //! which also reads refusals: [`send_status`]). Below both components, which share it.
-//! Connect, TLS for https (the Mozilla roots plus an optional private CA), send, read at most
+//! Connect, TLS for https (trusting what [`crate::tls_util::trust_roots`] says), send, read at most
 //! [`MAX_BODY`] bytes, all within a timeout.
 //!
 //! Why this is a client of its own, not the one of the gateway's other own calls (health
@@ -10,7 +10,7 @@
 //! requests go through this module); it writes MCP POSTs to an instance the
 //! balancer already resolved, over the pool's TLS settings, and reads answers with the upstream
 //! leg's pingora-typed parser. Here the peer is any URL an operator configures (its host
-//! resolved here, the Mozilla roots plus `ca_file`), the requests are a GET and form POSTs, and
+//! resolved here, trusting `ca_file` or the system's store), the requests are a GET and form POSTs, and
 //! a `Cache-Control` is read. Sharing would mean moving the gateway's HTTP/1.1 reader below both
 //! layers: not worth it for two small exchanges. What they do share is the CA-bundle reader
 //! ([`crate::tls_util::read_roots`]).
@@ -26,15 +26,11 @@ use std::time::Duration;
 /// The largest JWKS accepted.
 pub(crate) const MAX_BODY: usize = 1024 * 1024;
 
-/// The TLS client settings for https sources: the Mozilla roots, plus `ca_file`'s certificates.
+/// The TLS client settings for https sources: `ca_file`'s certificates, or the system's
+/// ([`crate::tls_util::trust_roots`]).
 pub(crate) fn tls_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let mut roots = match ca_file {
-        Some(path) => {
-            crate::tls_util::read_roots(path).map_err(|e| anyhow::anyhow!("ca_file: {e}"))?
-        }
-        None => rustls::RootCertStore::empty(),
-    };
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let roots =
+        crate::tls_util::trust_roots(ca_file).map_err(|e| anyhow::anyhow!("ca_file: {e}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

@@ -1,7 +1,8 @@
 //! rustls pieces the gateway, auth (JWKS, introspection and token endpoints) and the load tester
 //! share: the one reading of a PEM certificate file ([`read_chain`]) and of a CA bundle into a
-//! root store ([`read_roots`]), errors naming the file and what is wrong; the verifier of
-//! `verify: false` / `--insecure`.
+//! root store ([`read_roots`]), errors naming the file and what is wrong; the one trust policy
+//! of every outgoing TLS connection ([`trust_roots`]); the verifier of `verify: false` /
+//! `--insecure`.
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -36,6 +37,35 @@ pub(crate) fn read_roots(path: &Path) -> Result<RootCertStore, String> {
         roots
             .add(c)
             .map_err(|e| format!("{}: a CA certificate is not usable: {e}", path.display()))?;
+    }
+    Ok(roots)
+}
+
+/// What an outgoing TLS connection trusts, one policy for pools (and their health probes), auth
+/// sources (JWKS, introspection), token endpoints and the load tester:
+///
+/// - a configured CA file (`ca_file`, `--cacert`) is the whole trust: only its certificates,
+///   so a private PKI is never widened to every public CA;
+/// - without one, the system's store (`SSL_CERT_FILE` / `SSL_CERT_DIR` honoured), which is what
+///   pingora's connector trusts for a pool's forwarded requests, so a probe and the requests it
+///   vouches for agree;
+/// - on a system with no usable store (a minimal container), the Mozilla roots built in
+///   (webpki-roots), so verification still works, said once in the log.
+pub(crate) fn trust_roots(ca_file: Option<&Path>) -> Result<RootCertStore, String> {
+    if let Some(path) = ca_file {
+        return read_roots(path);
+    }
+    let mut roots = RootCertStore::empty();
+    // pingora's own reading of the store, the one its connector uses.
+    if pingora::tls::load_platform_certs_incl_env_into_store(&mut roots).is_err() {
+        roots = RootCertStore::empty();
+    }
+    if roots.is_empty() {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!("no usable CA certificates in the system's store; trusting the Mozilla roots built in (install ca-certificates, or set ca_file)");
+        });
+        roots.roots = webpki_roots::TLS_SERVER_ROOTS.to_vec();
     }
     Ok(roots)
 }

@@ -9,8 +9,9 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::http::{in_band, reject, Body, Instance};
+use super::instance::Instance;
 use super::mrtr::{mrtr, Flow};
+use super::respond::{in_band, reject, Body};
 use super::tools::{self, TaskSupport, LIST_TTL_MS};
 use crate::mcp::methods::*;
 use crate::mcp::tasks;

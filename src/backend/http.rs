@@ -1,8 +1,9 @@
 //! The HTTP side of one backend instance: the validation ladder, up to the method dispatch.
 //!
-//! This file owns what every request goes through and the shapes of the answers; the method
-//! dispatch is in [`super::dispatch`], tools/call and prompts/get (MRTR) in [`super::mrtr`],
-//! and the SSE answers (progress, logging, listen streams) in [`super::stream`].
+//! This file owns what every request goes through; the shapes of the answers are
+//! [`super::respond`], the instance [`super::instance`], the method dispatch
+//! [`super::dispatch`], tools/call and prompts/get (MRTR) [`super::mrtr`], and the SSE answers
+//! (progress, logging, listen streams) [`super::stream`].
 //!
 //! One endpoint, `POST /mcp`. Checks run in this order (the spec does not fix one; this is
 //! ours), first failure wins: path (404) → `Origin` / `Host` (403) → HTTP method (405,
@@ -13,22 +14,18 @@
 //! `requestState`) go in band with HTTP 200, as the TypeScript SDK does.
 
 use bytes::Bytes;
-use futures::channel::mpsc;
-use futures::SinkExt;
 use http::{header as h, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Either, Full, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
-use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use http_body_util::{BodyExt, Either, Full, Limited};
+use hyper::body::Incoming;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
 
-use super::state::StateCodec;
+pub(crate) use super::instance::{Instance, Shared};
+use super::respond::{full, json_response, reject, Body};
 use crate::mcp::{
-    check_request, codes, envelope, error_body, meta, result_body, result_type, sse_event, Claims,
-    Rejection, VersionPolicy, DEFAULT_ENDPOINT, PROTOCOL_VERSION,
+    check_request, codes, envelope, error_body, Claims, VersionPolicy, DEFAULT_ENDPOINT,
+    PROTOCOL_VERSION,
 };
 
 /// The one protocol version this server implements.
@@ -36,195 +33,12 @@ pub(crate) const POLICY: VersionPolicy = VersionPolicy::Exactly(&[PROTOCOL_VERSI
 
 /// How long a client may take to send its body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Interval of SSE keep-alive comments on listen streams.
-pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
-
-pub(crate) type SseRx = mpsc::Receiver<Result<Frame<Bytes>, Infallible>>;
-pub(super) type SseTx = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
-/// Response body: a buffered JSON answer, or an SSE stream fed by a task.
-pub(crate) type Body = Either<Full<Bytes>, StreamBody<SseRx>>;
-
-/// A list-changed event, fanned out to the listen streams of every instance of a pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Change {
-    Tools,
-    Prompts,
-}
-
-/// What the instances of one pool share.
-use super::ledger::Ledger;
-use super::tasks::TaskStore;
-
-pub(crate) struct Shared {
-    pub codec: StateCodec,
-    pub ledger: Ledger,
-    /// Allowed `Origin` values: the local ones and `--allow-origin` (`*` = any), matched by the
-    /// gateway's rule ([`crate::config::OriginsConfig::allows`]).
-    pub origins: crate::config::OriginsConfig,
-    /// Allowed `Host` names (without port); `None` = not checked.
-    pub hosts: Option<Vec<String>>,
-    pub changes: broadcast::Sender<Change>,
-    /// Tasks (Tasks extension) created by the instances of this pool.
-    pub tasks: TaskStore,
-    /// Where the caller's identity comes from: this header (set by a gateway that verified
-    /// the caller), or, when `None`, the bearer token.
-    pub principal_header: Option<http::HeaderName>,
-    pub shutdown: watch::Receiver<bool>,
-    pub body_limit: usize,
-    /// Added to every answer ([`super::PoolOptions::delay`]).
-    pub delay: Duration,
-    /// Added to `tools/call` answers of these tools.
-    pub tool_delays: Vec<(String, Duration)>,
-    /// Most requests each instance works on at once (`--max-concurrent`; 0: no bound).
-    pub max_concurrent: usize,
-}
-
-impl Shared {
-    /// How long to hold the answer to a request of `method` on `name` (`--delay`,
-    /// `--tool-delay`).
-    pub(crate) fn delay_for(&self, method: &str, name: Option<&str>) -> Duration {
-        let tool = (method == crate::mcp::methods::TOOLS_CALL)
-            .then(|| {
-                self.tool_delays
-                    .iter()
-                    .find(|(t, _)| Some(t.as_str()) == name)
-            })
-            .flatten()
-            .map_or(Duration::ZERO, |(_, d)| *d);
-        self.delay + tool
-    }
-
-    /// The principal of a request: SHA-256 of the bearer token, or, with a principal header
-    /// configured, of that header's one value (`anonymous` when it is absent or repeated).
-    pub(crate) fn principal(&self, headers: &HeaderMap) -> String {
-        let Some(name) = &self.principal_header else {
-            return super::state::principal_of(crate::mcp::header::bearer_token(headers));
-        };
-        let mut values = headers.get_all(name).iter();
-        match (values.next().and_then(|v| v.to_str().ok()), values.next()) {
-            (Some(v), None) if !v.trim().is_empty() => {
-                super::state::principal_of(Some(&format!("subject:{}", v.trim())))
-            }
-            _ => "anonymous".into(),
-        }
-    }
-}
-
-/// One instance: its id and the `_meta` every result carries.
-pub(crate) struct Instance {
-    pub id: String,
-    pub shared: Arc<Shared>,
-    meta: Value,
-    /// The owner hint in the ids of the tasks this instance creates
-    /// ([`crate::mcp::tasks::owner_hint`] of its advertised address).
-    pub task_hint: String,
-    /// Turns to work on a request (`--max-concurrent`): more wait, so latency rises with load.
-    work: Option<Arc<tokio::sync::Semaphore>>,
-}
-
-impl Instance {
-    /// An instance reachable at `advertise` (`host:port`, as a gateway's pool lists it).
-    pub(crate) fn new(id: String, shared: Arc<Shared>, advertise: &str) -> Self {
-        let meta = json!({
-            meta::SERVER_INFO: {"name": "mcp-edge-backend", "version": env!("CARGO_PKG_VERSION")},
-            meta::EDGE_INSTANCE: id,
-        });
-        Instance {
-            id,
-            meta,
-            task_hint: crate::mcp::tasks::owner_hint(advertise),
-            work: (shared.max_concurrent > 0)
-                .then(|| Arc::new(tokio::sync::Semaphore::new(shared.max_concurrent))),
-            shared,
-        }
-    }
-}
 
 pub(crate) async fn handle(
     inst: Arc<Instance>,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
     Ok(serve(&inst, req).await)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Responses
-
-pub(super) fn full(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Body> {
-    let mut r = Response::new(Either::Left(Full::new(body.into())));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(h::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
-
-pub(super) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
-    full(status, "application/json", body)
-}
-
-pub(super) fn reject(rej: &Rejection, id: Option<&RawValue>) -> Response<Body> {
-    tracing::debug!(
-        reason = rej.reason,
-        status = rej.status,
-        code = rej.code,
-        "rejected: {}",
-        rej.message
-    );
-    let status = StatusCode::from_u16(rej.status).unwrap_or(StatusCode::BAD_REQUEST);
-    json_response(status, rej.body(id))
-}
-
-/// An in-band JSON-RPC error (HTTP 200).
-pub(super) fn in_band(
-    id: &RawValue,
-    code: i32,
-    message: &str,
-    data: Option<&Value>,
-) -> Response<Body> {
-    json_response(StatusCode::OK, error_body(Some(id), code, message, data))
-}
-
-pub(super) fn sse_response(rx: SseRx) -> Response<Body> {
-    let mut r = Response::new(Either::Right(StreamBody::new(rx)));
-    let hs = r.headers_mut();
-    hs.insert(
-        h::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    hs.insert(h::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    hs.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
-}
-
-pub(super) async fn send_frame(tx: &mut SseTx, message: &[u8]) -> bool {
-    tx.send(Ok(Frame::data(Bytes::from(sse_event(message)))))
-        .await
-        .is_ok()
-}
-
-impl Instance {
-    /// Add `resultType` and the instance `_meta` to a result object.
-    pub(super) fn finish(&self, kind: &str, mut result: Value) -> Value {
-        if let Value::Object(m) = &mut result {
-            m.insert(
-                crate::mcp::mrtr::RESULT_TYPE.into(),
-                Value::String(kind.into()),
-            );
-            m.insert("_meta".into(), self.meta.clone());
-        }
-        result
-    }
-
-    pub(super) fn ok(&self, id: &RawValue, result: Value) -> Response<Body> {
-        json_response(
-            StatusCode::OK,
-            result_body(id, &self.finish(result_type::COMPLETE, result)),
-        )
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@
 mod cli;
 mod dispatch;
 pub(crate) mod http;
+pub(crate) mod instance;
 pub mod ledger;
 mod mrtr;
+mod respond;
 pub mod state;
 mod stream;
 pub(crate) mod tasks;
@@ -38,7 +40,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
-use self::http::{Instance, Shared};
+use self::instance::{Instance, Shared};
 
 /// Environment variable that may hold the state key (when no --state-key-file is given).
 pub(crate) const STATE_KEY_ENV: &str = "MCP_EDGE_STATE_KEY";

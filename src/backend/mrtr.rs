@@ -10,14 +10,15 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::http::{in_band, json_response, reject, Body, Instance};
+use super::instance::Instance;
+use super::respond::{in_band, json_response, missing_caps, reject, Body};
 use super::state::{request_digest, StateCodec, StateError, StatePayload};
 use super::tasks::serve as tasks;
 use super::tools::{self, Call, Outcome, TaskSupport};
 use crate::mcp::caching::param_matches;
 use crate::mcp::header::{self, Claim};
 use crate::mcp::mrtr::{INPUT_REQUESTS, INPUT_RESPONSES, REQUEST_STATE};
-use crate::mcp::{codes, meta, result_body, result_type, Rejection};
+use crate::mcp::{codes, result_body, result_type, Rejection};
 
 // ---------------------------------------------------------------------------------------------
 // tools/call and prompts/get
@@ -31,26 +32,6 @@ pub(super) struct Flow<'a> {
     pub(super) param_headers: &'static [(&'static str, &'static str)],
     pub(super) task: TaskSupport,
     pub(super) run: fn(&Call) -> Result<Outcome, Outcome>,
-}
-
-pub(super) fn missing_caps(required: Value) -> Rejection {
-    let names: Vec<&str> = required
-        .as_object()
-        .map(|m| m.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    Rejection::new(
-        400,
-        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        "capability-missing",
-        format!(
-            "This request needs the client capabilit{} {} in params._meta[\"{}\"]; declare {} and retry",
-            if names.len() == 1 { "y" } else { "ies" },
-            names.join(", "),
-            meta::CLIENT_CAPABILITIES,
-            required
-        ),
-    )
-    .with_data(json!({ "requiredCapabilities": required }))
 }
 
 /// One tools/call or prompts/get leg: its arguments and capabilities checked, the returned

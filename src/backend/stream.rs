@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
 
-use super::http::{in_band, send_frame, sse_response, Body, Change, Instance, KEEPALIVE};
+use super::instance::{Change, Instance};
+use super::respond::{in_band, send_frame, sse_response, Body, KEEPALIVE};
 use super::tools::Special;
 use crate::mcp::methods::*;
 use crate::mcp::mrtr::RESULT_TYPE;

@@ -15,7 +15,7 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::rustls::crypto;
 use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::rustls::ClientConfig;
 use tokio_rustls::TlsConnector;
 
 /// A complete answer (of this client or of [`super::client::Http`] over plain TCP).
@@ -47,16 +47,8 @@ pub(crate) fn client_config(opts: &TlsOptions) -> anyhow::Result<ClientConfig> {
             )))
             .with_no_client_auth()
     } else {
-        let roots = match &opts.cacert {
-            Some(p) => {
-                crate::tls_util::read_roots(p).map_err(|e| anyhow::anyhow!("--cacert {e}"))?
-            }
-            None => {
-                let mut r = RootCertStore::empty();
-                r.roots = webpki_roots::TLS_SERVER_ROOTS.to_vec();
-                r
-            }
-        };
+        let roots = crate::tls_util::trust_roots(opts.cacert.as_deref())
+            .map_err(|e| anyhow::anyhow!("--cacert {e}"))?;
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -32,6 +32,7 @@ mod bulk;
 pub mod fast;
 mod keep;
 mod keys;
+mod punt;
 mod scanner;
 pub mod walk;
 

@@ -141,13 +141,15 @@ fn multi_round_flows_give_their_rounds_waits_and_durations() {
     assert_eq!(h("mcp_edge_mrtr_flow_rounds", "create_repo", "count"), 2.0);
     assert_eq!(h("mcp_edge_mrtr_flow_rounds", "create_repo", "sum"), 4.0);
     assert_eq!(h("mcp_edge_mrtr_flow_rounds", "deploy", "sum"), 3.0);
-    // Waits between rounds: two for create_repo (each at least the think time), two for deploy.
+    // Waits between rounds: two for create_repo (each about the think time: the gateway stamps
+    // an answer once it has written it, which may be a little after the client, already
+    // thinking, read it; so a wait may fall short of it by that much), two for deploy.
     assert_eq!(
         h("mcp_edge_mrtr_round_wait_seconds", "create_repo", "count"),
         2.0
     );
     let waits = h("mcp_edge_mrtr_round_wait_seconds", "create_repo", "sum");
-    assert!(waits >= 0.6 && waits < elapsed, "{waits}");
+    assert!(waits >= 0.5 && waits < elapsed, "{waits}");
     assert_eq!(
         h("mcp_edge_mrtr_round_wait_seconds", "deploy", "count"),
         2.0

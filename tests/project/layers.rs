@@ -20,7 +20,7 @@ const LAYERS: &[&str] = &[
     "runtime",
 ];
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
@@ -32,7 +32,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The module path of a file under `src/gateway/` (`stages/cache/flow.rs` -> stages, cache, flow).
-fn module_of(root: &Path, file: &Path) -> Vec<String> {
+pub(crate) fn module_of(root: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(root).unwrap().with_extension("");
     let mut m: Vec<String> = rel
         .iter()
@@ -46,7 +46,7 @@ fn module_of(root: &Path, file: &Path) -> Vec<String> {
 
 /// The source without comments and without its inline unit-test module (`mod tests { .. }`
 /// at the end; a `mod tests;` declaration is skipped as a file of its own, [`test_files`]).
-fn code_of(text: &str) -> String {
+pub(crate) fn code_of(text: &str) -> String {
     let cut = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
     text[..cut]
         .lines()
@@ -60,7 +60,7 @@ fn code_of(text: &str) -> String {
 
 /// The files of unit-test modules declared out of line (`#[cfg(test)]`, an optional
 /// `#[path = ".."]`, then `mod name;`): test code may reach any layer, so it is not read.
-fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+pub(crate) fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
     for f in files {
         let text = std::fs::read_to_string(f).unwrap();
@@ -112,6 +112,12 @@ fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
 /// Every path the code names that starts at `crate::gateway` or `super`, resolved to a module
 /// path under the gateway (brace groups spread out; only the leading segments matter).
 fn named_paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
+    named_paths_from(code, me, "crate::gateway::")
+}
+
+/// Every path the code names that starts at `prefix` (the root the module paths are under),
+/// `super` or `self`, resolved to a module path under that root.
+pub(crate) fn named_paths_from(code: &str, me: &[String], prefix: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     let mut i = 0;
@@ -120,8 +126,10 @@ fn named_paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
         let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
         let start = if !boundary {
             None
-        } else if let Some(r) = rest.strip_prefix("crate::gateway::") {
-            Some((Vec::new(), r, i + "crate::gateway::".len()))
+        } else if let Some(r) = rest.strip_prefix(prefix) {
+            Some((Vec::new(), r, i + prefix.len()))
+        } else if let Some(r) = rest.strip_prefix("self::") {
+            Some((me.to_vec(), r, i + "self::".len()))
         } else if rest.starts_with("super::") {
             let mut base = me.to_vec();
             let mut r = rest;
@@ -192,7 +200,7 @@ fn spread(s: &str) -> Vec<Vec<String>> {
 }
 
 /// The longest prefix of `path` that is a module (a file or a folder) under the gateway.
-fn module_named(root: &Path, path: &[String]) -> Vec<String> {
+pub(crate) fn module_named(root: &Path, path: &[String]) -> Vec<String> {
     for n in (1..=path.len()).rev() {
         let p: PathBuf = path[..n].iter().collect();
         if root.join(&p).with_extension("rs").is_file() || root.join(&p).is_dir() {

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use super::jobs::{drive, run, Job};
 use super::{Entry, Stop, TaskCtx};
-use crate::backend::http::{in_band, json_response, reject, Body, Instance};
-use crate::backend::mrtr::missing_caps;
+use crate::backend::instance::Instance;
+use crate::backend::respond::{in_band, json_response, missing_caps, reject, Body};
 use crate::mcp::mrtr::INPUT_RESPONSES;
 use crate::mcp::tasks::{self, EXTENSION};
 use crate::mcp::{codes, result_body, result_type};

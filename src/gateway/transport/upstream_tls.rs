@@ -197,12 +197,7 @@ fn probe_config(
     } else {
         let roots = match roots {
             Some(r) => r,
-            None => {
-                let mut r = rustls::RootCertStore::empty();
-                pingora::tls::load_platform_certs_incl_env_into_store(&mut r)
-                    .map_err(|e| format!("cannot load the system's CA certificates: {e}"))?;
-                r
-            }
+            None => crate::tls_util::trust_roots(None)?,
         };
         b.with_root_certificates(roots).with_no_client_auth()
     };

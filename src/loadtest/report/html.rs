@@ -1,30 +1,14 @@
 //! The HTML report: one self-contained page (inline CSS and SVG, no script, no font or image
 //! from anywhere, no URL at all). This file owns the page (summary cards, tables, CSS); the
 //! charts are [`super::html_charts`] (drawn with [`super::html_svg`]), the sections beyond
-//! latencies [`super::html_extra`].
+//! latencies [`super::html_findings`].
 
 use std::fmt::Write as _;
 
 use super::html_charts::{instance_chart, p99_chart, percentile_chart, throughput_chart};
-use super::html_svg::num;
+use super::html_svg::{esc, num};
 use super::{LatencySummary, Report};
 use crate::loadtest::measure::LegKind;
-
-/// Escape text for HTML content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 fn lat_cells(s: &LatencySummary) -> String {
     if s.count == 0 {
@@ -121,7 +105,7 @@ pub(crate) fn render(r: &Report) -> String {
     header(&mut o, r, &checks);
     cards(&mut o, r);
     checks_section(&mut o, &checks);
-    o.push_str(&super::html_extra::sections(r));
+    o.push_str(&super::html_findings::sections(r));
     charts(&mut o, r);
     latency_table(&mut o, r);
     operations_table(&mut o, r);
@@ -368,12 +352,4 @@ fn footer(o: &mut String, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes() {
-        assert_eq!(
-            esc("<a href='x'>&\"</a>"),
-            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
-        );
-    }
 }

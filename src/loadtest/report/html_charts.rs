@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::html_svg::esc;
 use super::html_svg::*;
 use super::{percentile_curve, Report};
 use crate::loadtest::measure::{InstanceCounts, LegKind};

@@ -1,11 +1,26 @@
-//! The SVG toolkit of the HTML report: colours, "nice" axes, number formatting, the plot frame
-//! (axes, grid, ticks), polylines and legends. Plain string building; no data of the report.
+//! The toolkit of the HTML report: escaping ([`esc`]), colours, "nice" axes, number formatting,
+//! the plot frame (axes, grid, ticks), polylines and legends. Plain string building; no data of
+//! the report.
 //! Every label is placed from an estimate of its width ([`text_width`]), so none runs past the
 //! edge of its chart.
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+/// Escape text for HTML content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
 
 pub(super) const BLUE: &str = "#2563eb";
 pub(super) const ORANGE: &str = "#ea580c";
@@ -210,6 +225,14 @@ pub(super) fn legend(items: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+    }
 
     #[test]
     fn nice_axes() {

@@ -5,12 +5,13 @@
 
 pub(crate) mod html;
 mod html_charts;
-mod html_extra;
+mod html_findings;
 mod html_svg;
 #[cfg(test)]
 mod html_tests;
 pub(crate) mod json;
 pub(crate) mod shards;
+pub(crate) mod table;
 pub(crate) mod tasks;
 pub(crate) mod text;
 

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use super::html::esc;
+use super::html_svg::esc;
 use super::{LatencySummary, Report};
 use crate::loadtest::task_measure::{TaskLanding, TaskMeasures, TaskReq};
 
@@ -78,14 +78,14 @@ pub(crate) fn text(r: &Report) -> String {
         out,
         "  polls per task: mean {mean:.1} · p50 {p50} · max {max}"
     );
-    let mut rows = vec![super::text::LAT_HEADER
+    let mut rows = vec![super::table::LAT_HEADER
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
     for (name, s, errors) in lat_rows(t) {
-        rows.push(super::text::lat_row(&name, &s, errors));
+        rows.push(super::table::lat_row(&name, &s, errors));
     }
-    out.push_str(&super::text::table(&rows, 1));
+    out.push_str(&super::table::table(&rows, 1));
     let all = t.landing_all();
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ use serde_json::{Map, Number, Value};
 use std::fmt;
 
 use super::super::strict::{case_variant, case_variant_of, check_new_key, Key, SeenKeys};
-use super::walk::State;
+use super::walk::state::State;
 use super::{meta, Envelope, MAX_DEPTH, META_MEMBERS, PARAMS_MEMBERS};
 
 /// Where a [`Build`] object sits, for the duplicate-key message.

@@ -7,7 +7,7 @@
 //! A key is its place in the body (two offsets) and its hash: it stays in registers, and its
 //! text is looked at again only when two hashes are equal.
 
-use super::scanner::{Punt, Scan};
+use super::punt::{Punt, Scan};
 use crate::mcp::strict::{fold_chars, fold_eq};
 
 const ONES: u64 = 0x0101_0101_0101_0101;

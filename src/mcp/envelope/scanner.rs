@@ -16,17 +16,12 @@
 //! reading](super::bulk), which holds to the same rules.
 
 use super::keys::Seen;
+pub(crate) use super::punt::{Punt, Scan};
 use crate::mcp::strict::MAX_DEPTH;
 
 /// A container with at least this much body left (from its bracket on) is read by the
 /// [bulk](super::bulk) passes; a smaller one byte by byte, which costs less than a block.
 const BULK: usize = 64;
-
-/// Not accepted by the scan: the serde walk decides.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Punt;
-
-pub(crate) type Scan<T> = Result<T, Punt>;
 
 /// A string's content (between the quotes, escapes not decoded).
 #[derive(Debug, Clone, Copy)]

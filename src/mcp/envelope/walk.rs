@@ -9,12 +9,14 @@ use serde_json::value::RawValue;
 use std::fmt;
 
 use super::super::strict::{
-    case_variant, case_variant_of, check_new_key, scalars, Faults, Key, SeenKeys, Walk,
+    case_variant, case_variant_of, check_new_key, scalars, Key, SeenKeys, Walk,
 };
 use super::{is_notification_method, keep, Envelope, EnvelopeError, TOP_MEMBERS};
 
 mod members;
+pub(super) mod state;
 use members::{meta_member, next_string, other_member, params_member, skip_value};
+use state::State;
 
 /// [`super::parse`] without the fast scan: the reference reading.
 pub fn parse(body: &[u8]) -> Result<Envelope, EnvelopeError> {
@@ -97,17 +99,6 @@ fn required_members(
         });
     }
     Ok(env)
-}
-
-#[derive(Default)]
-pub(super) struct State {
-    pub(super) env: Envelope,
-    pub(super) jsonrpc: Option<String>,
-    pub(super) has_result_or_error: bool,
-    pub(super) faults: Faults,
-    /// Build `params` into [`State::params`] (see [`super::parse_keeping_params`]).
-    pub(super) keep_params: bool,
-    pub(super) params: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Which object a [`Fields`] visitor is reading.

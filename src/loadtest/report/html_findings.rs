@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::html_svg::esc;
 use super::{error_label, LatencySummary, Report};
 
 fn row(o: &mut String, cells: &[String]) {
