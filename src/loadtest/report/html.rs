@@ -349,7 +349,3 @@ fn footer(o: &mut String, r: &Report) {
     o.push_str("</main></body></html>\n");
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-}
