@@ -348,4 +348,3 @@ fn footer(o: &mut String, r: &Report) {
     );
     o.push_str("</main></body></html>\n");
 }
-
