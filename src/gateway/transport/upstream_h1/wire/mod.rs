@@ -272,5 +272,4 @@ fn size_line(buf: &mut BytesMut) -> Result<Option<u64>> {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;
