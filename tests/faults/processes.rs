@@ -73,7 +73,12 @@ fn killing_an_instance_loses_at_most_what_was_in_flight_and_it_is_ejected_then_r
     let gw = RunningGateway::start(cfg).unwrap();
     let concurrency = 6;
     let running = load(&gw, "4s", concurrency);
-    std::thread::sleep(Duration::from_millis(1000));
+    // Mid-load: once the gateway has answered a good share of calls.
+    let served = || sample(&scrape(&gw), "mcp_edge_requests_total", &[]) >= 100.0;
+    assert!(
+        eventually(Duration::from_secs(10), served),
+        "the load never got going"
+    );
 
     // SIGKILL instance 3 mid-load.
     let victim = addrs[2].to_string();
@@ -241,7 +246,19 @@ fn a_bad_reload_is_refused_and_the_old_config_keeps_serving() {
     std::fs::write(&file, good.replace("default_route", "default_rout")).unwrap();
     let pid = child.id();
     assert!(support::programs::signal(pid, "HUP"));
-    std::thread::sleep(Duration::from_millis(300));
+    // The console's snapshot says when the reload was refused.
+    let refused = || {
+        let r = raw(
+            admin_addr,
+            b"GET /-/console.json HTTP/1.1\r\nHost: x\r\n\r\n",
+        );
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        v["config"]["last_reload"]["ok"] == serde_json::Value::Bool(false)
+    };
+    assert!(
+        eventually(Duration::from_secs(10), refused),
+        "SIGHUP's reload was never refused"
+    );
     assert_eq!(
         post(mcp_addr, &refs(&call_headers("t")), &call(1, "t")).status,
         200
@@ -392,7 +409,8 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
 
     // Clients keep calling through the whole hand-over, each on a new connection.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop2 = stop.clone();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (stop2, served2) = (stop.clone(), served.clone());
     let clients = std::thread::spawn(move || {
         let (mut ok, mut failed) = (0, Vec::new());
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -403,14 +421,19 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
                 (&s).write_all(&req)?;
                 read_reply(&mut BufReader::new(s))
             }) {
-                Ok(r) if r.status == 200 => ok += 1,
+                Ok(r) if r.status == 200 => {
+                    ok += 1;
+                    served2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(r) => failed.push(format!("status {}", r.status)),
                 Err(e) => failed.push(e.to_string()),
             }
         }
         (ok, failed)
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The old process serves some clients before the hand-over starts.
+    let served_by = |n: usize| served.load(std::sync::atomic::Ordering::Relaxed) >= n;
+    assert!(eventually(Duration::from_secs(10), || served_by(5)));
     procs.0.push(serve(&["--upgrade"]));
     // The new process waits on the upgrade socket once it has bound it (the old one retries its
     // connect until the new one listens).
@@ -431,7 +454,11 @@ fn a_zero_downtime_upgrade_hands_the_listeners_to_a_new_process() {
         raw(admin_addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").status,
         200
     );
-    std::thread::sleep(Duration::from_millis(300));
+    // And the new one serves them after it.
+    let before = served.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(eventually(Duration::from_secs(10), || served_by(
+        before + 5
+    )));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (ok, failed) = clients.join().unwrap();
     assert!(ok > 20, "{ok} requests");

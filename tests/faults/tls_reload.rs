@@ -257,7 +257,8 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
 
     // Clients call through the hand-over over TLS, a new connection (and handshake) each time.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (stop2, ca_pem) = (stop.clone(), ca.pem.clone());
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (stop2, served2, ca_pem) = (stop.clone(), served.clone(), ca.pem.clone());
     let clients = std::thread::spawn(move || {
         let (mut ok, mut failed) = (0, Vec::new());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -266,14 +267,20 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
         {
             let cfg = client_config(&ca_pem, None, &[b"http/1.1"]);
             match crate::support::tls::h1(tls, "localhost", cfg, &call_request(1)) {
-                Ok(r) if r.status == 200 => ok += 1,
+                Ok(r) if r.status == 200 => {
+                    ok += 1;
+                    served2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(r) => failed.push(format!("status {}", r.status)),
                 Err(e) => failed.push(e.to_string()),
             }
         }
         (ok, failed)
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The old process serves some clients before the hand-over starts.
+    let served_by = |n: usize| served.load(std::sync::atomic::Ordering::Relaxed) >= n;
+    let soon = std::time::Duration::from_secs(10);
+    assert!(crate::support::eventually(soon, || served_by(5)));
     let mut new = Serve(serve(&["--upgrade"]));
     // The new process waits on the upgrade socket once it has bound it (the old one retries its
     // connect until the new one listens).
@@ -293,7 +300,9 @@ fn a_zero_downtime_upgrade_hands_tls_and_h2c_listeners_to_a_new_process() {
         old.0.wait().unwrap().success(),
         "the old process drains and exits 0"
     );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // And the new one serves them after it.
+    let before = served.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(crate::support::eventually(soon, || served_by(before + 5)));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (ok, failed) = clients.join().unwrap();
     assert!(ok > 10, "{ok} requests");

@@ -288,11 +288,17 @@ fn the_context_is_forwarded_upstream_and_sampling_is_followed() {
         second.starts_with("00-") && second.ends_with("-00"),
         "{second}"
     );
-    std::thread::sleep(Duration::from_millis(1200));
+    // A third, sampled request after it: once its span has arrived, a span of the second (ended
+    // before it) would have too.
     assert_eq!(
-        rx.spans.lock().unwrap().len(),
-        1,
-        "the unsampled request made no span"
+        support::post(gw.mcp_addr, &with_tp, &support::call(3, "echo")).status,
+        200
+    );
+    let spans = rx.wait_for(2);
+    assert_eq!(spans.len(), 2, "the unsampled request made no span");
+    assert!(
+        spans.iter().all(|s| hex(&s.trace_id) == TRACE),
+        "only the sampled trace's spans"
     );
 }
 
