@@ -10,7 +10,7 @@
 # at 5 a second, started before the flood and running through it.
 # Reported per mode: goodput (calls answered 200 a second, and as a share of capacity), p50/p99
 # of the echo calls (shed calls answer in about a millisecond, so with the limit the p99 is
-# about the p98 of admitted calls), calls shed (503 / -31017), and flows: completed, refused at
+# about the p98 of admitted calls), calls shed (503 / -31018), and flows: completed, refused at
 # their first leg (a new call, shed), and retry legs that failed (a flow already started).
 #
 # Usage: bench/overload.sh [--duration SECS] [--slots N] [--delay DURATION] [--edge-bin PATH] [--smoke]
@@ -113,7 +113,7 @@ e = json.load(open(base + "-echo.json"))
 f = json.load(open(base + "-flows.json"))
 ok = e["requests"]["total"] - e["requests"]["errors"]
 goodput = ok / e["elapsed_s"]
-shed = e["errors"]["by_code"].get("-31017", 0)
+shed = e["errors"]["by_code"].get("-31018", 0)
 l = e["latency_ms"]["first"]
 limit = "-"
 for line in open(base + ".metrics"):

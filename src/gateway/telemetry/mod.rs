@@ -11,6 +11,14 @@
 //! - [`audit`]: the audit trail, one record per call and per flow, written off the request path.
 //! - [`history`]: per-second and per-minute points of what the gateway served, for the
 //!   console's charts, read from the metrics.
+//!
+//! **Where a metric family goes (one rule):** every family the gateway registers is declared in
+//! [`metrics`]: the request-level ones (requests, durations, outcomes) in `metrics/mod.rs`, a
+//! component's in `metrics/<component>.rs` (a struct of its families with its `register`, or a
+//! function that makes one), whichever layer records into it. Here is the lowest layer, so every
+//! stage, journey step and transport may name them; a new family never goes beside the code that
+//! counts it. The components outside the gateway (`crate::auth`, `crate::credentials`) keep
+//! theirs in their own `metrics.rs`, registered on the gateway's registry.
 
 pub mod audit;
 pub(crate) mod expiring;

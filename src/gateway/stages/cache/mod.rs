@@ -16,7 +16,6 @@
 pub(crate) mod entry;
 pub(crate) mod flow;
 pub(crate) mod key;
-mod metrics;
 pub(crate) mod params;
 pub(crate) mod sse;
 
@@ -32,10 +31,10 @@ use crate::mcp::methods::RESOURCES_READ;
 use crate::mcp::query::decode_component;
 
 use crate::gateway::stages::route::{RouteRef, RouteTable};
+pub(crate) use crate::gateway::telemetry::metrics::cache::CacheMetrics;
 pub(crate) use entry::Entry;
 pub(crate) use flow::Flow;
 pub(crate) use key::Key;
-pub(crate) use metrics::CacheMetrics;
 
 /// Fixed overhead charged per entry besides its body (headers, key, bookkeeping).
 const ENTRY_OVERHEAD: usize = 256;

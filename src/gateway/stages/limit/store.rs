@@ -13,7 +13,8 @@
 //! `mcp_edge_limit_store_fallbacks_total{limit,policy}`, `mcp_edge_limit_store_up`.
 
 use arc_swap::ArcSwapOption;
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+
+pub use crate::gateway::telemetry::metrics::limits::StoreMetrics;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -63,56 +64,6 @@ impl StoreError {
             StoreError::NotConnected => "not_connected",
             StoreError::CircuitOpen => "circuit_open",
         }
-    }
-}
-
-/// The store's metrics (registered once per registry, kept across reloads).
-pub struct StoreMetrics {
-    latency: Histogram,
-    errors: IntCounterVec,
-    fallbacks: IntCounterVec,
-    up: IntGauge,
-}
-
-impl StoreMetrics {
-    pub fn register(registry: &Registry) -> prometheus::Result<StoreMetrics> {
-        let latency = Histogram::with_opts(
-            HistogramOpts::new(
-                "limit_store_seconds",
-                "Time of one global rate-limit decision in Redis (answered or timed out)",
-            )
-            .buckets(vec![
-                0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-            ]),
-        )?;
-        let errors = IntCounterVec::new(
-            Opts::new(
-                "limit_store_errors_total",
-                "Global rate-limit decisions Redis could not make, by kind (timeout, error, not_connected, circuit_open)",
-            ),
-            &["kind"],
-        )?;
-        let fallbacks = IntCounterVec::new(
-            Opts::new(
-                "limit_store_fallbacks_total",
-                "Requests decided by a limit's on_store_error policy instead of Redis",
-            ),
-            &["limit", "policy"],
-        )?;
-        let up = IntGauge::new(
-            "limit_store_up",
-            "1 while the last Redis decision succeeded and the circuit is closed",
-        )?;
-        registry.register(Box::new(latency.clone()))?;
-        registry.register(Box::new(errors.clone()))?;
-        registry.register(Box::new(fallbacks.clone()))?;
-        registry.register(Box::new(up.clone()))?;
-        Ok(StoreMetrics {
-            latency,
-            errors,
-            fallbacks,
-            up,
-        })
     }
 }
 

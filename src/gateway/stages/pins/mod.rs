@@ -17,7 +17,7 @@
 mod file;
 mod report;
 
-use prometheus::{IntGaugeVec, Opts, Registry};
+use prometheus::{IntGaugeVec, Registry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -167,14 +167,7 @@ impl Inner {
 
 impl PinBook {
     pub(crate) fn new(registry: &Registry) -> prometheus::Result<PinBook> {
-        let changed = IntGaugeVec::new(
-            Opts::new(
-                "tool_definition_changed",
-                "Tools and prompts a pinning pool serves with another definition than the pinned one (held or flagged until approved)",
-            ),
-            &["pool", "kind"],
-        )?;
-        registry.register(Box::new(changed.clone()))?;
+        let changed = crate::gateway::telemetry::metrics::pins::definition_changed(registry)?;
         Ok(PinBook {
             inner: RwLock::new(Inner::default()),
             changed,

@@ -1,6 +1,6 @@
-//! The gateway's metrics: the Prometheus registry, its families (the stages' own in the submodules),
-//! one [`Outcome`] per finished request, and the access-log line (the observe stage,
-//! `journey::observe`, fills them in).
+//! The gateway's metrics: the Prometheus registry, its families (each component's in its own
+//! submodule: the rule is stated in [`super`]), one [`Outcome`] per finished request, and the
+//! access-log line (the observe stage, `journey::observe`, fills them in).
 //!
 //! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
 //! `name` takes the names written in the config plus the first `metrics.name_label_limit` other
@@ -12,8 +12,12 @@ pub use super::outcome::Outcome;
 
 pub(crate) mod balance;
 pub(crate) mod bridge;
+pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod federation;
+pub(crate) mod limits;
+pub(crate) mod listeners;
+pub(crate) mod pins;
 pub(crate) mod seal;
 
 use prometheus::{

@@ -13,7 +13,7 @@ use pingora::protocols::l4::stream::L4BufferSettings;
 use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::GetSocketDigest;
 use pingora::services::listening::Service;
-use prometheus::{GaugeVec, Opts, Registry};
+use prometheus::{GaugeVec, Registry};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,13 +93,7 @@ impl Listeners {
                 mcp.push(l);
             }
         }
-        let expiry = GaugeVec::new(
-            Opts::new(
-                "tls_certificate_expiry_timestamp_seconds",
-                "When each listener's certificate expires (notAfter, Unix seconds)",
-            ),
-            &["listener", "certificate"],
-        )?;
+        let expiry = crate::gateway::telemetry::metrics::listeners::certificate_expiry()?;
         let c = &cfg.connections;
         let buffers = L4BufferSettings::new(c.read_buffer, c.write_buffer);
         let me = Listeners {
