@@ -1,19 +1,28 @@
 //! The audit's writer: a thread that takes records off the queue, renders them
 //! ([`super::line`]) and writes them to standard output or to a file rotated by size
-//! ([`Rotating`]), and exports them as OpenTelemetry logs ([`super::otlp`]). It flushes whenever the queue is empty, and stops when the last sending end
-//! is dropped (a reload that changed `audit:`, or the process ending) after writing what was
-//! queued. A sink that cannot be opened or written loses the record, counted, and is tried
+//! ([`Rotating`]), and exports them as OpenTelemetry logs ([`super::otlp`]). It drains the queue
+//! between short sleeps (a request never wakes it), flushes at least every [`FLUSH_EVERY`], and
+//! stops when the last sending end is dropped (a reload that changed `audit:`, or the process
+//! ending) after writing what was queued. A sink that cannot be opened or written loses the record, counted, and is tried
 //! again on the next one; the error is logged once per failing stretch.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
 
 use super::line::Render;
 use super::otlp::Otlp;
 use super::{AuditMetrics, Event, Record};
 use crate::config::audit::{AuditConfig, AuditSink};
+
+/// Written records go out (file, stdout, OTLP) at least this often.
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+/// The writer's sleep between drains while records are coming.
+const BUSY_NAP: Duration = Duration::from_millis(2);
+/// ... and once none came for a second.
+const IDLE_NAP: Duration = Duration::from_millis(20);
 
 /// Start the writer thread for `cfg`, reading `rx`.
 pub(super) fn spawn(
@@ -46,6 +55,7 @@ pub(super) fn spawn(
         otlp,
         metrics,
         failing: false,
+        unflushed: Vec::new(),
     };
     std::thread::Builder::new()
         .name("mcp-edge-audit".into())
@@ -60,17 +70,43 @@ struct Writer {
     metrics: AuditMetrics,
     /// The sink failed on the last record (its error was logged).
     failing: bool,
+    /// The kinds of the records written to the sink's buffer since its last flush.
+    unflushed: Vec<&'static str>,
 }
 
 impl Writer {
+    /// Take records until every sender is gone. The writer never blocks on the queue: it sleeps
+    /// between drains, so a request that queues a record never has to wake it (a push to a
+    /// queue nobody waits on costs no system call); what is written is flushed at least every
+    /// [`FLUSH_EVERY`], and at the end.
     fn run(&mut self, rx: &Receiver<Record>) {
-        while let Ok(first) = rx.recv() {
-            let mut next = Some(first);
-            while let Some(r) = next {
-                self.one(&r);
-                next = rx.try_recv().ok();
+        let mut flushed = Instant::now();
+        let mut pending = false;
+        let mut last_record = Instant::now();
+        loop {
+            match rx.try_recv() {
+                Ok(r) => {
+                    self.one(&r);
+                    pending = true;
+                    last_record = Instant::now();
+                }
+                Err(TryRecvError::Empty) => {
+                    // Idle for a while: sleep longer (a queue of `audit.queue` records covers a
+                    // burst meanwhile).
+                    let nap = if last_record.elapsed() < Duration::from_secs(1) {
+                        BUSY_NAP
+                    } else {
+                        IDLE_NAP
+                    };
+                    std::thread::sleep(nap);
+                }
+                Err(TryRecvError::Disconnected) => break,
             }
-            self.flush();
+            if pending && flushed.elapsed() >= FLUSH_EVERY {
+                self.flush();
+                pending = false;
+                flushed = Instant::now();
+            }
         }
         self.flush();
     }
@@ -83,13 +119,14 @@ impl Writer {
         };
         let fields = self.render.fields(r);
         if let Some(sink) = self.sink.as_mut() {
-            let mut line = serde_json::Value::Object(fields.clone()).to_string();
+            let mut line = serde_json::to_string(&fields).expect("a JSON map serializes");
             line.push('\n');
             let m = &self.metrics;
             match sink.write(line.as_bytes()) {
                 Ok(()) => {
                     self.failing = false;
-                    m.written.with_label_values(&[kind, sink.name()]).inc();
+                    // Counted once flushed: then it is in the sink.
+                    self.unflushed.push(kind);
                 }
                 Err(e) => {
                     if !self.failing {
@@ -105,10 +142,21 @@ impl Writer {
         }
     }
 
-    /// The queue is empty: what is buffered goes out.
+    /// What is buffered goes out, and the records it held are counted as written (or, when
+    /// the flush fails, as lost).
     fn flush(&mut self) {
-        if let Some(Err(e)) = self.sink.as_mut().map(Sink::flush) {
-            tracing::error!("audit: flushing the sink: {e}");
+        if let Some(sink) = self.sink.as_mut() {
+            let m = &self.metrics;
+            let done = sink.flush();
+            for kind in self.unflushed.drain(..) {
+                match &done {
+                    Ok(()) => m.written.with_label_values(&[kind, sink.name()]).inc(),
+                    Err(_) => m.dropped.with_label_values(&["sink_error"]).inc(),
+                }
+            }
+            if let Err(e) = done {
+                tracing::error!("audit: flushing the sink: {e}");
+            }
         }
         if let Some(o) = self.otlp.as_mut() {
             o.export(&self.metrics);
