@@ -66,20 +66,35 @@ impl Redact {
 /// The arguments of a request body for `method`; `Err` says why they cannot be read (not JSON,
 /// a number past f64, nesting past serde_json's limit).
 pub(crate) fn of_body(method: &str, body: &[u8]) -> Result<Value, String> {
+    use serde_json::value::RawValue;
+    // Only the two members are kept, borrowed from the body; the rest (`_meta`, a retry's
+    // `inputResponses`) is skipped without being built.
     #[derive(serde::Deserialize)]
-    struct Request {
-        #[serde(default)]
-        params: Option<Map<String, Value>>,
+    struct Request<'a> {
+        #[serde(borrow, default)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        uri: Option<&'a RawValue>,
     }
     let req: Request = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-    let mut params = req.params.unwrap_or_default();
+    let params = req.params.unwrap_or(Params {
+        arguments: None,
+        uri: None,
+    });
+    let value = |raw: Option<&RawValue>| -> Result<Option<Value>, String> {
+        raw.map(|r| serde_json::from_str(r.get()).map_err(|e| e.to_string()))
+            .transpose()
+    };
     Ok(if method == methods::RESOURCES_READ {
-        let uri = params.remove("uri").unwrap_or(Value::Null);
+        let uri = value(params.uri)?.unwrap_or(Value::Null);
         Value::Object(Map::from_iter([("uri".to_string(), uri)]))
     } else {
-        params
-            .remove("arguments")
-            .unwrap_or_else(|| Value::Object(Map::new()))
+        value(params.arguments)?.unwrap_or_else(|| Value::Object(Map::new()))
     })
 }
 

@@ -16,9 +16,10 @@ use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::logs::{
     LogBatch, LogExporter as _, SdkLogRecord, SdkLogger, SdkLoggerProvider,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
+use super::line::Fields;
 use super::AuditMetrics;
 use crate::config::audit::AuditOtlp;
 
@@ -63,7 +64,7 @@ impl Otlp {
     pub(super) fn push(
         &mut self,
         time: SystemTime,
-        fields: &Map<String, Value>,
+        fields: &Fields,
         kind: &'static str,
         m: &AuditMetrics,
     ) {
@@ -74,7 +75,7 @@ impl Otlp {
         r.set_severity_number(Severity::Info);
         r.set_severity_text("INFO");
         r.set_body(AnyValue::from(summary(fields)));
-        for (k, v) in fields {
+        for (k, v) in fields.iter() {
             r.add_attribute(format!("mcp.audit.{k}"), any(v));
         }
         self.pending.push((r, kind));
@@ -112,7 +113,7 @@ impl Otlp {
 }
 
 /// One line for a log viewer: `tools/call deploy: input_required`.
-fn summary(fields: &Map<String, Value>) -> String {
+fn summary(fields: &Fields) -> String {
     let s = |k: &str| fields.get(k).and_then(Value::as_str).unwrap_or("-");
     format!("{} {}: {}", s("method"), s("name"), s("outcome"))
 }

@@ -56,6 +56,7 @@ pub(super) fn spawn(
         metrics,
         failing: false,
         unflushed: Vec::new(),
+        line: Vec::with_capacity(1024),
     };
     std::thread::Builder::new()
         .name("mcp-edge-audit".into())
@@ -72,6 +73,8 @@ struct Writer {
     failing: bool,
     /// The kinds of the records written to the sink's buffer since its last flush.
     unflushed: Vec<&'static str>,
+    /// The line being written (its buffer kept from one record to the next).
+    line: Vec<u8>,
 }
 
 impl Writer {
@@ -119,10 +122,11 @@ impl Writer {
         };
         let fields = self.render.fields(r);
         if let Some(sink) = self.sink.as_mut() {
-            let mut line = serde_json::to_string(&fields).expect("a JSON map serializes");
-            line.push('\n');
+            self.line.clear();
+            fields.write_line(&mut self.line);
+            let line = &self.line;
             let m = &self.metrics;
-            match sink.write(line.as_bytes()) {
+            match sink.write(line) {
                 Ok(()) => {
                     self.failing = false;
                     // Counted once flushed: then it is in the sink.
