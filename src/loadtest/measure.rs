@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use super::stats::{new_hist, LegError};
 pub(crate) use super::stats::{Bucket, InstanceCounts, Landing, LegStats, OpStats};
 use super::tally::Tally;
-use super::task_measure::{TaskMeasures, TaskReq};
+use super::task_measure::TaskMeasures;
 
 fn us(d: Duration) -> u64 {
     (d.as_micros() as u64).max(1)
@@ -91,7 +91,7 @@ pub struct Measures {
 impl Measures {
     /// Count an error of a request in the run's totals: the tally, its second, its kind,
     /// status and code.
-    fn count_error(&mut self, e: &LegError, at_sec: usize) {
+    pub(super) fn count_error(&mut self, e: &LegError, at_sec: usize) {
         self.tally.error(e);
         self.bucket(at_sec).errors += 1;
         *self.errors_by_kind.entry(e.kind).or_default() += 1;
@@ -101,27 +101,6 @@ impl Measures {
         if let Some(c) = e.code {
             *self.errors_by_code.entry(c).or_default() += 1;
         }
-    }
-
-    /// Record one task request in the run's totals (timeline, live window, errors) and in
-    /// [`TaskMeasures`].
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_task_req(
-        &mut self,
-        kind: TaskReq,
-        latency: Duration,
-        at_sec: usize,
-        error: Option<LegError>,
-        instance: Option<&[u8]>,
-        owner: Option<&[u8]>,
-    ) {
-        let _ = self.window.record((latency.as_micros() as u64).max(1));
-        self.bucket(at_sec).requests += 1;
-        if let Some(e) = &error {
-            self.count_error(e, at_sec);
-        }
-        self.tasks
-            .record_req(kind, latency, error.is_some(), instance, owner);
     }
 
     pub(crate) fn new(op_labels: &[String]) -> Self {

@@ -39,6 +39,7 @@ pub mod flows;
 mod gen;
 mod leg;
 pub mod measure;
+mod measure_tasks;
 pub mod merge;
 mod plan;
 pub mod preflight;

@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
-use super::raw::{on_session, on_session_from, open, open_from, ACCEPT, JSON};
+use super::raw::{on, on_session, on_session_from, open, open_from, ACCEPT, JSON};
 use super::{backend, gateway};
 use crate::support::http::{post, request, SseStream};
 use crate::support::{sample, scrape};
@@ -111,12 +111,7 @@ fn answers_to_questions_never_asked_or_asked_elsewhere_are_refused() {
 
     // A real question on session 1, answered with session 2's id: refused; then answered right.
     let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "test_input_required_result_elicitation", "arguments": {}}});
-    let h = [
-        JSON,
-        ACCEPT,
-        ("Mcp-Session-Id", s1.as_str()),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
+    let h = on(&s1);
     let mut stream = SseStream::open(a, &h, &call.to_string());
     assert_eq!(stream.status, 200);
     let ask = stream.next_message().expect("the question");
@@ -144,12 +139,7 @@ fn a_client_that_never_answers_ends_its_call_and_nothing_stays_waiting() {
     let a = gw.mcp_addr;
     let sid = open(a, None);
     let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "test_input_required_result_elicitation", "arguments": {}}});
-    let h = [
-        JSON,
-        ACCEPT,
-        ("Mcp-Session-Id", sid.as_str()),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
+    let h = on(&sid);
     let mut stream = SseStream::open(a, &h, &call.to_string());
     assert_eq!(
         stream.next_message().unwrap()["method"],

@@ -43,16 +43,21 @@ pub(super) fn on_session_from(
     auth: Option<&str>,
     body: &Value,
 ) -> Reply {
-    let mut h = vec![
-        JSON,
-        ACCEPT,
-        ("Mcp-Session-Id", sid),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
+    let mut h = on(sid).to_vec();
     if let Some(a) = auth {
         h.push(("Authorization", a));
     }
     post_from(from, gw, &h, &body.to_string())
+}
+
+/// The headers of a POST on session `sid`.
+pub(super) fn on(sid: &str) -> [(&str, &str); 4] {
+    [
+        JSON,
+        ACCEPT,
+        ("Mcp-Session-Id", sid),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]
 }
 
 #[test]
@@ -63,12 +68,7 @@ fn a_legs_progress_reaches_the_client_while_the_leg_runs() {
     let sid = open(a, None);
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p1"}}});
-    let h = [
-        JSON,
-        ACCEPT,
-        ("Mcp-Session-Id", sid.as_str()),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
+    let h = on(&sid);
     let mut stream = SseStream::open(a, &h, &call.to_string());
     assert_eq!(stream.status, 200);
     let mut seen = Vec::new();
