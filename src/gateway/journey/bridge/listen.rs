@@ -7,18 +7,18 @@
 //! intermediaries from closing an idle stream and finds a client that left.
 
 use bytes::Bytes;
-use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use std::time::Duration;
 
 use super::hop::Leg;
+use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::mcp::methods::SUBSCRIPTIONS_LISTEN;
-use crate::mcp::{codes, legacy, sse, sse_event, Rejection};
+use crate::mcp::{codes, legacy, Rejection};
 
 /// How often an idle standalone stream carries a comment line.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -47,16 +47,16 @@ pub(super) async fn stream(
         Ok(leg) => return not_offered(session, ctx, leg.status()).await,
         Err(rej) => return refuse(session, ctx, rej, None).await,
     };
-    let mut resp = ResponseHeader::build(200, Some(4))?;
-    resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
-    resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-    resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
-    session.write_response_header(Box::new(resp), false).await?;
-    relay(session, leg).await
+    let mut out = Out {
+        session,
+        streaming: false,
+    };
+    out.open().await?;
+    relay(out, leg).await
 }
 
 /// Relay the listen stream's list changes until it ends or the client leaves.
-async fn relay(session: &mut Session, mut leg: Leg) -> Result<bool> {
+async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
     let mut beat = tokio::time::interval(KEEPALIVE);
     beat.tick().await;
     loop {
@@ -66,18 +66,17 @@ async fn relay(session: &mut Session, mut leg: Leg) -> Result<bool> {
             m = leg.next_message() => match m {
                 Ok(Some(m)) => {
                     if let Some(n) = legacy::to_standalone(m) {
-                        let ev = Bytes::from(sse_event(n.to_string().as_bytes()));
-                        session.write_response_body(Some(ev), false).await?;
+                        out.event(n.to_string().as_bytes()).await?;
                     }
                 }
                 Ok(None) | Err(_) => {
-                    session.write_response_body(None, true).await?;
+                    out.session.write_response_body(None, true).await?;
                     return Ok(true);
                 }
             },
             _ = beat.tick() => {
                 let comment = Bytes::from_static(b": keepalive\n\n");
-                session.write_response_body(Some(comment), false).await?;
+                out.session.write_response_body(Some(comment), false).await?;
             }
         }
     }

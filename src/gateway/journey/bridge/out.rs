@@ -17,7 +17,8 @@ pub(super) struct Out<'a> {
 }
 
 impl Out<'_> {
-    async fn open(&mut self) -> Result<()> {
+    /// Open the event stream (once: later calls do nothing).
+    pub(super) async fn open(&mut self) -> Result<()> {
         if self.streaming {
             return Ok(());
         }
