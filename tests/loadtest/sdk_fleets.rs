@@ -9,10 +9,14 @@ use mcp_edge::gateway::RunningGateway;
 use mcp_edge::loadtest::measure::LegKind;
 use mcp_edge::loadtest::{self, LoadTestArgs, Report};
 
+/// Every retry leg is sent to another instance than its previous leg (`retry_landing:
+/// elsewhere`): round robin alone lands a retry back where it started whenever the workers
+/// happen to move in step, which made the cross-instance share a matter of scheduling.
 fn gateway_for(fleet: &[Peer]) -> RunningGateway {
     let addrs: Vec<_> = fleet.iter().map(|p| p.addr).collect();
+    let pool = "balance: round_robin\n    mrtr: {retry_landing: elsewhere}";
     let cfg = config(
-        &[("default", &addrs, "balance: round_robin")],
+        &[("default", &addrs, pool)],
         "default_route: {pool: default}\n",
     );
     RunningGateway::start(cfg).unwrap()
@@ -90,7 +94,7 @@ fn ts_sdk_fleet_scenario_auto_through_the_gateway() {
             "0.3",
         ],
     );
-    assert_clean(&a, &r, 120, 0.3);
+    assert_clean(&a, &r, 120, 0.9);
     let d = r.discovery.as_ref().expect("preflight ran");
     assert_eq!(d.server_name.as_deref(), Some("ts-peer"));
     assert_eq!(
@@ -147,7 +151,7 @@ fn ts_sdk_fleet_one_liner_with_a_feed_checks_and_a_header() {
         ],
     );
     let _ = std::fs::remove_file(&feed);
-    assert_clean(&a, &r, 60, 0.2);
+    assert_clean(&a, &r, 60, 0.9);
     assert_eq!(
         r.measures.rounds.get(&2),
         Some(&60),
@@ -178,7 +182,7 @@ fn python_sdk_fleet_scenario_auto_through_the_gateway() {
             "0.3",
         ],
     );
-    assert_clean(&a, &r, 80, 0.3);
+    assert_clean(&a, &r, 80, 0.9);
     assert_eq!(
         r.discovery.as_ref().unwrap().server_name.as_deref(),
         Some("py-peer")
@@ -215,7 +219,7 @@ fn python_sdk_fleet_one_liner_with_templates() {
             "0.3",
         ],
     );
-    assert_clean(&a, &r, 60, 0.3);
+    assert_clean(&a, &r, 60, 0.9);
     assert_eq!(r.measures.rounds.get(&2), Some(&60));
 }
 
