@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::humantime_serde_compat;
+use super::OnStoreError;
 
 /// `pools.<name>.mrtr`.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema, PartialEq)]
@@ -44,10 +45,16 @@ pub struct SealConfig {
     /// any upstream; a server state that would seal longer is counted).
     #[serde(default = "d_max_bytes")]
     pub max_bytes: usize,
-    /// One-time use: `off` (default), or `local` (this replica refuses a state it already
-    /// forwarded, until the state expires).
+    /// One-time use: `off` (default), `local` (this replica refuses a state it already
+    /// forwarded, until the state expires), or `global` (every replica: the record is in the
+    /// top-level `redis:`).
     #[serde(default)]
     pub one_time: OneTime,
+    /// With `one_time: global`, what a retry gets when Redis cannot answer in time: `local`
+    /// (the default: this replica's own record decides), `allow` (forwarded unchecked for
+    /// reuse) or `deny` (503 + Retry-After + -31019; the state stays valid).
+    #[serde(default)]
+    pub on_store_error: Option<OnStoreError>,
 }
 
 /// Whether a sealed state may be redeemed more than once.
@@ -59,6 +66,8 @@ pub enum OneTime {
     Off,
     /// A replica forwards a state once; it refuses the state again until it expires.
     Local,
+    /// A state is forwarded once across every replica sharing the `redis:` store.
+    Global,
 }
 
 fn d_ttl() -> Duration {
@@ -72,12 +81,13 @@ fn d_max_bytes() -> usize {
 ///
 /// What it needs of the pool: `legacy`, the 2025 revision it speaks if it does, and `plain`,
 /// whether its requests go as plain HTTP/1.1 on the direct leg (the only ones whose retry body
-/// the gateway rewrites).
+/// the gateway rewrites); and of the file, `redis`: whether a top-level `redis:` is set.
 pub(super) fn check(
     name: &str,
     mrtr: &MrtrConfig,
     legacy: Option<&str>,
     plain: bool,
+    redis: bool,
 ) -> Result<(), (String, String)> {
     let Some(seal) = mrtr.seal.as_ref() else {
         return Ok(());
@@ -101,6 +111,16 @@ pub(super) fn check(
             ),
         ));
     }
+    if seal.one_time == OneTime::Global && !redis {
+        return Err((format!("{at}.one_time"), format!(
+            "{at}.one_time: global keeps the record of used states in Redis, and the file has no top-level `redis:`; add `redis: {{url: redis://127.0.0.1:6379}}` or use `one_time: local`"
+        )));
+    }
+    if seal.on_store_error.is_some() && seal.one_time != OneTime::Global {
+        return Err((format!("{at}.on_store_error"), format!(
+            "{at}.on_store_error: says what to do when Redis cannot answer, which only `one_time: global` asks; remove it or set `one_time: global`"
+        )));
+    }
     if seal.max_bytes < 256 {
         return Err((format!("{at}.max_bytes"), format!(
             "{at}.max_bytes: {} is too small for any sealed state (the envelope alone takes ~200 bytes); use e.g. `max_bytes: 16384`",
@@ -119,4 +139,32 @@ pub enum RetryLanding {
     Any,
     /// Retry legs go to another instance than their flow's previous leg whenever one is eligible.
     Elsewhere,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    /// The error of `gateway.yaml` holding `seal` on pool `p`, with `extra` at the top.
+    fn error_of(seal: &str, extra: &str) -> String {
+        let text = format!(
+            "{extra}pools:\n  p:\n    instances: [127.0.0.1:9]\n    mrtr:\n      seal: {seal}\ndefault_route: {{pool: p}}\n"
+        );
+        format!("{:#}", Config::parse(&text, "gateway.yaml").unwrap_err())
+    }
+
+    #[test]
+    fn one_time_global_without_redis_names_the_file_line_key_and_fix() {
+        let e = error_of("{key_file: k, one_time: global}", "");
+        assert!(e.contains("gateway.yaml:"), "{e}");
+        assert!(e.contains("pools.p.mrtr.seal.one_time: global"), "{e}");
+        assert!(e.contains("add `redis: {url:"), "{e}");
+        let e = error_of("{key_file: k, on_store_error: deny}", "");
+        assert!(
+            e.contains("pools.p.mrtr.seal.on_store_error") && e.contains("one_time: global"),
+            "{e}"
+        );
+        let ok = "redis: {url: 'redis://127.0.0.1:6379'}\npools:\n  p:\n    instances: [127.0.0.1:9]\n    mrtr:\n      seal: {key_file: k, one_time: global, on_store_error: deny}\ndefault_route: {pool: p}\n";
+        Config::parse(ok, "gateway.yaml").unwrap();
+    }
 }

@@ -154,8 +154,14 @@ impl Config {
         let plain = pool.tls.is_none()
             && pool.http == super::tls::UpstreamHttp::H1
             && self.connections.upstream_leg == super::UpstreamLeg::Direct;
-        super::mrtr::check(name, &pool.mrtr, pool.era.legacy_version(), plain)
-            .map_err(|(key, msg)| err(&key, msg))?;
+        super::mrtr::check(
+            name,
+            &pool.mrtr,
+            pool.era.legacy_version(),
+            plain,
+            self.redis.is_some(),
+        )
+        .map_err(|(key, msg)| err(&key, msg))?;
         if let Some(c) = &pool.concurrency {
             super::adaptive::check(name, c).map_err(|(key, msg)| err(&key, msg))?;
         }

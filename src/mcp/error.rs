@@ -89,6 +89,10 @@ pub mod codes {
         /// this request was shed (HTTP 503 + Retry-After); `data` says the limit, how many were
         /// in flight and whether the request was a new call or a leg of one already started.
         GATEWAY_CAPACITY_SHED = -31018, "-31018";
+        /// Gateway (requestState seal, `one_time: global` with `on_store_error: deny`): Redis
+        /// could not say whether the retry's state was used before (HTTP 503 + Retry-After);
+        /// the state was not spent: the same retry may be sent again.
+        GATEWAY_STATE_RECORD_UNAVAILABLE = -31019, "-31019";
     }
 }
 

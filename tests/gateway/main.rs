@@ -51,6 +51,7 @@ mod pins;
 mod policy;
 mod routing;
 mod seal;
+mod seal_replicas;
 mod spoofing;
 mod tasks;
 mod tls;

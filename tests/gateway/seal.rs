@@ -11,16 +11,26 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// A key file with one key (and the old one below it when given): its path.
-fn key_file(tag: &str, lines: &[&str]) -> std::path::PathBuf {
+pub(super) fn key_file(tag: &str, lines: &[&str]) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("mcp-edge-seal-{}-{tag}", std::process::id()));
     std::fs::write(&dir, lines.join("\n")).unwrap();
     dir
 }
 
-const KEY_A: &str = "0101010101010101010101010101010101010101010101010101010101010101";
-const KEY_B: &str = "0202020202020202020202020202020202020202020202020202020202020202";
+pub(super) const KEY_A: &str = "0101010101010101010101010101010101010101010101010101010101010101";
+pub(super) const KEY_B: &str = "0202020202020202020202020202020202020202020202020202020202020202";
 
 fn gateway(server: &NaiveMrtr, seal: Option<&str>) -> mcp_edge::gateway::RunningGateway {
+    gateway_with(server, seal, "")
+}
+
+/// A gateway in front of `server`, sealing with `seal` when given; `extra`: more top-level
+/// config (e.g. `redis:`).
+pub(super) fn gateway_with(
+    server: &NaiveMrtr,
+    seal: Option<&str>,
+    extra: &str,
+) -> mcp_edge::gateway::RunningGateway {
     let pool = match seal {
         Some(s) => format!("balance: round_robin\n    mrtr:\n      seal: {s}"),
         None => "balance: round_robin".to_string(),
@@ -28,13 +38,18 @@ fn gateway(server: &NaiveMrtr, seal: Option<&str>) -> mcp_edge::gateway::Running
     let addrs = [server.addr];
     let cfg = config(
         &[("naive", &addrs, &pool)],
-        "default_route: {pool: naive}\nflows: {enabled: true}\n",
+        &format!("default_route: {{pool: naive}}\nflows: {{enabled: true}}\n{extra}"),
     );
     mcp_edge::gateway::RunningGateway::start(cfg).unwrap()
 }
 
 /// Round one of `tool {env}` as `user`: the state the client got.
-fn ask(gw: &mcp_edge::gateway::RunningGateway, tool: &str, env: &str, user: &str) -> String {
+pub(super) fn ask(
+    gw: &mcp_edge::gateway::RunningGateway,
+    tool: &str,
+    env: &str,
+    user: &str,
+) -> String {
     let r = call(
         gw.mcp_addr,
         1,
@@ -51,7 +66,7 @@ fn ask(gw: &mcp_edge::gateway::RunningGateway, tool: &str, env: &str, user: &str
 }
 
 /// The retry of `tool {env}` as `user` with `state`: the JSON-RPC response.
-fn retry(
+pub(super) fn retry(
     gw: &mcp_edge::gateway::RunningGateway,
     tool: &str,
     env: &str,
@@ -74,7 +89,7 @@ fn retry(
 }
 
 /// A refusal at the edge: -32602 with a message saying `why`, and the server not reached.
-fn refused(v: &Value, why: &str, server: &NaiveMrtr, calls_before: usize) {
+pub(super) fn refused(v: &Value, why: &str, server: &NaiveMrtr, calls_before: usize) {
     assert_eq!(v["error"]["code"], -32602, "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains(why), "{msg:?} does not say {why:?}");

@@ -3,7 +3,8 @@
 //! instances passes the README's `--expect-cross-instance 0.5` because every retry leg leaves
 //! its previous instance (and the load tester reads the gateway's header saying so); without
 //! the option nothing is steered or claimed; the auto scenario leaves out the backend's tools
-//! that fail by design and exits 0.
+//! that fail by design and exits 0; the mrtr scenario completes through a gateway sealing the
+//! pool's states (`mrtr.seal`).
 
 use crate::support::*;
 use mcp_edge::backend::{Pool, PoolOptions};
@@ -122,4 +123,52 @@ fn auto_scenario_against_the_reference_backend_leaves_out_tools_failing_by_desig
     }
     // A tool that answers is load-tested.
     assert!(stdout.contains("tools/call echo "), "{stdout}");
+}
+
+/// `mrtr.seal` on the pool (its own state already protected: the gateway seals it again),
+/// `one_time: local`, retry legs sent elsewhere: every flow of the mrtr scenario completes, every
+/// retry leg's state was sealed by the gateway and opened again, none refused.
+#[test]
+fn mrtr_flows_complete_through_a_sealing_gateway_across_instances() {
+    let pool = Pool::start(PoolOptions::local(2)).unwrap();
+    let keys = std::env::temp_dir().join(format!("mcp-edge-lt-seal-{}", std::process::id()));
+    std::fs::write(&keys, format!("{}\n", "ab".repeat(32))).unwrap();
+    let extra = format!(
+        "balance: round_robin\n    mrtr:\n      retry_landing: elsewhere\n      seal: {{key_file: {}, one_time: local}}",
+        keys.display()
+    );
+    let cfg = config(
+        &[("default", pool.addrs(), &extra)],
+        "default_route: {pool: default}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let (r, args) = run(
+        &gw,
+        &[
+            "--flows",
+            "200",
+            "--concurrency",
+            "8",
+            "--scenario",
+            "mrtr",
+            "--expect-cross-instance",
+            "0.5",
+            "--max-error-rate",
+            "0",
+        ],
+    );
+    let m = &r.measures;
+    assert!(r.check(&args).is_empty(), "{}", r.summary_text());
+    assert_eq!(r.errors(), 0, "{}", r.summary_text());
+    assert_eq!(m.flows_completed, 200);
+    let retry_legs = m.landing.retry_known;
+    assert!(retry_legs >= 200, "{}", r.summary_text());
+    let metrics = scrape(&gw);
+    let opened = format!(r#"mcp_edge_mrtr_states_opened_total{{pool="default"}} {retry_legs}"#);
+    assert!(metrics.contains(&opened), "{opened} not in {metrics}");
+    assert!(
+        !metrics.contains("mcp_edge_mrtr_state_refusals_total{"),
+        "{metrics}"
+    );
+    std::fs::remove_file(keys).unwrap();
 }

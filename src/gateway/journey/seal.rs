@@ -7,7 +7,7 @@
 //! otherwise).
 //!
 //! Who is calling: the verified subject when `auth` admitted a token; else a digest of the
-//! `Authorization` header as sent; else the client's address. Tasks are not sealed (a task id
+//! `Authorization` header as sent; else the client's address (`stages::seal::caller`). Tasks are not sealed (a task id
 //! is not a state), nor are methods without a name (`tools/call`, `prompts/get` and
 //! `resources/read` carry states).
 
@@ -19,14 +19,14 @@ use serde_json::Value;
 
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::seal::{Leg, Out, JSON_HOLD_MAX};
+use crate::gateway::stages::seal::{Leg, NotOpened, Out, JSON_HOLD_MAX};
 use crate::mcp::methods::{name_field, NameField};
 use crate::mcp::state_seal::{self, rewrite, Binding, Refused};
 use crate::mcp::{codes, Rejection};
 
 /// After the body check, on a sealing pool: note the caller and the arguments' digest, and on
 /// a retry, open its state (the body then carries the server's bytes) or refuse it.
-pub(crate) fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -> Verdict {
+pub(crate) async fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -> Verdict {
     let gw = ctx.gw.clone();
     let Some(seal) = gw.seals.get(ctx.pool).and_then(Option::as_ref) else {
         return Verdict::Next;
@@ -53,10 +53,11 @@ pub(crate) fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -
         // The body is kept in hand for the direct leg only, the one that can send it edited.
         let direct = !ctx.in_hand.is_empty();
         match rewrite::request_state(body) {
-            _ if !direct => Err(Refused::NotSealed),
-            None => Err(Refused::NotSealed),
+            _ if !direct => Err(NotOpened::Refused(Refused::NotSealed)),
+            None => Err(NotOpened::Refused(Refused::NotSealed)),
             Some((token, start, end)) => seal
                 .open(&token, &to)
+                .await
                 .map(|state| rewrite::splice(body, (start, end), &state)),
         }
     } else {
@@ -64,29 +65,47 @@ pub(crate) fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -
     };
     let pool = &gw.pools[ctx.pool].name;
     ctx.seal = Some(Box::new(leg));
+    let metrics = &gw.metrics.seal;
     match verdict {
         Ok(_) if !retry => Verdict::Next,
         Ok(unsealed) => {
-            gw.metrics.seal.opened.with_label_values(&[pool]).inc();
+            metrics.opened.with_label_values(&[pool]).inc();
             ctx.body_len = unsealed.len();
             ctx.in_hand = Bytes::from(unsealed);
             Verdict::Next
         }
-        Err(why) => {
+        Err(NotOpened::Refused(why)) => {
             let reason = why.reason();
-            gw.metrics
-                .seal
-                .refused
-                .with_label_values(&[pool, reason])
-                .inc();
+            metrics.refused.with_label_values(&[pool, reason]).inc();
             let rej = Rejection::new(200, codes::INVALID_PARAMS, reason, why.message());
             Verdict::Refuse(rej)
+        }
+        Err(NotOpened::RecordUnavailable) => {
+            let reason = "state-record-unavailable";
+            metrics.refused.with_label_values(&[pool, reason]).inc();
+            ctx.extra_headers.push(("retry-after", "1".to_string()));
+            Verdict::Refuse(record_unavailable(pool))
         }
     }
 }
 
+/// 503 + `Retry-After: 1` + -31019: Redis could not say whether the state was used, and the
+/// pool's `on_store_error: deny` will not forward it unchecked.
+fn record_unavailable(pool: &str) -> Rejection {
+    let msg = format!(
+        "Pool {pool:?} records each requestState once in Redis, which did not answer in time; the state was not spent: send the same retry again"
+    );
+    Rejection::new(
+        503,
+        codes::GATEWAY_STATE_RECORD_UNAVAILABLE,
+        "state-record-unavailable",
+        msg,
+    )
+    .with_data(serde_json::json!({"pool": pool, "retryAfterSeconds": 1}))
+}
+
 /// `params.arguments` of a checked body (`null` when absent).
-fn arguments(body: &[u8]) -> Value {
+pub(crate) fn arguments(body: &[u8]) -> Value {
     #[derive(Deserialize)]
     struct Request {
         params: Option<Params>,
@@ -103,19 +122,13 @@ fn arguments(body: &[u8]) -> Value {
 
 /// Who is calling, as a state is bound to it (the module doc says which).
 fn caller_of(session: &Session, ctx: &RequestCtx) -> String {
-    if let Some(id) = &ctx.identity {
-        return state_seal::caller("sub", id.subject.as_bytes());
-    }
-    let headers = &session.req_header().headers;
-    if let Some(a) = headers.get(http::header::AUTHORIZATION) {
-        return state_seal::caller("auth", a.as_bytes());
-    }
-    let ip = session
-        .client_addr()
-        .and_then(|a| a.as_inet())
-        .map(|a| a.ip().to_string())
-        .unwrap_or_default();
-    state_seal::caller("ip", ip.as_bytes())
+    let subject = ctx.identity.as_ref().map(|id| id.subject.as_str());
+    let authorization = session
+        .req_header()
+        .headers
+        .get(http::header::AUTHORIZATION);
+    let ip = crate::gateway::journey::request::client_ip(&ctx.gw, session);
+    crate::gateway::stages::seal::caller(subject, authorization.map(|a| a.as_bytes()), ip)
 }
 
 /// A request whose response may be sealed asks for it uncompressed.

@@ -1,13 +1,16 @@
 //! The `requestState` seal stage (`pools.<name>.mrtr.seal`): a pool's key ring, TTL and bound,
-//! its one-time record, and what one request carries from its check to its response (who is
+//! its one-time record (this replica's, or Redis's with `one_time: global`), and what one request carries from its check to its response (who is
 //! calling, the arguments' digest, how its response is being rewritten). The envelope itself is
 //! [`crate::mcp::state_seal`]; the journey's glue (reading the request, editing the bodies) is
 //! `gateway::journey::seal`. No I/O but reading the key file when a gateway is built.
 
 use std::collections::{HashSet, VecDeque};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
+use super::limit::store::GlobalStore;
 use crate::config::mrtr::{OneTime, SealConfig};
+use crate::config::OnStoreError;
 use crate::mcp::seal::{now_ms, Sealer, StateKeys};
 use crate::mcp::state_seal::{self, rewrite::SseSealer, Binding, Refused};
 
@@ -22,17 +25,46 @@ pub(crate) const JSON_HOLD_MAX: usize = 1024 * 1024;
 pub struct PoolSeal {
     pub(crate) config: SealConfig,
     sealer: Sealer,
-    /// The states redeemed on this replica (with `one_time: local`).
-    used: Option<Arc<Used>>,
+    /// The record of redeemed states (`one_time`).
+    once: Once,
+}
+
+/// Where a pool records the states it redeemed.
+enum Once {
+    /// Nowhere: a state may be presented until it expires.
+    Off,
+    /// This replica's record.
+    Local(Arc<Used>),
+    /// Redis, shared by every replica; `local` decides when Redis cannot answer and the
+    /// policy says so.
+    Global {
+        store: Arc<GlobalStore>,
+        policy: OnStoreError,
+        local: Arc<Used>,
+        /// The `limit` label of the store's fallback counter: `mrtr.seal:<pool>`.
+        label: String,
+    },
+}
+
+/// Why a retry's state was not opened.
+#[derive(Debug)]
+pub enum NotOpened {
+    /// The state itself is refused (the client's fault): -32602 in band.
+    Refused(Refused),
+    /// Redis could not say whether it was used, and the pool's policy is `deny` (503, -31019):
+    /// the state was not spent.
+    RecordUnavailable,
 }
 
 impl PoolSeal {
     /// The pool's sealing from its config: the key file is read now (an error names the key
-    /// and the file). A reload that keeps `one_time: local` keeps the record of used states.
+    /// and the file). A reload that keeps `one_time` keeps the record of used states;
+    /// `store`: the gateway's Redis client (`one_time: global`).
     pub fn build(
         pool: &str,
         cfg: &SealConfig,
         previous: Option<&PoolSeal>,
+        store: Option<Arc<GlobalStore>>,
     ) -> anyhow::Result<PoolSeal> {
         let at = format!("pools.{pool}.mrtr.seal.key_file");
         let path = cfg.key_file.display();
@@ -40,15 +72,33 @@ impl PoolSeal {
             .map_err(|e| anyhow::anyhow!("{at}: cannot read {path}: {e}"))?;
         let keys =
             StateKeys::parse_ring(&text).map_err(|e| anyhow::anyhow!("{at}: {path}: {e:#}"))?;
-        let used = match cfg.one_time {
-            OneTime::Off => None,
-            OneTime::Local => Some(previous.and_then(|p| p.used.clone()).unwrap_or_default()),
+        let kept = || previous.and_then(PoolSeal::record).unwrap_or_default();
+        let once = match (cfg.one_time, store) {
+            (OneTime::Off, _) => Once::Off,
+            (OneTime::Local, _) => Once::Local(kept()),
+            (OneTime::Global, Some(store)) => Once::Global {
+                store,
+                policy: cfg.on_store_error.unwrap_or_default(),
+                local: kept(),
+                label: format!("mrtr.seal:{pool}"),
+            },
+            (OneTime::Global, None) => anyhow::bail!(
+                "pools.{pool}.mrtr.seal.one_time: global needs the top-level `redis:`"
+            ),
         };
         Ok(PoolSeal {
             config: cfg.clone(),
             sealer: Sealer::new(keys),
-            used,
+            once,
         })
+    }
+
+    /// This replica's record of redeemed states, if the pool keeps one.
+    fn record(&self) -> Option<Arc<Used>> {
+        match &self.once {
+            Once::Off => None,
+            Once::Local(used) | Once::Global { local: used, .. } => Some(used.clone()),
+        }
     }
 
     /// The envelope for a server's `state`, bound to `to`.
@@ -57,18 +107,90 @@ impl PoolSeal {
         state_seal::seal(&self.sealer, to, state, now_ms(), ttl)
     }
 
-    /// The server's state inside `token`, if it is bound to `to`, unexpired, and (one-time
-    /// use) not redeemed before on this replica; it counts as redeemed from now.
-    pub fn open(&self, token: &str, to: &Binding) -> Result<String, Refused> {
-        let now = now_ms();
-        let opened = state_seal::open(&self.sealer, token, to, now, self.config.max_bytes)?;
-        if let Some(used) = &self.used {
-            if !used.claim(token, opened.expires_ms, now) {
-                return Err(Refused::Used);
-            }
-        }
-        Ok(opened.state)
+    /// The server's state inside `token` if it is bound to `to` and unexpired (nothing is
+    /// recorded: explain asks this), and when it expires.
+    pub fn verify(&self, token: &str, to: &Binding) -> Result<(String, u64), Refused> {
+        let opened = state_seal::open(&self.sealer, token, to, now_ms(), self.config.max_bytes)?;
+        Ok((opened.state, opened.expires_ms))
     }
+
+    /// Whether this replica's record holds `token` as redeemed (explain; Redis is not asked).
+    pub fn used_here(&self, token: &str) -> bool {
+        self.record().is_some_and(|u| u.holds(token))
+    }
+
+    /// The server's state inside `token`, if it is bound to `to`, unexpired, and (one-time
+    /// use) not redeemed before; it counts as redeemed from now.
+    pub async fn open(&self, token: &str, to: &Binding<'_>) -> Result<String, NotOpened> {
+        let (state, expires_ms) = self.verify(token, to).map_err(NotOpened::Refused)?;
+        let now = now_ms();
+        let fresh = match &self.once {
+            Once::Off => true,
+            Once::Local(used) => used.claim(token, expires_ms, now),
+            Once::Global {
+                store,
+                policy,
+                local,
+                label,
+            } => match store
+                .claim_once(
+                    &record_key(&store.config.key_prefix, token),
+                    expires_ms.saturating_sub(now),
+                )
+                .await
+            {
+                Ok(fresh) => fresh,
+                Err(_) => {
+                    store.fallback(label, *policy);
+                    match policy {
+                        OnStoreError::Local => local.claim(token, expires_ms, now),
+                        OnStoreError::Allow => true,
+                        OnStoreError::Deny => return Err(NotOpened::RecordUnavailable),
+                    }
+                }
+            },
+        };
+        match fresh {
+            true => Ok(state),
+            false => Err(NotOpened::Refused(Refused::Used)),
+        }
+    }
+}
+
+/// Who is calling, as a state is bound to it: the verified `subject` when auth admitted a
+/// token; else a digest of the `Authorization` header as sent; else the client's address
+/// (the 2025-era client's on a bridge hop). The journey and explain both ask this.
+pub fn caller(subject: Option<&str>, authorization: Option<&[u8]>, ip: Option<IpAddr>) -> String {
+    if let Some(sub) = subject {
+        return state_seal::caller("sub", sub.as_bytes());
+    }
+    if let Some(a) = authorization {
+        return state_seal::caller("auth", a);
+    }
+    let ip = ip.map(|a| a.to_string()).unwrap_or_default();
+    state_seal::caller("ip", ip.as_bytes())
+}
+
+/// The Redis key recording `token` as redeemed: `redis.key_prefix`, `state-used:` and a digest
+/// of the token, never the state (the limits' keys are the prefix and hex digits alone).
+fn record_key(prefix: &str, token: &str) -> String {
+    use std::fmt::Write;
+    let mut key = String::with_capacity(prefix.len() + 44);
+    key.push_str(prefix);
+    key.push_str("state-used:");
+    for b in &digest16(token) {
+        let _ = write!(key, "{b:02x}");
+    }
+    key
+}
+
+/// The first 16 bytes of the SHA-256 of `token`.
+fn digest16(token: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
 }
 
 /// Each pool's sealing, indexed like the route table's pools (`None`: the pool does not seal).
@@ -80,6 +202,7 @@ pub fn build_all(
     config: &crate::config::Config,
     pools: &[String],
     previous: Option<(&[String], &Seals)>,
+    store: Option<Arc<GlobalStore>>,
 ) -> anyhow::Result<Seals> {
     let old = |name: &String| {
         let (names, seals) = previous?;
@@ -94,6 +217,7 @@ pub fn build_all(
             name,
             cfg,
             old(name).as_deref(),
+            store.clone(),
         )?)))
     };
     pools.iter().map(build).collect()
@@ -114,10 +238,7 @@ struct UsedInner {
 impl Used {
     /// Record `token` as redeemed; `false` when it already was.
     fn claim(&self, token: &str, expires_ms: u64, now: u64) -> bool {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(token.as_bytes());
-        let mut key = [0u8; 16];
-        key.copy_from_slice(&digest[..16]);
+        let key = digest16(token);
         let mut u = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         // Forget what expired (roughly in order: every state lives one TTL), and the oldest
         // past the bound.
@@ -133,6 +254,14 @@ impl Used {
         }
         u.order.push_back((expires_ms, key));
         true
+    }
+
+    /// Whether `token` is recorded as redeemed (nothing changes; the record may still hold a
+    /// state that expired since, which its expiry refuses first).
+    fn holds(&self, token: &str) -> bool {
+        let key = digest16(token);
+        let u = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        u.seen.contains(&key)
     }
 }
 
@@ -180,8 +309,9 @@ mod tests {
             ttl: std::time::Duration::from_secs(60),
             max_bytes: 4096,
             one_time: OneTime::Off,
+            on_store_error: None,
         };
-        let e = PoolSeal::build("p", &cfg("/nonexistent/keys"), None)
+        let e = PoolSeal::build("p", &cfg("/nonexistent/keys"), None, None)
             .err()
             .unwrap()
             .to_string();
@@ -191,7 +321,7 @@ mod tests {
         );
         let dir = std::env::temp_dir().join(format!("seal-keys-{}", std::process::id()));
         std::fs::write(&dir, "# no key yet\n").unwrap();
-        let e = PoolSeal::build("p", &cfg(dir.to_str().unwrap()), None)
+        let e = PoolSeal::build("p", &cfg(dir.to_str().unwrap()), None, None)
             .err()
             .unwrap()
             .to_string();

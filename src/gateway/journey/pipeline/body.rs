@@ -169,7 +169,7 @@ async fn run_stages(
             Run::Step(Step::Seal) if ctx.gw.seals.get(ctx.pool).is_some_and(Option::is_some) => {
                 let renamed = ctx.federated.as_ref().is_some_and(|f| f.rename.is_some());
                 let body = if renamed { &ctx.in_hand.clone() } else { body };
-                crate::gateway::journey::seal::on_checked(session, ctx, body)
+                crate::gateway::journey::seal::on_checked(session, ctx, body).await
             }
             // A retry whose state was opened carries `requestState`: the cache never keys nor
             // answers it, whichever body it reads.

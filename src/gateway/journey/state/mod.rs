@@ -195,6 +195,7 @@ impl Gateway {
             &config,
             &table.pools,
             previous.map(|p| (&p.table.pools[..], &p.seals)),
+            limit_shared.store(),
         )?;
         Ok(Gateway {
             pins,

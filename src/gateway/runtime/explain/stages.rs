@@ -125,14 +125,58 @@ pub(super) fn federation(x: &Explaining) -> Said {
     }
 }
 
-/// Whether the pool seals `requestState` (explain does not open a state: it has no caller).
+/// Whether the pool seals `requestState`, and on a retry whether its state would be accepted
+/// for this caller and these arguments, or why not (opened with the pool's keys, nothing
+/// recorded: explain does not spend a one-time state; Redis is not asked).
 pub(super) fn seal(x: &Explaining) -> Said {
-    let sealing = x.gw.seals.get(x.ctx.pool).is_some_and(Option::is_some);
+    use crate::mcp::state_seal::{self, rewrite, Binding, Refused};
+    let Some(seal) = x.gw.seals.get(x.ctx.pool).and_then(Option::as_ref) else {
+        return Said::Skip(json!({"sealing": false}));
+    };
     let retry = x.env.as_ref().is_some_and(|e| e.has_request_state);
-    match sealing {
-        false => Said::Skip(json!({"sealing": false})),
-        true => Said::Pass(json!({"sealing": true, "retry": retry,
-            "note": "a retry's requestState is opened and checked here (not by explain)"})),
+    let (Some(method), Some(name), true) = (x.ctx.method.as_deref(), x.ctx.name.as_deref(), retry)
+    else {
+        return Said::Pass(json!({"sealing": true, "retry": false}));
+    };
+    let body = x.q.body.as_bytes();
+    let subject = x.ctx.identity.as_ref().map(|i| i.subject.as_str());
+    let authorization = x.parts.headers.get(http::header::AUTHORIZATION);
+    let caller = crate::gateway::stages::seal::caller(
+        subject,
+        authorization.map(|a| a.as_bytes()),
+        x.q.client_ip,
+    );
+    let arguments = crate::gateway::journey::seal::arguments(body);
+    let digest = state_seal::arguments_digest(method, name, &arguments);
+    let to = Binding {
+        caller: &caller,
+        method,
+        name,
+        arguments: &digest,
+    };
+    let one_time = format!("{:?}", seal.config.one_time).to_lowercase();
+    let opened = match rewrite::request_state(body) {
+        None => Err(Refused::NotSealed),
+        Some((token, _, _)) => match seal.verify(&token, &to) {
+            Ok(_) if seal.used_here(&token) => Err(Refused::Used),
+            other => other,
+        },
+    };
+    match opened {
+        Ok((_, expires_ms)) => Said::Pass(json!({"sealing": true, "retry": true,
+            "state": "accepted", "expires_in_ms": expires_ms.saturating_sub(crate::mcp::seal::now_ms()),
+            "one_time": one_time})),
+        Err(why) => {
+            let detail = json!({"sealing": true, "retry": true, "state": "refused",
+                "reason": why.reason()});
+            let rej = Rejection::new(
+                200,
+                crate::mcp::codes::INVALID_PARAMS,
+                why.reason(),
+                why.message(),
+            );
+            Said::Refuse(rej, detail)
+        }
     }
 }
 

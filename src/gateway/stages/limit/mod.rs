@@ -306,6 +306,12 @@ impl Shared {
         })
     }
 
+    /// The Redis client, when `redis:` is configured (also the one-time record of sealed
+    /// states, `mrtr.seal.one_time: global`).
+    pub(crate) fn store(&self) -> Option<Arc<GlobalStore>> {
+        self.store.clone()
+    }
+
     /// Build the limit of `cfg` on this shared tier.
     pub(crate) fn limit(&self, cfg: &RateLimitConfig) -> Limit {
         Limit::with_store(cfg, self.store.clone())

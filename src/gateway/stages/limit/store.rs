@@ -1,4 +1,5 @@
-//! The shared tier's client: GCRA decisions of `scope: global` limits, made atomically in Redis.
+//! The shared tier's client: GCRA decisions of `scope: global` limits, made atomically in Redis,
+//! and the one-time record of sealed states (`mrtr.seal.one_time: global`, [`GlobalStore::claim_once`]).
 //!
 //! One decision is one `EVALSHA` of [`GCRA_LUA`] (the script is loaded on first use and again
 //! after a Redis restart), sent over one multiplexed connection ([`ConnectionManager`]) per
@@ -43,6 +44,13 @@ redis.call('SET', KEYS[1], string.format('%.0f', new), 'PX', math.floor((new - n
 return {1, 0}
 "#;
 
+/// One-time use: KEYS[1] is recorded for ARGV[1] ms unless it already is. Returns 1 when this
+/// call recorded it, 0 when it was recorded before.
+pub(crate) const ONCE_LUA: &str = r#"
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 1 end
+return 0
+"#;
+
 /// Why the store could not decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreError {
@@ -84,6 +92,8 @@ pub struct GlobalStore {
     /// A connection per proxy thread (`threads:`), made on first use.
     slots: RwLock<HashMap<ThreadId, Arc<Slot>>>,
     script: redis::Script,
+    /// [`ONCE_LUA`].
+    once: redis::Script,
     circuit: Circuit,
     metrics: Arc<StoreMetrics>,
 }
@@ -104,6 +114,7 @@ impl GlobalStore {
             manager_config,
             slots: RwLock::new(HashMap::new()),
             script: redis::Script::new(GCRA_LUA),
+            once: redis::Script::new(ONCE_LUA),
             circuit: Circuit::new(config.circuit.failures, config.circuit.open_for),
             metrics,
         })
@@ -116,7 +127,28 @@ impl GlobalStore {
         t_us: u64,
         tau_us: u64,
     ) -> Result<Result<(), Duration>, StoreError> {
-        let result = self.ask(key, t_us, tau_us).await;
+        let (admitted, wait): (i64, i64) = self.eval(&self.script, key, &[t_us, tau_us]).await?;
+        Ok(match admitted {
+            1 => Ok(()),
+            _ => Err(Duration::from_micros(wait.max(0) as u64)),
+        })
+    }
+
+    /// Record `key` as used for `ttl_ms`: `true` when this call recorded it, `false` when it
+    /// already was (one-time use of sealed `requestState`, `gateway::stages::seal`).
+    pub async fn claim_once(&self, key: &str, ttl_ms: u64) -> Result<bool, StoreError> {
+        let fresh: i64 = self.eval(&self.once, key, &[ttl_ms.max(1)]).await?;
+        Ok(fresh == 1)
+    }
+
+    /// One script call, with the circuit, the error counts and `up` kept.
+    async fn eval<T: redis::FromRedisValue>(
+        &self,
+        script: &redis::Script,
+        key: &str,
+        args: &[u64],
+    ) -> Result<T, StoreError> {
+        let result = self.ask(script, key, args).await;
         match &result {
             Ok(_) => {
                 self.circuit.success();
@@ -136,34 +168,37 @@ impl GlobalStore {
         result
     }
 
-    async fn ask(
+    async fn ask<T: redis::FromRedisValue>(
         &self,
+        script: &redis::Script,
         key: &str,
-        t_us: u64,
-        tau_us: u64,
-    ) -> Result<Result<(), Duration>, StoreError> {
+        args: &[u64],
+    ) -> Result<T, StoreError> {
         if !self.circuit.allow(now_ms()) {
             return Err(StoreError::CircuitOpen);
         }
         let started = Instant::now();
         let mut conn = self.connection(started).await?;
-        let mut call = self.script.key(key);
-        call.arg(t_us).arg(tau_us);
+        let mut call = script.key(key);
+        for a in args {
+            call.arg(*a);
+        }
         // A connection that broke since its last use (Redis restarted) fails at once and starts
         // reconnecting: one more try within the same deadline waits for the new connection.
-        // (Should the broken attempt have run in Redis after all, the bucket is charged twice:
-        // stricter, never looser.)
+        // (Should the broken attempt have run in Redis after all, a bucket is charged twice,
+        // stricter, never looser; a one-time record then reads as used: the client starts the
+        // call again.)
         let mut attempts = 0;
         let answer = loop {
             attempts += 1;
             let left = self.config.timeout.saturating_sub(started.elapsed());
-            match tokio::time::timeout(left, call.invoke_async::<(i64, i64)>(&mut conn)).await {
+            match tokio::time::timeout(left, call.invoke_async::<T>(&mut conn)).await {
                 Ok(Err(e))
                     if attempts < 2
                         && !waited_out(&e, started, self.config.timeout)
                         && (e.is_io_error() || e.is_unrecoverable_error()) =>
                 {
-                    tracing::debug!("redis rate-limit call failed ({e}); trying again");
+                    tracing::debug!("redis call failed ({e}); trying again");
                 }
                 other => break other,
             }
@@ -172,12 +207,11 @@ impl GlobalStore {
             .latency
             .observe(started.elapsed().as_secs_f64());
         match answer {
-            Ok(Ok((1, _))) => Ok(Ok(())),
-            Ok(Ok((_, wait))) => Ok(Err(Duration::from_micros(wait.max(0) as u64))),
+            Ok(Ok(v)) => Ok(v),
             // A reconnect that timed out (Redis accepts but does not answer) waited like a call.
             Ok(Err(e)) if waited_out(&e, started, self.config.timeout) => Err(StoreError::Timeout),
             Ok(Err(e)) => {
-                tracing::debug!("redis rate-limit call failed: {e}");
+                tracing::debug!("redis call failed: {e}");
                 Err(StoreError::Failed)
             }
             Err(_) => Err(StoreError::Timeout),
