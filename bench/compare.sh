@@ -12,6 +12,9 @@
 #   edge-audit (with --audit) edge-1.0 with the audit trail on: file sink under the run's
 #              directory, arguments: full with a redacted key (plus --audit-yaml's YAML, e.g.
 #              argument_policy rules on echo), to compare with edge-1.0 in the same rounds
+#   edge-seal  (with --seal) edge-1.0 with `mrtr.seal` on the echo pool (one key, one_time:
+#              local): every call on a sealing pool pays the caller's and the arguments' digests
+#              and the response's inspection; a retry leg's opening is `cargo bench --bench seal`
 # Each proxy gets one worker. Measured: requests/s, p50 and p99 (wrk --latency), ratio to
 # nginx, and the proxy's CPU time per request (utime+stime of the process and its children from
 # /proc/PID/stat, before/after each run, divided by the requests wrk completed).
@@ -22,11 +25,13 @@
 #
 # Usage: bench/compare.sh [--smoke] [--rounds N] [--duration SECS] [--no-docs]
 #                         [--edge-bin PATH] [--extra NAME=PATH]... [--audit [--audit-yaml FILE]]
+#                         [--seal]
 #   --smoke     1 s runs, one round, no warm-up, no docs: checks that everything starts and answers
 #   --extra     another mcp-edge binary measured with sample 1.0 in the same run (before/after)
 #   --only "T1 T2"  measure only these targets (e.g. "nginx edge-1.0"; extras are always measured)
 #   --no-docs   print the table only (default: also write the generated part of docs/benchmarks.md)
 #   --audit     also measure edge-audit (see above); implies --no-docs
+#   --seal      also measure edge-seal (see above); implies --no-docs
 # Raw outputs go to target/bench/compare-<date>/. Every process started here is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +47,7 @@ EXTRA=()
 ONLY=""
 AUDIT=0
 AUDIT_YAML=""
+SEAL=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) SMOKE=1; ROUNDS=1; DURATION=1; WARMUP=0; WRITE_DOCS=0 ;;
@@ -53,7 +59,8 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift ;;
     --audit) AUDIT=1; WRITE_DOCS=0 ;;
     --audit-yaml) AUDIT=1; WRITE_DOCS=0; AUDIT_YAML=$2; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --seal) SEAL=1; WRITE_DOCS=0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -87,6 +94,7 @@ EDGE0=$((BASE + 4))
 BACKEND=$((BASE + 5))
 EDGEB=$((BASE + 6))
 EDGEA=$((BASE + 7))
+EDGES=$((BASE + 8))
 EXTRA_PORT0=$((BASE + 10))
 
 
@@ -160,7 +168,7 @@ backend pool_default
   server up 127.0.0.1:$UP
 EOF
 
-edge_conf() { # port upstream-port sample
+edge_conf() { # port upstream-port sample [more settings of the echo pool]
   cat <<EOF
 listen:
   mcp: 127.0.0.1:$1
@@ -168,7 +176,7 @@ listen:
 endpoint: /mcp
 threads: 1
 pools:
-  echo: { instances: [127.0.0.1:$2] }
+  echo: { instances: [127.0.0.1:$2]${4:-} }
   default: { instances: [127.0.0.1:$2] }
 routes:
   - name: echo
@@ -209,6 +217,14 @@ if [ "$AUDIT" = 1 ]; then
   TARGETS+=(edge-audit)
   PORT[edge-audit]=$EDGEA
   PROC[edge-audit]=edge-audit
+fi
+if [ "$SEAL" = 1 ]; then
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$OUT/state.keys"
+  edge_conf $EDGES $UP 1.0 ", mrtr: {seal: {key_file: $OUT/state.keys, one_time: local}}" >"$OUT/edge-seal.yaml"
+  start edge-seal "$EDGE_BIN" serve --config "$OUT/edge-seal.yaml"
+  TARGETS+=(edge-seal)
+  PORT[edge-seal]=$EDGES
+  PROC[edge-seal]=edge-seal
 fi
 for e in "${EXTRA[@]}"; do
   name=${e%%=*}
