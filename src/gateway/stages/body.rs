@@ -37,7 +37,7 @@ pub(crate) struct Input<'a> {
     pub body: &'a [u8],
     /// The verified caller (`None`: auth is off, or no token where none is required).
     pub identity: Option<&'a Identity>,
-    params: OnceLock<Result<Value, String>>,
+    arguments: OnceLock<Result<Option<Value>, String>>,
 }
 
 impl<'a> Input<'a> {
@@ -52,7 +52,7 @@ impl<'a> Input<'a> {
             envelope,
             body,
             identity,
-            params: OnceLock::new(),
+            arguments: OnceLock::new(),
         }
     }
 
@@ -66,24 +66,33 @@ impl<'a> Input<'a> {
         self.envelope.name.as_deref()
     }
 
-    /// `params` as a JSON value (`Null` when absent), parsed once for all the stages that ask;
-    /// `Err` when it holds what a JSON value cannot (a number out of range, nesting past
-    /// serde_json's 128 levels): a stage that needs it refuses the request.
-    pub(crate) fn params(&self) -> Result<&Value, &str> {
-        let parsed = self.params.get_or_init(|| params_of(self.body));
-        parsed.as_ref().map_err(String::as_str)
+    /// `params.arguments` as a JSON value (`None` when absent), parsed once for all the stages
+    /// that ask (the rest of `params`, `_meta` included, is skipped, not built); `Err` when it
+    /// holds what a JSON value cannot (a number out of range, nesting past serde_json's 128
+    /// levels): a stage that needs it refuses the request.
+    pub(crate) fn arguments(&self) -> Result<Option<&Value>, &str> {
+        let parsed = self.arguments.get_or_init(|| arguments_of(self.body));
+        parsed
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(String::as_str)
     }
 }
 
-fn params_of(body: &[u8]) -> Result<Value, String> {
+fn arguments_of(body: &[u8]) -> Result<Option<Value>, String> {
     #[derive(serde::Deserialize)]
     struct Request {
         #[serde(default)]
-        params: Value,
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(default)]
+        arguments: Option<Value>,
     }
     serde_json::from_slice::<Request>(body)
-        .map(|r| r.params)
-        .map_err(|e| format!("the request's params cannot be read as JSON values: {e}"))
+        .map(|r| r.params.and_then(|p| p.arguments))
+        .map_err(|e| format!("the request's arguments cannot be read as JSON values: {e}"))
 }
 
 /// A stage over the parsed body.

@@ -32,7 +32,7 @@ fn matches(state: &State, input: &Input) -> bool {
     let re = state
         .downcast_ref::<regex::Regex>()
         .expect("built by build");
-    let args = input.params().ok().and_then(|p| p.get("arguments"));
+    let args = input.arguments().ok().flatten();
     input.method() == Some("tools/call") && args.is_some_and(|a| re.is_match(&a.to_string()))
 }
 

@@ -103,10 +103,8 @@ fn explain(state: &State, input: &Input) -> Value {
 /// `params.arguments` (absent: an empty object, as a server reads it).
 fn arguments<'a>(input: &'a Input) -> Result<&'a Value, String> {
     static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let params = input.params().map_err(str::to_string)?;
-    Ok(params
-        .get("arguments")
-        .unwrap_or_else(|| EMPTY.get_or_init(|| json!({}))))
+    let args = input.arguments().map_err(str::to_string)?;
+    Ok(args.unwrap_or_else(|| EMPTY.get_or_init(|| json!({}))))
 }
 
 fn refusal(rule: &str, why: &str) -> Rejection {
