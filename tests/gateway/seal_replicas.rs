@@ -4,7 +4,7 @@
 //! when Redis is gone; explain saying whether a state would be accepted and why not; and the
 //! official TypeScript SDK v2 client completing MRTR flows whose retries go to a second replica
 //! that rotated its keys. The server protects nothing (`support::naive_mrtr`) or is the SDK's
-//! own (tests/peers).
+//! own (tests/peers); and a federated endpoint sealing under the prefixed name.
 
 use super::seal::{ask, gateway_with, key_file, refused, retry, KEY_A, KEY_B};
 use crate::support::http::{call, first_text, good_headers, request};
@@ -256,4 +256,36 @@ fn the_official_ts_client_completes_flows_through_two_sealing_replicas_mid_rotat
     for f in [old, rotated] {
         std::fs::remove_file(f).unwrap();
     }
+}
+
+#[test]
+fn a_federated_endpoint_seals_and_opens_states_under_the_prefixed_name() {
+    let server = NaiveMrtr::start();
+    let keys = key_file("federated", &[KEY_A]);
+    let pool = format!(
+        "balance: round_robin\n    mrtr:\n      seal: {{key_file: {}}}",
+        keys.display()
+    );
+    let cfg = config(
+        &[("naive", &[server.addr], &pool)],
+        "federation:\n  endpoints:\n    - {path: /mcp, pools: [naive]}\n",
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    super::federation::wait_state(&gw, &["naive"], "fresh");
+    let state = ask(&gw, "naive__deploy", "staging", "alice");
+    assert!(state.starts_with("ers1."), "{state}");
+    let n = server.calls();
+    refused(
+        &retry(&gw, "naive__undeploy", "staging", "alice", &state),
+        "another method or name",
+        &server,
+        n,
+    );
+    let v = retry(&gw, "naive__deploy", "staging", "alice", &state);
+    assert_eq!(first_text(&v["result"]), "deploy: staging", "{v}");
+    assert_eq!(
+        server.states(),
+        [crate::support::naive_mrtr::naive_state("staging")]
+    );
+    std::fs::remove_file(keys).unwrap();
 }

@@ -3,7 +3,8 @@
 //! and it checks nothing: not who sends it back, not the arguments, not its age, not whether it
 //! was used before. `deploy {env}` (and `undeploy`) ask for a confirmation first, then "deploy"
 //! whatever env the state names. `deploy_sse` answers the same as an event stream (a progress
-//! notification first). It counts every call and keeps the states it was sent back.
+//! notification first). It counts every call and keeps the states it was sent back. It lists
+//! its tools and answers `server/discover`, so it can stand in a federated endpoint.
 
 use super::background::Background;
 use base64::engine::general_purpose::STANDARD;
@@ -83,7 +84,15 @@ async fn handle(
     let (id, p) = (v["id"].clone(), &v["params"]);
     let name = p["name"].as_str().unwrap_or("").to_string();
     let result = if v["method"] == "server/discover" {
-        json!({"capabilities": {"tools": {}}})
+        json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}}, "ttlMs": 60_000, "cacheScope": "public"})
+    } else if v["method"] == "tools/list" {
+        let schema = json!({"type": "object", "properties": {"env": {"type": "string"}}});
+        let tools: Vec<Value> = ["deploy", "undeploy", "deploy_sse"]
+            .iter()
+            .map(|n| json!({"name": n, "inputSchema": schema}))
+            .collect();
+        json!({"resultType": "complete", "tools": tools, "ttlMs": 60_000, "cacheScope": "public"})
     } else {
         seen.lock().unwrap().calls += 1;
         match p["requestState"].as_str() {

@@ -72,10 +72,7 @@ impl<'a> Input<'a> {
     /// levels): a stage that needs it refuses the request.
     pub(crate) fn arguments(&self) -> Result<Option<&Value>, &str> {
         let parsed = self.arguments.get_or_init(|| arguments_of(self.body));
-        parsed
-            .as_ref()
-            .map(Option::as_ref)
-            .map_err(String::as_str)
+        parsed.as_ref().map(Option::as_ref).map_err(String::as_str)
     }
 }
 
