@@ -124,38 +124,7 @@ fn main() -> ExitCode {
             mcp_edge::gateway::serve(cfg, config, upgrade)
         }
         Command::Explain { config, request } => return explain(&config, &request),
-        Command::Check { config } => {
-            let cfg = match load(&config) {
-                Ok(c) => c,
-                Err(code) => return code,
-            };
-            // Listeners with their protocols and certificates (files read and checked).
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64);
-            let (listeners, warnings) =
-                match mcp_edge::gateway::transport::listeners::describe(&cfg, now, 14) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        eprintln!("error: {}: {e}", config.display());
-                        return ExitCode::from(2);
-                    }
-                };
-            // A closed stdout (`check | head`) ends the listing, not the process with a panic.
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            let _ = write!(
-                out,
-                "{}: OK\n\n{}\n{listeners}",
-                config.display(),
-                cfg.describe()
-            );
-            for w in &warnings {
-                let _ = writeln!(out, "warning: {w}");
-                eprintln!("warning: {w}");
-            }
-            Ok(())
-        }
+        Command::Check { config } => return check(&config),
         Command::Pins(args) => match mcp_edge::pins_cli::run(args) {
             Ok(text) => {
                 print!("{text}");
@@ -210,6 +179,40 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `mcp-edge check`: the config explained, its listeners with their protocols and certificates
+/// (files read and checked), and warnings (a certificate near its expiry). Exit 2 on an error.
+fn check(config: &std::path::Path) -> ExitCode {
+    let cfg = match load(config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (listeners, warnings) =
+        match mcp_edge::gateway::transport::listeners::describe(&cfg, now, 14) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {}: {e}", config.display());
+                return ExitCode::from(2);
+            }
+        };
+    // A closed stdout (`check | head`) ends the listing, not the process with a panic.
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = write!(
+        out,
+        "{}: OK\n\n{}\n{listeners}",
+        config.display(),
+        cfg.describe()
+    );
+    for w in &warnings {
+        let _ = writeln!(out, "warning: {w}");
+        eprintln!("warning: {w}");
+    }
+    ExitCode::SUCCESS
 }
 
 /// `mcp-edge loadtest`: exit 1 when a check fails, 2 when the preflight refuses the scenario.

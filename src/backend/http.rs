@@ -80,48 +80,17 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
         );
     }
     let limit = shared.body_limit;
-    let too_large = || {
-        let msg =
-            format!("Request body too large: the limit is {limit} bytes; send smaller arguments");
-        json_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            error_body(None, codes::INVALID_REQUEST, &msg, None),
-        )
-    };
     let declared = req
         .headers()
         .get(h::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return too_large();
+        return too_large(limit);
     }
     let (parts, body) = req.into_parts();
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, limit).collect()).await
-    {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(e))
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            return too_large()
-        }
-        Ok(Err(_)) => {
-            let msg = "The request body could not be read (the connection broke mid-body); send the request again";
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                error_body(None, codes::INVALID_REQUEST, msg, None),
-            );
-        }
-        Err(_) => {
-            let msg = format!(
-                "The request body did not arrive within {}s; send it again",
-                BODY_TIMEOUT.as_secs()
-            );
-            return json_response(
-                StatusCode::REQUEST_TIMEOUT,
-                error_body(None, codes::INVALID_REQUEST, &msg, None),
-            );
-        }
+    let bytes = match read_body(body, limit).await {
+        Ok(b) => b,
+        Err(answer) => return answer,
     };
     let (env, params) = match envelope::parse_keeping_params(&bytes) {
         Ok(parsed) => parsed,
@@ -147,6 +116,45 @@ async fn serve(inst: &Arc<Instance>, req: Request<Incoming>) -> Response<Body> {
         tokio::time::sleep(delay).await;
     }
     super::dispatch::dispatch(inst, &parts.headers, &env, params, id).await
+}
+
+/// 413 for a body past the instance's `limit`.
+fn too_large(limit: usize) -> Response<Body> {
+    let msg = format!("Request body too large: the limit is {limit} bytes; send smaller arguments");
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        error_body(None, codes::INVALID_REQUEST, &msg, None),
+    )
+}
+
+/// The whole body, within `limit` bytes and [`BODY_TIMEOUT`]; else the answer saying which.
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, Response<Body>> {
+    match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, limit).collect()).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e))
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(too_large(limit))
+        }
+        Ok(Err(_)) => {
+            let msg = "The request body could not be read (the connection broke mid-body); send the request again";
+            Err(json_response(
+                StatusCode::BAD_REQUEST,
+                error_body(None, codes::INVALID_REQUEST, msg, None),
+            ))
+        }
+        Err(_) => {
+            let msg = format!(
+                "The request body did not arrive within {}s; send it again",
+                BODY_TIMEOUT.as_secs()
+            );
+            Err(json_response(
+                StatusCode::REQUEST_TIMEOUT,
+                error_body(None, codes::INVALID_REQUEST, &msg, None),
+            ))
+        }
+    }
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

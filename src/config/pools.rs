@@ -327,3 +327,59 @@ impl Default for Retries {
 fn default_connect_retries() -> usize {
     2
 }
+
+/// The balancing keys of one pool: a load bound on hash pools only (and above 0), weights of
+/// listed instances (1 to 1000), slow start on hash pools only with a bound (it works through
+/// the bound there). `Err` is the key's path and the message.
+pub(super) fn check_balance(name: &str, pool: &PoolConfig) -> Result<(), (String, String)> {
+    let at = |k: &str| format!("pools.{name}.{k}");
+    if let Some(b) = pool.load_bound {
+        if pool.balance != Balance::Hash {
+            return Err((at("load_bound"), format!(
+                "pools.{name}.load_bound: only used with `balance: hash` (least_loaded already avoids busy instances); remove it or use balance: hash"
+            )));
+        }
+        if !(b > 0.0 && b <= 10.0) {
+            return Err((at("load_bound"), format!(
+                "pools.{name}.load_bound: {b} is out of range; write a share above 0 and up to 10, e.g. 0.25 (no instance above 1.25x the average load)"
+            )));
+        }
+    }
+    if pool.latency_decay < std::time::Duration::from_millis(100) {
+        return Err((at("latency_decay"), format!(
+            "pools.{name}.latency_decay: {:?} is too short to average anything; write at least 100ms (the default is 10s)",
+            pool.latency_decay
+        )));
+    }
+    if pool.probe_interval < std::time::Duration::from_millis(100) {
+        return Err((at("probe_interval"), format!(
+            "pools.{name}.probe_interval: {:?} would probe an avoided instance all the time; write at least 100ms (the default is 2s)",
+            pool.probe_interval
+        )));
+    }
+    if !(pool.probe_share > 0.0 && pool.probe_share <= 1.0) {
+        return Err((at("probe_share"), format!(
+            "pools.{name}.probe_share: {} is out of range; write a share above 0 and up to 1, e.g. 0.01 (at most 1% of the pool's requests are probes)",
+            pool.probe_share
+        )));
+    }
+    for (inst, w) in &pool.weights {
+        if !pool.instances.contains(inst) {
+            return Err((at(&format!("weights.{inst}")), format!(
+                "pools.{name}.weights: {inst:?} is not one of the pool's instances ({}); weigh instances by the host:port listed in instances",
+                pool.instances.join(", ")
+            )));
+        }
+        if !(1..=1000).contains(w) {
+            return Err((at(&format!("weights.{inst}")), format!(
+                "pools.{name}.weights.{inst}: {w} is out of range; write a weight from 1 to 1000 (remove an instance from instances to stop sending it traffic)"
+            )));
+        }
+    }
+    if !pool.slow_start.is_zero() && pool.balance == Balance::Hash && pool.load_bound.is_none() {
+        return Err((at("slow_start"), format!(
+            "pools.{name}.slow_start: a hash pool ramps an instance up through its load bound; add load_bound (e.g. 0.25) or remove slow_start"
+        )));
+    }
+    Ok(())
+}

@@ -28,11 +28,9 @@
 //! Retry landing: with `mrtr.retry_landing: elsewhere`, an MRTR retry leg skips the instances
 //! of its flow's earlier legs whenever another is eligible ([`steer`]), whatever the mode.
 
-use pingora::lb::discovery::Static;
-use pingora::lb::selection::{BackendIter, BackendSelection, Consistent, RoundRobin};
-use pingora::lb::{Backend, Backends, LoadBalancer};
-use std::collections::BTreeSet;
-use std::net::{SocketAddr, ToSocketAddrs};
+use pingora::lb::selection::{Consistent, RoundRobin};
+use pingora::lb::LoadBalancer;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,19 +38,21 @@ use std::time::Duration;
 use crate::auth::Identity;
 use crate::config::{Balance, HashKey, PoolConfig, RetryLanding};
 use crate::gateway::stages::health::{Change, PoolHealth};
-use crate::mcp::tasks::{is_task_method, owner_hint, parse_owner_hint};
+use crate::mcp::tasks::{is_task_method, parse_owner_hint};
 
 pub(crate) mod choice;
 pub(crate) mod key;
 pub mod load;
 pub(crate) mod metrics;
 pub(crate) mod outliers;
+mod parts;
 mod select;
 pub(crate) mod steer;
 mod tried;
 
 pub(crate) use key::shard_key_for;
 pub(crate) use load::InstanceLoad;
+use parts::{balancer, instance};
 pub(crate) use steer::{Landing, Steer};
 pub use tried::Tried;
 
@@ -142,50 +142,6 @@ pub struct Picked {
     pub landing: Option<Landing>,
     /// Least-loaded sent the request to an instance it avoids, to measure it again.
     pub probe: bool,
-}
-
-impl std::fmt::Debug for Pool {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.debug_struct("Pool")
-            .field("name", &self.name)
-            .field("instances", &self.instances)
-            .finish()
-    }
-}
-
-/// A pingora balancer over `instances` with their weights.
-fn balancer<S>(instances: &[Instance], weights: &[f64]) -> anyhow::Result<LoadBalancer<S>>
-where
-    S: BackendSelection + 'static,
-    S::Iter: BackendIter,
-{
-    let mut set = BTreeSet::new();
-    for (inst, w) in instances.iter().zip(weights) {
-        let mut b = Backend::new(&inst.addr.to_string())?;
-        b.weight = *w as usize;
-        set.insert(b);
-    }
-    let lb = LoadBalancer::from_backends(Backends::new(Static::new(set)));
-    futures::FutureExt::now_or_never(lb.update())
-        .ok_or_else(|| anyhow::anyhow!("a static pool blocked on discovery"))??;
-    Ok(lb)
-}
-
-fn instance(pool: &str, inst: &str) -> anyhow::Result<Instance> {
-    let addr = inst
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| anyhow::anyhow!("pools.{pool}: cannot resolve instance {inst:?}"))?;
-    let header_value = http::HeaderValue::from_str(inst).map_err(|_| {
-        anyhow::anyhow!("pools.{pool}: instance {inst:?} is not a valid header value")
-    })?;
-    Ok(Instance {
-        task_hints: [owner_hint(inst), owner_hint(&addr.to_string())],
-        name: inst.to_string(),
-        addr,
-        header_value,
-    })
 }
 
 impl Pool {
@@ -411,6 +367,8 @@ impl Pool {
     }
 }
 
+#[cfg(test)]
+mod bound_tests;
 #[cfg(test)]
 mod probe_tests;
 #[cfg(test)]
