@@ -60,6 +60,12 @@ pub(super) fn ask(
         json!({}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+    // Rewritten whole and sent with its new length, not chunked.
+    let length = r
+        .header("content-length")
+        .map(|l| l.parse::<usize>().unwrap());
+    assert_eq!(length, Some(r.body.len()), "{:?}", r.headers);
+    assert!(r.header("transfer-encoding").is_none());
     let v = r.json();
     assert_eq!(v["result"]["resultType"], "input_required", "{v}");
     v["result"]["requestState"].as_str().unwrap().to_string()

@@ -35,6 +35,11 @@
 //! - informational (1xx) upstream responses are not forwarded (the gateway answered the
 //!   client's `Expect` itself, and strips `Expect` from what goes upstream).
 //!
+//! A response of a declared length whose body a response stage rewrites (it drops the length:
+//! a sealed `requestState`, a filtered or pinned list) is read whole first and written with its
+//! new `Content-Length`, head and body in one write, instead of chunked (three writes: the
+//! seal cost a quarter of the throughput that way).
+//!
 //! An event-stream response to a plain HTTP/1.1 client on a parked connection goes on outside
 //! the pipeline once its head is written ([`detached`]): `exchange` hands it over and answers
 //! the pipeline as done.
@@ -164,7 +169,19 @@ async fn exchange(
     *written = true;
 
     let mut head = read_head(session, &mut up).await?;
+    let declared = content_length(&head);
     response::on_header(ctx, &mut head)?;
+    if let Some(n) = declared.filter(|_| content_length(&head).is_none()) {
+        // A response stage dropped the declared length to rewrite the body (a sealed state, a
+        // filtered list): a body of a known, bounded length is read and rewritten whole first,
+        // then written with its new length, head and body together, not chunked.
+        let no_body = session.req_header().method == http::Method::HEAD
+            || matches!(head.status.as_u16(), 204 | 304);
+        if n <= WHOLE_MAX && !no_body {
+            whole_body(session, ctx, &mut up, head).await?;
+            return Ok(up.into_reusable());
+        }
+    }
     frame_for_client(session, &mut head)?;
     let hand_over = detached::takes(session, &head);
     session
@@ -225,6 +242,51 @@ async fn stream_body(
             return Ok(());
         }
     }
+}
+
+/// The longest declared body [`whole_body`] reads before writing the head (the seal's JSON
+/// hold, `stages::seal::JSON_HOLD_MAX`).
+const WHOLE_MAX: u64 = 1024 * 1024;
+
+/// The upstream's declared `Content-Length`.
+fn content_length(head: &ResponseHeader) -> Option<u64> {
+    let v = head.headers.get(http::header::CONTENT_LENGTH)?;
+    v.to_str().ok()?.trim().parse().ok()
+}
+
+/// A body of a declared length that a response stage rewrites: read whole through the response
+/// stage, then written to the client with the head, under its new length.
+async fn whole_body(
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    up: &mut H1Session,
+    mut head: ResponseHeader,
+) -> Result<()> {
+    let mut out: Vec<Bytes> = Vec::new();
+    let mut end = up.response_finished();
+    loop {
+        let mut chunk = match end {
+            true => None,
+            false => until_client_leaves(session, up.read_response_body()).await?,
+        };
+        end = end || chunk.is_none() || up.response_finished();
+        response::on_body(ctx, &mut chunk, end);
+        out.extend(chunk.filter(|c| !c.is_empty()));
+        if end {
+            break;
+        }
+    }
+    let body = match out.len() {
+        1 => out.pop().unwrap_or_default(),
+        _ => Bytes::from(out.concat()),
+    };
+    head.set_version(http::Version::HTTP_11);
+    head.remove_header(&http::header::TRANSFER_ENCODING);
+    head.insert_header(http::header::CONTENT_LENGTH, body.len())?;
+    let wrote = session.write_response_header(Box::new(head), false).await;
+    wrote.map_err(|e| e.into_down())?;
+    let wrote = session.write_response_body(Some(body), true).await;
+    wrote.map_err(|e| e.into_down())
 }
 
 /// The response head as the client gets it: HTTP/1.1 (the client's session writes its own

@@ -26,7 +26,7 @@ use crate::mcp::{codes, Rejection};
 
 /// After the body check, on a sealing pool: note the caller and the arguments' digest, and on
 /// a retry, open its state (the body then carries the server's bytes) or refuse it.
-pub(crate) async fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[u8]) -> Verdict {
+pub(crate) async fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &Bytes) -> Verdict {
     let gw = ctx.gw.clone();
     let Some(seal) = gw.seals.get(ctx.pool).and_then(Option::as_ref) else {
         return Verdict::Next;
@@ -37,18 +37,19 @@ pub(crate) async fn on_checked(session: &Session, ctx: &mut RequestCtx, body: &[
     if !matches!(name_field(method), Some(NameField::Name | NameField::Uri)) {
         return Verdict::Next;
     }
+    let retry = ctx.progress.envelope().is_some_and(|e| e.has_request_state);
     let leg = Leg {
         caller: caller_of(session, ctx),
-        arguments: state_seal::arguments_digest(method, name, &arguments(body)),
+        arguments: retry.then(|| digest(method, name, body)),
+        body: body.clone(),
         out: Out::Passing,
     };
-    let retry = ctx.progress.envelope().is_some_and(|e| e.has_request_state);
     let verdict = if retry {
         let to = Binding {
             caller: &leg.caller,
             method,
             name,
-            arguments: &leg.arguments,
+            arguments: leg.arguments.as_deref().unwrap_or_default(),
         };
         // The body is kept in hand for the direct leg only, the one that can send it edited.
         let direct = !ctx.in_hand.is_empty();
@@ -102,6 +103,11 @@ fn record_unavailable(pool: &str) -> Rejection {
         msg,
     )
     .with_data(serde_json::json!({"pool": pool, "retryAfterSeconds": 1}))
+}
+
+/// The digest a state is bound to: the method, the name and the body's arguments.
+fn digest(method: &str, name: &str, body: &[u8]) -> String {
+    state_seal::arguments_digest(method, name, &arguments(body))
 }
 
 /// `params.arguments` of a checked body (`null` when absent).
@@ -178,14 +184,25 @@ pub(crate) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, e
     };
     let pool = gw.pools[ctx.pool].name.as_str();
     let metrics = &gw.metrics.seal;
-    let to = Binding {
-        caller: &leg.caller,
-        method: ctx.method.as_deref().unwrap_or(""),
-        name: ctx.name.as_deref().unwrap_or(""),
-        arguments: &leg.arguments,
-    };
+    let (method, name) = (
+        ctx.method.as_deref().unwrap_or(""),
+        ctx.name.as_deref().unwrap_or(""),
+    );
+    let Leg {
+        caller,
+        arguments,
+        body: request,
+        out,
+    } = leg;
     let max = seal.config.max_bytes;
     let mut sealer = |state: &str| {
+        let arguments = arguments.get_or_insert_with(|| digest(method, name, request));
+        let to = Binding {
+            caller,
+            method,
+            name,
+            arguments,
+        };
         let token = seal.seal(&to, state);
         metrics.sealed.with_label_values(&[pool]).inc();
         if token.len() > max {
@@ -194,7 +211,7 @@ pub(crate) fn on_response_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, e
         }
         token
     };
-    match &mut leg.out {
+    match out {
         Out::Passing => {}
         Out::Json(hold) => {
             if let Some(chunk) = body.take() {

@@ -270,8 +270,12 @@ impl Used {
 pub struct Leg {
     /// [`state_seal::caller`] of who is calling.
     pub caller: String,
-    /// [`state_seal::arguments_digest`] of the request.
-    pub arguments: String,
+    /// [`state_seal::arguments_digest`] of the request: worked out on a retry (to open its
+    /// state), else only once a response holds a state to seal (most answers hold none).
+    pub arguments: Option<String>,
+    /// The request's body as it went upstream (a reference, not a copy): what the digest is
+    /// worked out from.
+    pub body: bytes::Bytes,
     /// How the response is being read.
     pub out: Out,
 }
