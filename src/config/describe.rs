@@ -31,7 +31,7 @@ impl Config {
     }
 
     /// Every MCP endpoint path: the main one and the federated ones.
-    fn endpoints(&self) -> Vec<&str> {
+    pub(crate) fn endpoints(&self) -> Vec<&str> {
         let fed = self.federation.iter().flat_map(|f| &f.endpoints);
         std::iter::once(self.endpoint.as_str())
             .chain(fed.map(|e| e.path.as_str()))

@@ -142,3 +142,22 @@ fn the_standalone_stream_carries_the_fleets_list_changes() {
     let r = crate::support::http::raw(a, forged.as_bytes());
     assert_eq!(r.status, 404, "{}", r.text());
 }
+
+#[test]
+fn the_console_shows_the_eras_and_a_2025_era_clients_session() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let sid = open(gw.mcp_addr, None);
+    assert!(!sid.is_empty());
+    let admin = gw.admin_addr.unwrap();
+    let s = crate::support::http::request(admin, "GET", "/-/console.json", &[], b"").json();
+    let eras = &s["eras"];
+    assert_eq!(eras["pools"][0]["era"], "2026-07-28", "{eras}");
+    assert_eq!(
+        eras["legacy_clients"]["sessions_opened"]["2025-06-18"], 1.0,
+        "{eras}"
+    );
+    let endpoints = eras["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints[0]["endpoint"], "/mcp");
+    assert_eq!(endpoints[0]["legacy_clients"], true, "{eras}");
+}

@@ -14,6 +14,7 @@
 //! which the page draws as charts.
 
 pub(crate) mod assets;
+mod eras;
 pub(crate) mod history;
 mod snapshot;
 

@@ -23,7 +23,7 @@ fn family<'a>(all: &'a [MetricFamily], name: &str) -> Option<&'a MetricFamily> {
 }
 
 /// Counter samples of `name`, summed by the labels `by` picks (`by` returns `None` to skip).
-fn sum_by(
+pub(super) fn sum_by(
     all: &[MetricFamily],
     name: &str,
     by: impl Fn(&prometheus::proto::Metric) -> Option<String>,
@@ -267,6 +267,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
         "config": config(&gw, live),
         "stages": stages(&gw),
         "pins": pins(&gw),
+        "eras": super::eras::eras(&gw, &all),
     });
     v.to_string()
 }

@@ -75,11 +75,32 @@ function routes(s) {
     s.routes.limits.map((l) => [l.name, l.allowed || 0, l.limited || 0, l.dry_run_limited || 0]));
 }
 
+// Eras: what each pool speaks, which clients each endpoint serves, and what the protocol bridge
+// holds now (docs/bridge.md).
+function eras(s) {
+  const e = s.eras;
+  if (!e) return;
+  table("era-table", ["endpoint", "2026-07-28 clients", "2025-era clients"],
+    e.endpoints.map((x) => [x.endpoint, "served", x.legacy_clients ? "served through the bridge" : "refused (-32022)"]));
+  const total = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
+  const c = e.legacy_clients, v = e.legacy_servers;
+  document.getElementById("bridge-cards").replaceChildren(
+    card("2025-era client sessions opened", total(c.sessions_opened)),
+    card("calls waiting for a 2025-era client's answers", c.calls_waiting),
+    card("bridged flows completed", (c.flows || {}).completed || 0),
+    card("sessions open with 2025-era servers", v.sessions_open),
+    card("server calls paused for an answer", v.calls_paused),
+    card("server sessions re-opened", (v.sessions || {}).reopened || 0),
+  );
+}
+
 function pools(s) {
+  eras(s);
+  const era = Object.fromEntries(((s.eras || {}).pools || []).map((p) => [p.pool, p.era]));
   const list = document.getElementById("pool-list");
   list.replaceChildren();
   for (const p of s.pools) {
-    list.append(el("h2", {}, `${p.name} (${p.balance}, checks every ${p.health_interval_s}s)`));
+    list.append(el("h2", { "data-era": era[p.name] || "" }, `${p.name} (speaks ${era[p.name] || "?"}, ${p.balance}, checks every ${p.health_interval_s}s)`));
     const c = p.concurrency;
     if (c) {
       const how = c.adaptive ? `adaptive ${c.min}..${c.max}${c.min_rtt_ms != null ? `, best ${fmt(c.min_rtt_ms)} ms` : ""}${c.probing ? ", probing" : ""}` : "fixed";
