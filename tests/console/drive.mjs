@@ -80,6 +80,11 @@ try {
     return row && /down|ejected/.test(row.textContent);
   }, { timeout: 15000 }, DOWN);
   await page.waitForSelector('[data-pool-charts] svg[data-chart$=":requests"] path.line');
+  // The eras: the pool speaks 2026-07-28, the endpoint serves 2025-era clients through the bridge.
+  await page.waitForSelector('#pool-list h2[data-era="2026-07-28"]');
+  const eras = await page.$eval("#era-table", (t) => t.textContent);
+  if (!eras.includes("/mcp") || !eras.includes("served through the bridge")) throw new Error(`eras table: ${eras}`);
+  await page.waitForSelector('#bridge-cards [data-key="2025-era client sessions opened"]');
   await page.screenshot({ path: `${SHOTS}/pools.png`, fullPage: true });
 
   await tab("refusals");

@@ -120,13 +120,27 @@ fn the_ts_v2_client_uses_sdk_v1_servers_on_their_pool_and_through_a_federated_en
     let s = crate::support::http::request(admin, "GET", "/-/console.json", &[], b"").json();
     let eras = &s["eras"];
     let era = |pool: &str| {
-        let p = eras["pools"].as_array().unwrap().iter().find(|p| p["pool"] == pool);
+        let p = eras["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == pool);
         p.map(|p| p["era"].clone()).unwrap_or_default()
     };
-    assert_eq!((era("ts"), era("py")), (json!("2025-11-25"), json!("2025-11-25")), "{eras}");
+    assert_eq!(
+        (era("ts"), era("py")),
+        (json!("2025-11-25"), json!("2025-11-25")),
+        "{eras}"
+    );
     assert_eq!(era("modern"), json!("2026-07-28"), "{eras}");
-    assert!(eras["legacy_servers"]["sessions_open"].as_i64() >= Some(2), "{eras}");
-    assert!(eras["legacy_servers"]["paused_calls"]["resumed"].as_f64() >= Some(9.0), "{eras}");
+    assert!(
+        eras["legacy_servers"]["sessions_open"].as_i64() >= Some(2),
+        "{eras}"
+    );
+    assert!(
+        eras["legacy_servers"]["paused_calls"]["resumed"].as_f64() >= Some(9.0),
+        "{eras}"
+    );
 }
 
 #[test]
