@@ -8,6 +8,10 @@
 #   sse   N open subscriptions/listen SSE streams through the proxy to the reference backend
 #         (`mcp-edge backend`); each stream also holds one upstream connection, which is the
 #         proxy's too (the backend's memory is not counted).
+#   legacy (mcp-edge only) N 2025-era clients' sessions through the protocol bridge, each with
+#         its standalone GET stream open (the bridge holds it as a subscriptions/listen into its
+#         own pipeline: the client's connection, the hop's two ends and the upstream's), to the
+#         reference backend. Capped at (ulimit -n - 1000) / 4 sessions.
 # The client is bench/conns_client.py (python asyncio, bounded: at most 200 connection setups
 # at a time, a hold of at most --hold seconds, loopback only). Measured per proxy process:
 # VmRSS from /proc/PID/status (nginx: master + worker) after one warm-up request, after the N
@@ -17,7 +21,7 @@
 # A stream costs the proxy two descriptors (client + upstream); the SSE case is capped at
 # (hard `ulimit -n` - 1000) / 2 streams (nginx needs the slack) when the hard limit is lower than that (the table says so).
 #
-# Usage: bench/conns.sh [--n N] [--sse-n N] [--only "idle sse"] [--edge-bin PATH]
+# Usage: bench/conns.sh [--n N] [--sse-n N] [--only "idle sse legacy"] [--edge-bin PATH]
 #                       [--edge-yaml 'extra top-level yaml'] [--no-nginx] [--hold SECS]
 #   --edge-yaml  extra lines appended to mcp-edge's gateway.yaml (e.g. a buffer setting)
 #   Environment variables (e.g. MIMALLOC_*) reach mcp-edge unchanged.
@@ -42,7 +46,7 @@ while [ $# -gt 0 ]; do
     --edge-yaml) EDGE_YAML=$2; shift ;;
     --no-nginx) NGINX_ON=0 ;;
     --hold) HOLD=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -65,6 +69,13 @@ SSE_CAPPED=""
 if [ "$SSE_N" -gt "$MAX_SSE" ]; then
   SSE_CAPPED=" (capped from $SSE_N by ulimit -n $FDS)"
   SSE_N=$MAX_SSE
+fi
+MAX_LEGACY=$(((FDS - 1000) / 4))
+LEGACY_N=$SSE_N
+LEGACY_CAPPED=""
+if [ "$LEGACY_N" -gt "$MAX_LEGACY" ]; then
+  LEGACY_CAPPED=" (capped from $LEGACY_N by ulimit -n $FDS)"
+  LEGACY_N=$MAX_LEGACY
 fi
 [ "$N" -le $((FDS - 200)) ] || { echo "--n $N needs ulimit -n above $((N + 200)) (have $FDS)" >&2; exit 1; }
 
@@ -183,7 +194,7 @@ printf 'case\ttarget\tn\tok\tbefore_kib\topen_kib\tclosed_kib\tkib_per_conn\n' >
 
 measure() { # case target pid port
   local c=$1 t=$2 pid=$3 port=$4 n before open closed ok cpid
-  n=$N; [ "$c" = sse ] && n=$SSE_N
+  n=$N; [ "$c" = sse ] && n=$SSE_N; [ "$c" = legacy ] && n=$LEGACY_N
   # One warm-up connection, so that "before" includes what the first request allocates.
   python3 bench/conns_client.py --port "$port" --n 1 --mode "$c" --ready "$OUT/warm" --hold 0.2 \
     2>>"$OUT/client-$c-$t.stderr"
@@ -220,16 +231,17 @@ for c in $ONLY; do
   case $c in
     idle) up=$UP; nport=$NGX ;;
     sse) up=$BACKEND; nport=$NGX_SSE ;;
+    legacy) up=$BACKEND; nport="" ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
   edge_conf $up >"$OUT/edge-$c.yaml"
-  [ "$c" = sse ] && backend_up
+  [ "$c" != idle ] && backend_up
   start "edge-$c" "$EDGE_BIN" serve --config "$OUT/edge-$c.yaml"
   epid=$LAST_PID
   wait_port $EDGE
   measure "$c" mcp-edge "$epid" $EDGE
   stop "$epid"
-  if [ "$NGINX_ON" = 1 ]; then
+  if [ "$NGINX_ON" = 1 ] && [ -n "$nport" ]; then
     [ "$c" = sse ] && backend_up
     start "nginx-$c" "$NGINX" -p "$OUT/ngx" -e "$OUT/ngx/error.log" -c "$OUT/ngx/nginx.conf" -g 'daemon off;'
     npid=$LAST_PID
@@ -243,8 +255,8 @@ TABLE=$OUT/table.md
 {
   echo "| case | proxy | connections | RSS before | RSS with all open | after close | KiB per connection |"
   echo "|---|---|---:|---:|---:|---:|---:|"
-  awk -F'\t' -v capped="$SSE_CAPPED" 'NR > 1 {
-    label = ($1 == "idle") ? "idle keep-alive" : "open SSE streams" capped
+  awk -F'\t' -v capped="$SSE_CAPPED" -v lcapped="$LEGACY_CAPPED" 'NR > 1 {
+    label = ($1 == "idle") ? "idle keep-alive" : ($1 == "sse") ? "open SSE streams" capped : "2025-era sessions, GET stream open (bridge)" lcapped
     printf "| %s | %s | %s of %s | %.1f MiB | %.1f MiB | %.1f MiB | %s |\n",
       label, $2, $4, $3, $5 / 1024, $6 / 1024, $7 / 1024, $8 }' "$TSV"
 } >"$TABLE"

@@ -62,6 +62,11 @@ pub struct LegacyConfig {
     /// A session with a 2025-era server unused this long is closed.
     #[serde(default = "d_server_idle", with = "super::humantime_serde_compat")]
     pub server_session_idle: Duration,
+    /// Most standalone `GET` streams of 2025-era clients open at once on this replica (each
+    /// holds four sockets: the client's, the hop's two ends and the upstream's); past it a
+    /// `GET` gets 503 + `Retry-After` + -31007.
+    #[serde(default = "d_max_streams")]
+    pub max_streams: usize,
 }
 
 impl Default for LegacyConfig {
@@ -76,6 +81,7 @@ impl Default for LegacyConfig {
             max_waiting: d_max_waiting(),
             server_sessions: d_server_sessions(),
             server_session_idle: d_server_idle(),
+            max_streams: d_max_streams(),
         }
     }
 }
@@ -97,6 +103,9 @@ fn d_max_waiting() -> usize {
     10_000
 }
 fn d_server_sessions() -> usize {
+    10_000
+}
+fn d_max_streams() -> usize {
     10_000
 }
 fn d_server_idle() -> Duration {
@@ -125,10 +134,11 @@ pub(crate) fn validate(c: &LegacyConfig, pos: &Positions, file: &str) -> Result<
         || c.max_waiting == 0
         || c.server_sessions == 0
         || c.server_session_idle.is_zero()
+        || c.max_streams == 0
     {
         return Err(err(
             "legacy",
-            "legacy: session_ttl, answer_timeout, max_waiting, server_sessions and server_session_idle must be above 0".into(),
+            "legacy: session_ttl, answer_timeout, max_waiting, server_sessions, server_session_idle and max_streams must be above 0".into(),
         ));
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! A 2025-era client written by hand over raw sockets (the session's `initialize`, requests on
 //! it, from a chosen loopback address), for what the SDK clients cannot show: a leg's progress
-//! reaching the client while the leg runs, and the standalone stream's list changes.
+//! reaching the client while the leg runs, the standalone stream's list changes and its bound
+//! (`legacy.max_streams`), and the console's eras.
 
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
@@ -8,6 +9,7 @@ use std::time::Instant;
 
 use super::{backend, gateway};
 use crate::support::http::{post_from, Reply, SseStream};
+use crate::support::{sample, scrape};
 
 pub(super) const JSON: (&str, &str) = ("Content-Type", "application/json");
 pub(super) const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
@@ -160,4 +162,40 @@ fn the_console_shows_the_eras_and_a_2025_era_clients_session() {
     let endpoints = eras["endpoints"].as_array().unwrap();
     assert_eq!(endpoints[0]["endpoint"], "/mcp");
     assert_eq!(endpoints[0]["legacy_clients"], true, "{eras}");
+}
+
+#[test]
+fn standalone_streams_past_legacy_max_streams_are_refused_until_one_closes() {
+    let pool = backend();
+    let gw = gateway(&pool, "legacy: {max_streams: 1}\n");
+    let a = gw.mcp_addr;
+    let get = |sid: &str| {
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
+        )
+    };
+    let (one, two) = (open(a, None), open(a, None));
+    let first = SseStream::send(a, get(&one).as_bytes());
+    assert_eq!(first.status, 200);
+    let r = crate::support::http::raw(
+        a,
+        get(&two)
+            .replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("retry-after"), Some("5"));
+    assert_eq!(r.json()["error"]["code"], -31007, "{}", r.text());
+    assert_eq!(
+        sample(&scrape(&gw), "mcp_edge_legacy_streams_open", &[]),
+        1.0
+    );
+    // The first client leaves: its place is free again.
+    drop(first);
+    let freed = crate::support::eventually(std::time::Duration::from_secs(20), || {
+        sample(&scrape(&gw), "mcp_edge_legacy_streams_open", &[]) == 0.0
+    });
+    assert!(freed, "the stream's place was never given back");
+    let again = SseStream::send(a, get(&two).as_bytes());
+    assert_eq!(again.status, 200);
 }

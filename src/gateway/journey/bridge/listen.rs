@@ -4,7 +4,9 @@
 //! each list change and resource update as it arrives, without the 2026 subscription id
 //! (`mcp::legacy::to_standalone`). A fleet that offers no listen stream leaves the session
 //! without one: `405`, as the 2025 spec allows. A comment line every [`KEEPALIVE`] keeps
-//! intermediaries from closing an idle stream and finds a client that left.
+//! intermediaries from closing an idle stream and finds a client that left. At most
+//! `legacy.max_streams` are open on a replica (`stages::bridge::streams`); past it a `GET` gets
+//! 503 + `Retry-After` + -31007.
 
 use bytes::Bytes;
 use pingora::prelude::*;
@@ -30,6 +32,11 @@ pub(super) async fn stream(
     (bridge, input): (&Bridge, &Input),
     s: &LegacySession,
 ) -> Result<bool> {
+    let gw = ctx.gw.clone();
+    let max = gw.config.legacy.max_streams;
+    let Some(_slot) = bridge.streams.take(max, &gw.metrics.bridge.streams) else {
+        return too_many(session, ctx, max).await;
+    };
     let params = legacy::standalone_listen_params();
     let (caps, info) = (&s.capabilities, &s.client_info);
     let body = legacy::to_modern(SUBSCRIPTIONS_LISTEN, Some(&params), 1, caps, info, None);
@@ -78,8 +85,22 @@ async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
                 let comment = Bytes::from_static(b": keepalive\n\n");
                 out.session.write_response_body(Some(comment), false).await?;
             }
+            // The client closed its side: the stream (and its place) ends now, not at the
+            // next write.
+            _ = out.session.downstream_session.read_body_or_idle(true) => return Ok(true),
         }
     }
+}
+
+/// The replica holds `max` standalone streams already: 503 + `Retry-After` + -31007.
+async fn too_many(session: &mut Session, ctx: &mut RequestCtx, max: usize) -> Result<bool> {
+    let msg = format!(
+        "This replica holds its most standalone streams ({max}, legacy.max_streams): retry later, or use POST alone"
+    );
+    let rej = Rejection::new(503, codes::GATEWAY_OVERLOADED, "legacy-streams-full", msg)
+        .with_data(serde_json::json!({"maxStreams": max, "retryAfterSeconds": 5}));
+    ctx.extra_headers.push(("retry-after", "5".into()));
+    refuse(session, ctx, rej, None).await
 }
 
 /// No standalone stream: the fleet answered the listen request with `status` and no stream.

@@ -41,6 +41,7 @@ pub(super) fn eras(gw: &Gateway, all: &[MetricFamily]) -> Value {
         "legacy_clients": {
             "sessions_opened": by_label(all, "mcp_edge_legacy_sessions_total", "version"),
             "calls_waiting": b.waiting.get(),
+            "streams_open": b.streams.get(),
             "flows": by_label(all, "mcp_edge_legacy_flows_total", "outcome"),
             "answers": by_label(all, "mcp_edge_legacy_answers_total", "path"),
         },

@@ -2,7 +2,7 @@
 //! sealed session of a 2025-era client ([`session`]), the calls waiting for a client's answers
 //! on this replica and the sealed ids of the questions they asked ([`waiting`]), whom a hop
 //! into the pipeline speaks for ([`hops`]), the `x-mcp-header` marks learned from lists
-//! ([`params`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
+//! ([`params`]), the standalone streams open ([`streams`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
 //! functions: no session, no socket.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,6 +16,7 @@ pub(crate) mod messages;
 pub(crate) mod params;
 pub(crate) mod servers;
 pub(crate) mod session;
+pub(crate) mod streams;
 pub(crate) mod waiting;
 
 use waiting::Waiting;
@@ -43,6 +44,8 @@ pub(crate) struct Bridge {
     pub(crate) paused: Arc<servers::PausedCalls>,
     /// The hops open now and the clients they speak for (carried over reloads).
     pub(crate) hops: Arc<hops::Hops>,
+    /// The standalone streams open on this replica (carried over reloads).
+    pub(crate) streams: Arc<streams::Streams>,
 }
 
 impl Bridge {
@@ -88,6 +91,7 @@ impl Bridge {
             servers,
             paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),
             hops: previous.map(|p| p.hops.clone()).unwrap_or_default(),
+            streams: previous.map(|p| p.streams.clone()).unwrap_or_default(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The protocol bridge's metrics (2025-era clients served by the gateway): sessions opened,
 //! multi round-trip flows run for a legacy client and how they ended, answers that crossed
-//! replicas, and the calls waiting for their clients now.
+//! replicas, the calls waiting for their clients now, and the standalone streams open.
 
 /// The bridge's metrics (registered once, carried over reloads with the registry).
 pub struct BridgeMetrics {
@@ -21,6 +21,8 @@ pub struct BridgeMetrics {
     pub server_sessions: prometheus::IntCounterVec,
     /// Sessions held with 2025-era servers now.
     pub server_sessions_open: prometheus::IntGauge,
+    /// Standalone `GET` streams of 2025-era clients open on this replica.
+    pub streams: prometheus::IntGauge,
 }
 
 impl BridgeMetrics {
@@ -43,7 +45,13 @@ impl BridgeMetrics {
             "Sessions held with 2025-era servers now (one per instance and caller).",
         )?;
         r.register(Box::new(open.clone()))?;
+        let streams = IntGauge::new(
+            "legacy_streams_open",
+            "Standalone GET streams of 2025-era clients open on this replica (at most legacy.max_streams).",
+        )?;
+        r.register(Box::new(streams.clone()))?;
         Ok(BridgeMetrics {
+            streams,
             sessions: counter("legacy_sessions_total", "Sessions of 2025-era clients opened by the bridge (initialize answered), by negotiated revision.", &["version"])?,
             flows: counter("legacy_flows_total", "Calls of 2025-era clients that needed input (the fleet answered input_required), by outcome: completed, error (ended with an error), timed_out, cancelled, refused (the client answered with an error).", &["outcome"])?,
             answers: counter("legacy_answers_total", "2025-era clients' answers to the questions the bridge asked, by where they went: local (this replica held the call) or forwarded (sent on to the replica that did).", &["path"])?,

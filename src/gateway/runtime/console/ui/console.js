@@ -87,6 +87,7 @@ function eras(s) {
   document.getElementById("bridge-cards").replaceChildren(
     card("2025-era client sessions opened", total(c.sessions_opened)),
     card("calls waiting for a 2025-era client's answers", c.calls_waiting),
+    card("2025-era GET streams open", c.streams_open),
     card("bridged flows completed", (c.flows || {}).completed || 0),
     card("sessions open with 2025-era servers", v.sessions_open),
     card("server calls paused for an answer", v.calls_paused),
