@@ -199,3 +199,69 @@ fn standalone_streams_past_legacy_max_streams_are_refused_until_one_closes() {
     let again = SseStream::send(a, get(&two).as_bytes());
     assert_eq!(again.status, 200);
 }
+
+/// `POST /-/explain` of a 2025-era request on the admin listener.
+fn explain(gw: &mcp_edge::gateway::RunningGateway, headers: Value, body: &Value) -> Value {
+    let q = json!({"headers": headers, "body": body.to_string()});
+    let h = [("Content-Type", "application/json")];
+    let admin = gw.admin_addr.unwrap();
+    let r =
+        crate::support::http::request(admin, "POST", "/-/explain", &h, q.to_string().as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+#[test]
+fn explain_follows_a_2025_era_request_through_the_bridge() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
+    let v = explain(&gw, json!({"Content-Type": "application/json"}), &init);
+    assert_eq!(v["verdict"], "answered", "{v}");
+    assert!(
+        v["bridge"]["answers"]
+            .as_str()
+            .unwrap()
+            .contains("initialize"),
+        "{v}"
+    );
+
+    // A call on a session becomes a 2026 request, walked through every stage.
+    let sid = open(gw.mcp_addr, None);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let on = |sid: &str| {
+        json!({"Content-Type": "application/json", "Mcp-Session-Id": sid,
+        "MCP-Protocol-Version": "2025-06-18", "Mcp-Name": "not-what-the-body-says"})
+    };
+    let v = explain(&gw, on(&sid), &call);
+    assert_eq!(v["era"], "2025-06-18", "{v}");
+    assert_eq!(v["verdict"], "forwarded", "{v}");
+    assert_eq!(
+        v["bridge"]["becomes"]["name"], "echo",
+        "the body names the tool: {v}"
+    );
+    let stages: Vec<&str> = v["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        stages.contains(&"check") && stages.contains(&"balance"),
+        "{v}"
+    );
+
+    // An altered session id, or another caller's, is refused as the bridge refuses it.
+    let v = explain(&gw, on(&format!("{sid}x")), &call);
+    assert_eq!(v["verdict"], "refused", "{v}");
+    assert_eq!(v["answer"]["status"], 404, "{v}");
+    let mut theirs = on(&sid);
+    theirs["Authorization"] = json!("Bearer mallory");
+    let v = explain(&gw, theirs, &call);
+    assert_eq!(
+        (v["verdict"].as_str(), v["answer"]["code"].as_i64()),
+        (Some("refused"), Some(-31014)),
+        "{v}"
+    );
+}

@@ -143,7 +143,7 @@ impl Input {
 }
 
 /// The request is addressed to an MCP endpoint of this gateway.
-fn addressed(config: &Config, path: &str) -> bool {
+pub(crate) fn addressed(config: &Config, path: &str) -> bool {
     path == config.endpoint
         || config
             .federation
@@ -184,7 +184,7 @@ fn head_ok(req: &pingora::http::RequestHeader, config: &Config) -> Result<(), Re
 }
 
 /// The session the request presents, verified; the legacy server's answers otherwise.
-fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
+pub(crate) fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
     let Some(id) = input.session_id.as_deref() else {
         let msg = "Bad Request: no session id (Mcp-Session-Id); send initialize first";
         return Err(Rejection::new(

@@ -15,6 +15,10 @@
 //!
 //! The document may name the client's address (`client_ip`) for limits keyed on it.
 //!
+//! A 2025-era request is the protocol bridge's ([`legacy`]): `initialize` and the requests it
+//! answers itself say so; a request it carries into the pipeline is explained as the 2026
+//! request it becomes, with its `era` and what the bridge did (`bridge`).
+//!
 //! Asked by `POST /-/explain` on the admin listener, the console's form, and
 //! `mcp-edge explain --config gateway.yaml --request req.json` (offline: a gateway built from
 //! the config, health unknown so every instance counts as up).
@@ -24,6 +28,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod legacy;
 mod stages;
 
 use crate::gateway::journey::request::RequestCtx;
@@ -153,6 +158,9 @@ pub async fn explain(gw: &Arc<Gateway>, q: &Question) -> Value {
         Ok(p) => p,
         Err(e) => return json!({"verdict": "invalid", "error": e, "steps": [], "stages": []}),
     };
+    if let Some(bridged) = legacy::explain(gw, q, &parts).await {
+        return bridged;
+    }
     let mut x = Explaining {
         gw,
         q,
