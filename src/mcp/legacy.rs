@@ -47,10 +47,15 @@ pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
         return Era::Legacy;
     }
     // A POST claiming `Mcp-Method` otherwise is a 2026 request, whatever session id it carries
-    // (a 2026 server ignores one).
+    // (a 2026 server ignores one); unless it claims `initialize`, which the 2026 revision does
+    // not have: a 2025-era client that sends the new headers before it knows a version (the
+    // TypeScript SDK inside mcp-remote 0.15 does) starts its session.
     let post = method == http::Method::POST;
-    if post && headers.contains_key(super::header::METHOD) {
-        return Era::Modern;
+    if let Some(m) = headers.get(super::header::METHOD).filter(|_| post) {
+        return match m.as_bytes().trim_ascii() == super::methods::INITIALIZE.as_bytes() {
+            true => Era::Legacy,
+            false => Era::Modern,
+        };
     }
     if headers.contains_key(SESSION_ID) {
         return Era::Legacy;
@@ -284,6 +289,12 @@ mod tests {
             ("mcp-protocol-version", "2025-11-25"),
         ];
         assert_eq!(era_of(&post, &head(&both)), Era::Legacy);
+        // ...and before a version is known, `initialize` (which 2026 does not have) says it.
+        let first = [("mcp-method", "initialize")];
+        assert_eq!(era_of(&post, &head(&first)), Era::Legacy);
+        let padded = [("mcp-method", " initialize ")];
+        assert_eq!(era_of(&post, &head(&padded)), Era::Legacy);
+        assert_eq!(era_of(&Method::GET, &head(&first)), Era::Modern);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! `MCP_EDGE_LEGACY_PEERS_DIR`, default target/peers-legacy; skipped loudly when absent) in
 //! front of the 2026-only reference backend (two instances) list, call and complete every
 //! multi round-trip tool, through one gateway and across two replicas (`clients`); forged,
-//! altered, other callers' and unanswered sessions and answers (`hostile`). And the other way
+//! altered, other callers' and unanswered sessions and answers (`hostile`); a real end-user
+//! client, mcp-remote, answering a mid-call question through the bridge (`remote`). And the other way
 //! round: pools of 2025-era servers written with the TypeScript SDK v1 and the Python SDK 1.x
 //! (`era: 2025-11-25`) used by the official TypeScript SDK v2 client pinned to 2026-07-28, mid-call
 //! questions turned into MRTR, across replicas, with forged states refused (`servers`).
@@ -19,6 +20,7 @@ use crate::support::config;
 mod clients;
 mod hostile;
 mod raw;
+mod remote;
 mod servers;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two
