@@ -49,6 +49,28 @@ impl Auth {
         Ok(Some(id))
     }
 
+    /// Who a request's token stands for, without a route's scopes or rules: the protocol bridge
+    /// binds a 2025-era session to it, so a refreshed token of the same caller keeps the
+    /// session. `Ok(None)`: no token (the pipeline's admission decides whether one is needed).
+    pub(crate) async fn identify(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Option<Arc<Identity>>, Refusal> {
+        self.refuse_ambiguous(headers, None)?;
+        let Some(token) = bearer_token(headers) else {
+            return Ok(None);
+        };
+        let required: Vec<&str> = self.config.scopes.iter().map(String::as_str).collect();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let id = match (jwt::is_jwt(token), &self.introspector) {
+            (false, Some(intro)) => self.introspected(intro, token, &required, now).await?,
+            _ => self.verified_jwt(token, &required, now).await?,
+        };
+        Ok(Some(id))
+    }
+
     /// Refuse a token sent where it must not be (the query string) or sent more than once.
     fn refuse_ambiguous(
         &self,

@@ -22,6 +22,7 @@ mod hostile;
 mod raw;
 mod remote;
 mod servers;
+mod tokens;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two
 /// rounds; and a plain call.

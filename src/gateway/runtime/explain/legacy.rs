@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::Question;
 use crate::gateway::journey::bridge::{self as bridge_steps, Input};
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::bridge::session::caller_of;
+use crate::gateway::stages::bridge::session::{caller_of, caller_of_subject};
 use crate::mcp::legacy::{self, Era};
 use crate::mcp::{header, methods, Rejection};
 
@@ -41,7 +41,7 @@ pub(super) async fn explain(
         let detail = json!({"answers": "initialize, from the fleet's server/discover, with a sealed session id (nothing is stored)"});
         return Some(said("answered", detail));
     }
-    let session = match verify(gw, q, parts) {
+    let session = match verify(gw, q, parts).await {
         Ok(s) => s,
         Err(rej) => {
             return Some(refused(
@@ -73,8 +73,9 @@ pub(super) async fn explain(
     Some(walk)
 }
 
-/// The session of the question, verified as the bridge verifies it.
-fn verify(
+/// The session of the question, verified as the bridge verifies it (with auth on, bound to who
+/// the token stands for).
+async fn verify(
     gw: &Gateway,
     q: &Question,
     parts: &http::request::Parts,
@@ -87,7 +88,7 @@ fn verify(
             .map(str::to_owned)
     };
     let authorization = get("authorization");
-    let input = Input {
+    let mut input = Input {
         path: parts.uri.path().to_owned(),
         session_id: get(legacy::SESSION_ID),
         caller: caller_of(authorization.as_deref().map(str::as_bytes)),
@@ -95,6 +96,16 @@ fn verify(
         client_ip: q.client_ip,
         hopped: false,
     };
+    if let Some(auth) = &gw.auth {
+        match auth.identify(&parts.headers).await {
+            Ok(Some(id)) => {
+                let iss = id.claim_text("iss").unwrap_or_default();
+                input.caller = caller_of_subject(&iss, &id.subject);
+            }
+            Ok(None) => {}
+            Err(refusal) => return Err(refusal.rejection),
+        }
+    }
     bridge_steps::verify(&gw.bridge, &input)
 }
 

@@ -93,6 +93,18 @@ pub(crate) fn caller_of(authorization: Option<&[u8]>) -> String {
     }
 }
 
+/// Who calls when `auth` verified the token: a digest of its issuer and subject, so a
+/// refreshed token of the same caller keeps the session (and another caller's never opens
+/// it). Distinct from every [`caller_of`] value (another prefix under the digest).
+pub(crate) fn caller_of_subject(issuer: &str, subject: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"sub\0");
+    h.update(issuer.as_bytes());
+    h.update(b"\0");
+    h.update(subject.as_bytes());
+    hex::encode(&h.finalize()[..16])
+}
+
 impl LegacySession {
     /// A new session for `caller` on `path`, valid for `ttl_ms`.
     pub(crate) fn open(
