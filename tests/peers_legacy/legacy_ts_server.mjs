@@ -2,7 +2,8 @@
 // 1.32: Streamable HTTP with sessions, protocol 2025-11-25), as most servers in production are,
 // for the tests of a legacy pool behind mcp-edge. Its tools ask mid-call, on the call's own
 // response stream: confirm_deploy (elicitation), ask_model (sampling), client_roots (roots),
-// ask_twice (two questions, one after the other); add needs nothing.
+// ask_twice (two questions, one after the other); add needs nothing; grow adds a tool to the
+// session's server, which then says so on the session's standalone stream (list_changed).
 // Usage: node legacy_ts_server.mjs PORT [INSTANCE-NAME]
 import http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -39,6 +40,13 @@ function build() {
     const a = await elicit(extra, "Your name?", { name: { type: "string" } });
     const b = await elicit(extra, `Favourite colour, ${a.content?.name}?`, { colour: { type: "string" } });
     return text(`${a.content?.name} likes ${b.content?.colour}`);
+  });
+  let grown = 0;
+  server.tool("grow", "Adds a tool to this session's server.", {}, async () => {
+    grown++;
+    const name = `grown_${grown}`;
+    server.tool(name, "A tool added at run time.", {}, async () => text(name));
+    return text(`added ${name}`);
   });
   return server;
 }

@@ -17,6 +17,7 @@ use std::process::Command;
 
 use crate::support::config;
 
+mod catalog;
 mod clients;
 mod hostile;
 mod raw;

@@ -10,7 +10,9 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::bridge::messages::Messages;
 use crate::gateway::stages::bridge::servers::{ServerSession, SessionKey, SideRequests};
 use crate::gateway::stages::bridge::Bridge;
+use crate::gateway::stages::federation::catalog::Store;
 use crate::mcp::{codes, Rejection};
+use serde_json::Value;
 
 fn unavailable(up: &Up, e: String) -> Rejection {
     let msg = format!(
@@ -49,7 +51,8 @@ async fn open(
     match up.initialize().await {
         Ok((id, init)) => {
             m.with_label_values(&[how]).inc();
-            let side = listen(up.clone(), id.clone());
+            let changes = (gw.catalogs.clone(), key.pool.clone());
+            let side = listen(up.clone(), id.clone(), changes);
             for (old_key, old) in bridge
                 .servers
                 .put(key.clone(), id.clone(), init, Some(side))
@@ -75,9 +78,11 @@ async fn open(
 }
 
 /// Read the session's standalone stream in the background: the requests the server sends
-/// there go to the session's calls; the task ends with the stream or when the session is
-/// dropped (nobody receives any more).
-fn listen(up: Up, sid: String) -> SideRequests {
+/// there go to the session's calls; a `notifications/*/list_changed` makes the pool's catalog
+/// due now (the federation catalog and the pins read it again at once, as for a 2026 pool's
+/// listen stream). The task ends with the stream or when the session is dropped (nobody
+/// receives any more).
+fn listen(up: Up, sid: String, (catalogs, pool): (Arc<Store>, String)) -> SideRequests {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
         let Ok(mut m) = up.listen(&sid).await else {
@@ -87,9 +92,14 @@ fn listen(up: Up, sid: String) -> SideRequests {
             return; // no standalone stream (405): the server asks on the calls' streams only
         }
         while let Ok(Some(v)) = m.next().await {
-            let request = v.get("method").is_some() && v.get("id").is_some_and(|i| !i.is_null());
-            if request && tx.send(v).await.is_err() {
-                return;
+            let method = v.get("method").and_then(Value::as_str);
+            let request = method.is_some() && v.get("id").is_some_and(|i| !i.is_null());
+            if request {
+                if tx.send(v).await.is_err() {
+                    return;
+                }
+            } else if method.is_some_and(|m| m.ends_with("/list_changed")) {
+                catalogs.due_at(&pool, std::time::Instant::now());
             }
         }
     });

@@ -1,0 +1,64 @@
+//! A 2025-era server's list changes reach the federation catalog: the gateway's session with the
+//! server holds its standalone stream, and a `notifications/tools/list_changed` there makes the
+//! pool's catalog due at once, so a tool the server adds is routable and listed within moments,
+//! not at the next refresh (set to a minute here, so the test fails without the stream).
+
+use serde_json::{json, Value};
+use std::time::Duration;
+
+use super::{LegacyServer, ServerKind};
+use crate::support::config;
+use mcp_edge::gateway::RunningGateway;
+
+/// The tool names of `/fed`'s merged `tools/list`.
+fn listed(gw: &RunningGateway) -> Vec<String> {
+    let r: Value = super::super::federation::rpc_at(gw, "/fed", "tools/list", json!({})).json();
+    r["result"]["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_list_change_on_the_servers_standalone_stream_refreshes_the_catalog_at_once() {
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
+    let cfg = config(
+        &[],
+        &format!(
+            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\nfederation:\n  catalog: {{refresh_floor: 60s, refresh_ceiling: 10m}}\n  endpoints:\n    - {{ path: /fed, pools: [ts], collisions: prefix }}\n",
+            ts.addr
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    super::super::federation::wait_state(&gw, &["ts"], "fresh");
+    assert!(listed(&gw).contains(&"ts__grow".to_string()));
+    assert!(!listed(&gw).contains(&"ts__grown_1".to_string()));
+    let r = super::super::federation::rpc_at(
+        &gw,
+        "/fed",
+        "tools/call",
+        json!({"name": "ts__grow", "arguments": {}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Routing reads the catalog (a `ttlMs: 0` list is read from the pool each time, so the
+    // list alone would not show it): the new tool is called once the catalog has it.
+    let call = || {
+        let r = super::super::federation::rpc_at(
+            &gw,
+            "/fed",
+            "tools/call",
+            json!({"name": "ts__grown_1", "arguments": {}}),
+        );
+        r.json()["result"]["content"][0]["text"] == "grown_1"
+    };
+    let routed = crate::support::eventually(Duration::from_secs(10), call);
+    assert!(routed, "the new tool never reached the catalog");
+    assert!(listed(&gw).contains(&"ts__grown_1".to_string()));
+}
