@@ -1,7 +1,8 @@
 //! A 2025-era server's list changes reach the federation catalog: the gateway's session with the
 //! server holds its standalone stream, and a `notifications/tools/list_changed` there makes the
 //! pool's catalog due at once, so a tool the server adds is routable and listed within moments,
-//! not at the next refresh (set to a minute here, so the test fails without the stream).
+//! not at the next refresh (set to a minute here, so the test fails without the stream); and a
+//! 2026 client listening on the pool hears of it (`subscriptions/listen` through the session).
 
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -61,4 +62,57 @@ fn a_list_change_on_the_servers_standalone_stream_refreshes_the_catalog_at_once(
     let routed = crate::support::eventually(Duration::from_secs(10), call);
     assert!(routed, "the new tool never reached the catalog");
     assert!(listed(&gw).contains(&"ts__grown_1".to_string()));
+}
+
+#[test]
+fn a_2026_clients_listen_stream_carries_a_2025_era_servers_list_changes() {
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
+    let cfg = config(
+        &[],
+        &format!(
+            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\n",
+            ts.addr
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let listen = json!({"jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": crate::support::http::meta(json!({}))}});
+    let mut stream =
+        crate::support::http::SseStream::open(gw.mcp_addr, &headers, &listen.to_string());
+    assert_eq!(stream.status, 200);
+    let ack = stream.next_message().expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    // The server adds a tool (on the same caller's session): the listener hears of it.
+    let r = crate::support::http::call(
+        gw.mcp_addr,
+        2,
+        "grow",
+        json!({}),
+        json!({}),
+        None,
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let n = stream.next_message().expect("a list change");
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41,
+        "{n}"
+    );
 }

@@ -154,6 +154,9 @@ pub(crate) async fn forward(
         };
         return answer(session, &req, discover_result(&s.init), &[]).await;
     }
+    if req.method == methods::SUBSCRIPTIONS_LISTEN {
+        return super::back_listen::relay(session, ctx, bridge, &req, (up, key)).await;
+    }
     let upstream_id = json!(format!("mcp-edge-{:x}", rand::random::<u64>()));
     let (messages, s) =
         match up_session::send(bridge, &up, &key, &gw, &req.legacy_body(&upstream_id)).await {

@@ -38,6 +38,7 @@ use crate::mcp::{codes, Rejection};
 mod answers;
 pub(crate) mod back;
 mod back_hop;
+mod back_listen;
 mod back_resume;
 mod call;
 mod hop;

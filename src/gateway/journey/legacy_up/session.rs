@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::wire::Up;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::bridge::messages::Messages;
-use crate::gateway::stages::bridge::servers::{ServerSession, SessionKey, SideRequests};
+use crate::gateway::stages::bridge::servers::{Notes, ServerSession, SessionKey, SideRequests};
 use crate::gateway::stages::bridge::Bridge;
 use crate::gateway::stages::federation::catalog::Store;
 use crate::mcp::{codes, Rejection};
@@ -52,10 +52,12 @@ async fn open(
         Ok((id, init)) => {
             m.with_label_values(&[how]).inc();
             let changes = (gw.catalogs.clone(), key.pool.clone());
-            let side = listen(up.clone(), id.clone(), changes);
-            for (old_key, old) in bridge
-                .servers
-                .put(key.clone(), id.clone(), init, Some(side))
+            let (notes, _) = tokio::sync::broadcast::channel(16);
+            let side = listen(up.clone(), id.clone(), changes, notes.clone());
+            for (old_key, old) in
+                bridge
+                    .servers
+                    .put(key.clone(), id.clone(), init, (Some(side), Some(notes)))
             {
                 let mut old_up = up.clone();
                 old_up.addr = old_key.addr;
@@ -78,11 +80,16 @@ async fn open(
 }
 
 /// Read the session's standalone stream in the background: the requests the server sends
-/// there go to the session's calls; a `notifications/*/list_changed` makes the pool's catalog
-/// due now (the federation catalog and the pins read it again at once, as for a 2026 pool's
-/// listen stream). The task ends with the stream or when the session is dropped (nobody
-/// receives any more).
-fn listen(up: Up, sid: String, (catalogs, pool): (Arc<Store>, String)) -> SideRequests {
+/// there go to the session's calls; its notifications go to the 2026 clients listening
+/// (`notes`), and a `notifications/*/list_changed` also makes the pool's catalog due now (the
+/// federation catalog and the pins read it again at once, as for a 2026 pool's listen stream).
+/// The task ends with the stream or when the session is dropped (nobody receives any more).
+fn listen(
+    up: Up,
+    sid: String,
+    (catalogs, pool): (Arc<Store>, String),
+    notes: Notes,
+) -> SideRequests {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
         let Ok(mut m) = up.listen(&sid).await else {
@@ -98,8 +105,12 @@ fn listen(up: Up, sid: String, (catalogs, pool): (Arc<Store>, String)) -> SideRe
                 if tx.send(v).await.is_err() {
                     return;
                 }
-            } else if method.is_some_and(|m| m.ends_with("/list_changed")) {
-                catalogs.due_at(&pool, std::time::Instant::now());
+            } else if let Some(m) = method {
+                if m.ends_with("/list_changed") {
+                    catalogs.due_at(&pool, std::time::Instant::now());
+                }
+                // No listener is fine: nothing is kept for later.
+                let _ = notes.send(v);
             }
         }
     });

@@ -41,8 +41,15 @@ pub(crate) struct ServerSession {
     /// The server's `initialize` result.
     pub init: Value,
     pub side: Option<SideRequests>,
+    /// The notifications of the session's standalone stream (list changes, resource updates),
+    /// for the 2026 clients listening through it (`None`: the session has no standalone
+    /// stream reader).
+    pub notes: Option<Notes>,
     used: Instant,
 }
+
+/// The notifications a session's standalone stream carries, to every listener.
+pub(crate) type Notes = tokio::sync::broadcast::Sender<Value>;
 
 /// The sessions with legacy instances.
 pub(crate) struct ServerSessions {
@@ -78,7 +85,7 @@ impl ServerSessions {
         key: SessionKey,
         id: String,
         init: Value,
-        side: Option<SideRequests>,
+        (side, notes): (Option<SideRequests>, Option<Notes>),
     ) -> Vec<(SessionKey, String)> {
         let mut m = self.map.lock().expect("sessions lock");
         let idle = self.idle;
@@ -103,6 +110,7 @@ impl ServerSessions {
                 id,
                 init,
                 side,
+                notes,
                 used: Instant::now(),
             },
         );
@@ -272,10 +280,14 @@ mod tests {
     #[test]
     fn sessions_are_per_caller_bounded_and_forgotten_when_gone() {
         let s = ServerSessions::new(2, Duration::from_secs(60));
-        assert!(s.put(key("a"), "s-a".into(), json!({}), None).is_empty());
-        assert!(s.put(key("b"), "s-b".into(), json!({}), None).is_empty());
+        assert!(s
+            .put(key("a"), "s-a".into(), json!({}), (None, None))
+            .is_empty());
+        assert!(s
+            .put(key("b"), "s-b".into(), json!({}), (None, None))
+            .is_empty());
         assert_eq!(s.get(&key("a")).unwrap().id, "s-a");
-        let gone = s.put(key("c"), "s-c".into(), json!({}), None);
+        let gone = s.put(key("c"), "s-c".into(), json!({}), (None, None));
         assert_eq!(
             gone,
             vec![(key("b"), "s-b".to_string())],

@@ -188,6 +188,54 @@ pub fn to_standalone(mut message: Value) -> Option<Value> {
     Some(message)
 }
 
+/// The list changes a 2026 `subscriptions/listen` asks for (`params.notifications`), in the
+/// order tools, prompts, resources.
+pub fn listen_wants(params: &Map<String, Value>) -> [bool; 3] {
+    let asked = params.get("notifications").and_then(Value::as_object);
+    let on = |k: &str| asked.and_then(|a| a.get(k)).and_then(Value::as_bool) == Some(true);
+    [
+        on("toolsListChanged"),
+        on("promptsListChanged"),
+        on("resourcesListChanged"),
+    ]
+}
+
+/// The acknowledgement of a listen request `sub` (its id) honouring `wants`.
+pub fn listen_ack(wants: [bool; 3], sub: &Value) -> Value {
+    let keys = [
+        "toolsListChanged",
+        "promptsListChanged",
+        "resourcesListChanged",
+    ];
+    let honoured: Map<String, Value> = keys
+        .iter()
+        .zip(wants)
+        .filter(|(_, on)| *on)
+        .map(|(k, _)| (k.to_string(), Value::Bool(true)))
+        .collect();
+    json!({"jsonrpc": "2.0", "method": super::methods::NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED,
+        "params": {"_meta": {meta::SUBSCRIPTION_ID: sub}, "notifications": honoured}})
+}
+
+/// A 2025-era server's standalone-stream notification as a 2026 listen stream carries it: a
+/// list change the listener asked for, under its subscription id; `None` for anything else.
+pub fn to_listen(note: &Value, wants: [bool; 3], sub: &Value) -> Option<Value> {
+    use super::methods::{NOTIFY_PROMPTS_CHANGED, NOTIFY_RESOURCES_CHANGED, NOTIFY_TOOLS_CHANGED};
+    let method = note.get("method").and_then(Value::as_str)?;
+    let kinds = [
+        NOTIFY_TOOLS_CHANGED,
+        NOTIFY_PROMPTS_CHANGED,
+        NOTIFY_RESOURCES_CHANGED,
+    ];
+    let i = kinds.iter().position(|k| *k == method)?;
+    if !wants[i] || note.get("id").is_some() {
+        return None;
+    }
+    Some(
+        json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": {meta::SUBSCRIPTION_ID: sub}}}),
+    )
+}
+
 /// The `initialize` result for a legacy client, from the fleet's `server/discover` result.
 pub fn initialize_result(version: &str, discover: &Value) -> Value {
     let capabilities = discover
@@ -221,128 +269,4 @@ pub fn declared(capabilities: &Value, method: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use http::{HeaderMap, HeaderValue, Method};
-
-    #[test]
-    fn a_listen_stream_becomes_a_standalone_stream_of_list_changes() {
-        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": {meta::SUBSCRIPTION_ID: 1}}});
-        assert_eq!(to_standalone(ack), None);
-        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {meta::SUBSCRIPTION_ID: 1}}});
-        assert_eq!(
-            to_standalone(changed),
-            Some(
-                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}})
-            )
-        );
-        let updated = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a", "_meta": {meta::SUBSCRIPTION_ID: 1, "x": 2}}});
-        assert_eq!(
-            to_standalone(updated).unwrap()["params"],
-            json!({"uri": "file:///a", "_meta": {"x": 2}})
-        );
-        let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}});
-        assert_eq!(to_standalone(log), None);
-        let done = json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}});
-        assert_eq!(to_standalone(done), None);
-    }
-
-    fn head(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    #[test]
-    fn the_head_tells_the_era_or_says_it_cannot() {
-        let post = Method::POST;
-        assert_eq!(
-            era_of(&post, &head(&[("mcp-session-id", "x")])),
-            Era::Legacy
-        );
-        assert_eq!(
-            era_of(&Method::GET, &head(&[("mcp-session-id", "x")])),
-            Era::Legacy
-        );
-        assert_eq!(era_of(&Method::GET, &head(&[])), Era::Modern);
-        assert_eq!(
-            era_of(&post, &head(&[("mcp-protocol-version", " 2025-06-18")])),
-            Era::Legacy
-        );
-        assert_eq!(
-            era_of(&post, &head(&[("mcp-protocol-version", "2026-07-28")])),
-            Era::Modern
-        );
-        assert_eq!(
-            era_of(&post, &head(&[("mcp-method", "tools/list")])),
-            Era::Modern
-        );
-        assert_eq!(era_of(&post, &head(&[])), Era::Unsure);
-        // A stray session id on a 2026 request is ignored, as a 2026 server ignores it.
-        let stray = [("mcp-session-id", "x"), ("mcp-method", "tools/list")];
-        assert_eq!(era_of(&post, &head(&stray)), Era::Modern);
-        // Some 2025-era clients send Mcp-Method too: the version they claim decides.
-        let both = [
-            ("mcp-method", "initialize"),
-            ("mcp-protocol-version", "2025-11-25"),
-        ];
-        assert_eq!(era_of(&post, &head(&both)), Era::Legacy);
-        // ...and before a version is known, `initialize` (which 2026 does not have) says it.
-        let first = [("mcp-method", "initialize")];
-        assert_eq!(era_of(&post, &head(&first)), Era::Legacy);
-        let padded = [("mcp-method", " initialize ")];
-        assert_eq!(era_of(&post, &head(&padded)), Era::Legacy);
-        assert_eq!(era_of(&Method::GET, &head(&first)), Era::Modern);
-    }
-
-    #[test]
-    fn a_legacy_call_becomes_a_2026_call_with_the_sessions_meta() {
-        let params = json!({"name": "echo", "arguments": {"a": 1}, "_meta": {"progressToken": 5}});
-        let caps = json!({"elicitation": {}});
-        let body = to_modern(
-            "tools/call",
-            Some(&params),
-            9,
-            &caps,
-            &json!({"name": "c"}),
-            Some("debug"),
-        );
-        let v: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(v["id"], 9);
-        assert_eq!(v["params"]["arguments"]["a"], 1);
-        let m = &v["params"]["_meta"];
-        assert_eq!(m["progressToken"], 5);
-        assert_eq!(m[meta::PROTOCOL_VERSION], PROTOCOL_VERSION);
-        assert_eq!(m[meta::CLIENT_CAPABILITIES], caps);
-        assert_eq!(m[meta::LOG_LEVEL], "debug");
-        assert_eq!(
-            name_of("tools/call", Some(&params)).as_deref(),
-            Some("echo")
-        );
-        assert_eq!(name_of("tools/list", Some(&params)), None);
-    }
-
-    #[test]
-    fn versions_negotiate_to_a_bridged_one() {
-        assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
-        assert_eq!(negotiate(Some("2024-11-05")), "2025-11-25");
-        assert_eq!(negotiate(None), "2025-11-25");
-    }
-
-    #[test]
-    fn results_lose_their_2026_members_and_discover_becomes_initialize() {
-        let r = to_legacy_result(json!({"resultType": "complete", "ttlMs": 0, "tools": []}));
-        assert_eq!(r, json!({"tools": []}));
-        let d = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}}, "instructions": "hi",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "b", "version": "1"}}});
-        let i = initialize_result("2025-11-25", &d);
-        assert_eq!(i["serverInfo"]["name"], "b");
-        assert_eq!(i["capabilities"], json!({"tools": {}}));
-        assert_eq!(i["instructions"], "hi");
-        assert!(declared(&json!({"sampling": {}}), "sampling/createMessage"));
-        assert!(!declared(&json!({}), "roots/list"));
-    }
-}
+mod tests;
