@@ -20,6 +20,7 @@ use crate::support::config;
 mod catalog;
 mod clients;
 mod hostile;
+mod py_clients;
 mod raw;
 mod remote;
 mod servers;

@@ -15,9 +15,9 @@ use crate::support::http::call;
 use crate::support::{config, eventually, sample, scrape};
 use mcp_edge::gateway::RunningGateway;
 
-const TS_CALLS: &str = "add={\"a\":2,\"b\":3};confirm_deploy={\"service\":\"billing\",\"environment\":\"prod\"};ask_model={\"question\":\"capital?\"};client_roots;ask_twice";
+pub(super) const TS_CALLS: &str = "add={\"a\":2,\"b\":3};confirm_deploy={\"service\":\"billing\",\"environment\":\"prod\"};ask_model={\"question\":\"capital?\"};client_roots;ask_twice";
 
-fn pool_line(name: &str, servers: &[LegacyServer]) -> String {
+pub(super) fn pool_line(name: &str, servers: &[LegacyServer]) -> String {
     let list: Vec<String> = servers.iter().map(|s| s.addr.to_string()).collect();
     format!(
         "  {name}: {{ instances: [{}], era: 2025-11-25 }}\n",
@@ -36,7 +36,7 @@ fn legacy_gateway(servers: &[LegacyServer], extra: &str) -> RunningGateway {
     RunningGateway::start(cfg).unwrap()
 }
 
-fn text(out: &Value, tool: &str) -> String {
+pub(super) fn text(out: &Value, tool: &str) -> String {
     out["results"][tool]["text"]
         .as_str()
         .unwrap_or_default()
@@ -141,70 +141,6 @@ fn the_ts_v2_client_uses_sdk_v1_servers_on_their_pool_and_through_a_federated_en
         eras["legacy_servers"]["paused_calls"]["resumed"].as_f64() >= Some(9.0),
         "{eras}"
     );
-}
-
-/// The official Python SDK 2.x client (mcp 2.3.0 of tests/peers, mode pinned to 2026-07-28)
-/// against `url`, calling `calls` (`;`-separated, `name=JSON`): its JSON line.
-fn modern_py_client(url: &str, calls: &str) -> Option<Value> {
-    if !crate::peers::installed(crate::peers::Sdk::Python) {
-        return None;
-    }
-    let py = crate::peers::dir().join("venv/bin/python");
-    let mut cmd = std::process::Command::new(py);
-    cmd.arg(super::script("modern_py_client.py"))
-        .args([url, calls]);
-    let out = super::output_within(&mut cmd, Duration::from_secs(60));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().unwrap_or_default();
-    Some(serde_json::from_str(line).unwrap_or_else(|e| {
-        panic!(
-            "the Python 2.x client printed no JSON ({e}): {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    }))
-}
-
-#[test]
-fn the_python_2x_client_uses_sdk_v1_servers_mrtr_included() {
-    if !ServerKind::TypeScriptV1.installed() || !ServerKind::PythonV1.installed() {
-        return;
-    }
-    let ts = [
-        LegacyServer::start(ServerKind::TypeScriptV1, 0),
-        LegacyServer::start(ServerKind::TypeScriptV1, 0),
-    ];
-    let py = [LegacyServer::start(ServerKind::PythonV1, 0)];
-    let cfg = config(
-        &[],
-        &format!(
-            "{}{}default_route: {{pool: ts}}\nfederation:\n  endpoints:\n    - {{ path: /fed, pools: [ts, py], collisions: prefix }}\n",
-            pool_line("ts", &ts),
-            pool_line("py", &py)
-        ),
-    );
-    let gw = RunningGateway::start(cfg).unwrap();
-    let Some(out) = modern_py_client(&format!("http://{}/mcp", gw.mcp_addr), TS_CALLS) else {
-        return;
-    };
-    assert_eq!(out["ok"], true, "{out}");
-    assert!(text(&out, "add").starts_with("5 (from"), "{out}");
-    assert!(
-        text(&out, "confirm_deploy").starts_with("deployed billing to prod"),
-        "{out}"
-    );
-    assert_eq!(text(&out, "ask_model"), "the model said: Paris");
-    assert_eq!(text(&out, "client_roots"), "roots: file:///work");
-    assert_eq!(text(&out, "ask_twice"), "Ada likes Ada");
-    assert_eq!(out["asked"].as_array().unwrap().len(), 5, "{out}");
-    // The same client through a federated endpoint of two legacy pools.
-    let calls = "py__confirm_deploy={\"service\":\"db\",\"environment\":\"prod\"};ts__ask_model={\"question\":\"q\"}";
-    let out = modern_py_client(&format!("http://{}/fed", gw.mcp_addr), calls).unwrap();
-    assert_eq!(out["ok"], true, "{out}");
-    assert!(
-        text(&out, "py__confirm_deploy").starts_with("deployed db to prod (asked by py-v1-"),
-        "{out}"
-    );
-    assert_eq!(text(&out, "ts__ask_model"), "the model said: Paris");
 }
 
 #[test]
