@@ -47,12 +47,15 @@ pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
         return Era::Legacy;
     }
     // A POST claiming `Mcp-Method` otherwise is a 2026 request, whatever session id it carries
-    // (a 2026 server ignores one); unless it claims `initialize`, which the 2026 revision does
-    // not have: a 2025-era client that sends the new headers before it knows a version (the
-    // TypeScript SDK inside mcp-remote 0.15 does) starts its session.
+    // (a 2026 server ignores one); unless it claims `initialize` with no version at all: the
+    // 2026 revision has no `initialize`, and a 2025-era client that sends the new headers before
+    // it knows a version (the TypeScript SDK inside mcp-remote 0.15 does) starts its session.
+    // Claimed with a 2026 version, it is a 2026 client's, answered as a 2026 server answers a
+    // removed method (404, -32601).
     let post = method == http::Method::POST;
     if let Some(m) = headers.get(super::header::METHOD).filter(|_| post) {
-        return match m.as_bytes().trim_ascii() == super::methods::INITIALIZE.as_bytes() {
+        let initialize = m.as_bytes().trim_ascii() == super::methods::INITIALIZE.as_bytes();
+        return match initialize && version.is_none() {
             true => Era::Legacy,
             false => Era::Modern,
         };

@@ -73,6 +73,12 @@ fn the_head_tells_the_era_or_says_it_cannot() {
     let padded = [("mcp-method", " initialize ")];
     assert_eq!(era_of(&post, &head(&padded)), Era::Legacy);
     assert_eq!(era_of(&Method::GET, &head(&first)), Era::Modern);
+    // A 2026 client naming the removed method gets the 2026 answer (404, -32601).
+    let modern = [
+        ("mcp-method", "initialize"),
+        ("mcp-protocol-version", "2026-07-28"),
+    ];
+    assert_eq!(era_of(&post, &head(&modern)), Era::Modern);
 }
 
 #[test]
