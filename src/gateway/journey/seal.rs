@@ -7,9 +7,9 @@
 //! otherwise).
 //!
 //! Who is calling: the verified subject when `auth` admitted a token; else a digest of the
-//! `Authorization` header as sent; else the client's address (`stages::seal::caller`). Tasks are not sealed (a task id
-//! is not a state), nor are methods without a name (`tools/call`, `prompts/get` and
-//! `resources/read` carry states).
+//! `Authorization` header as sent; else the client's address (`stages::seal::caller`). Tasks
+//! are not sealed (a task id is not a state), nor are methods without a name (`tools/call`,
+//! `prompts/get` and `resources/read` carry states).
 
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};

@@ -1,8 +1,10 @@
 //! The `requestState` seal stage (`pools.<name>.mrtr.seal`): a pool's key ring, TTL and bound,
-//! its one-time record (this replica's, or Redis's with `one_time: global`), and what one request carries from its check to its response (who is
-//! calling, the arguments' digest, how its response is being rewritten). The envelope itself is
+//! its one-time record (this replica's, or Redis's with `one_time: global`), and what one
+//! request carries from its check to its response (who is calling, its body for the arguments'
+//! digest, how its response is being rewritten). The envelope itself is
 //! [`crate::mcp::state_seal`]; the journey's glue (reading the request, editing the bodies) is
-//! `gateway::journey::seal`. No I/O but reading the key file when a gateway is built.
+//! `gateway::journey::seal`. No I/O but reading the key file when a gateway is built, and the
+//! Redis record of `one_time: global`.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;

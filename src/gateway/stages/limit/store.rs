@@ -1,5 +1,6 @@
-//! The shared tier's client: GCRA decisions of `scope: global` limits, made atomically in Redis,
-//! and the one-time record of sealed states (`mrtr.seal.one_time: global`, [`GlobalStore::claim_once`]).
+//! The shared tier's client: GCRA decisions of `scope: global` limits, made atomically in
+//! Redis, and the one-time record of sealed states (`mrtr.seal.one_time: global`,
+//! [`GlobalStore::claim_once`]).
 //!
 //! One decision is one `EVALSHA` of [`GCRA_LUA`] (the script is loaded on first use and again
 //! after a Redis restart), sent over one multiplexed connection ([`ConnectionManager`]) per
