@@ -378,6 +378,16 @@ impl SseStream {
         SseStream::send(addr, &build(addr, "POST", "/mcp", headers, body.as_bytes()))
     }
 
+    /// POST `path` and keep the response open.
+    pub fn open_at(
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> SseStream {
+        SseStream::send(addr, &build(addr, "POST", path, headers, body.as_bytes()))
+    }
+
     /// Send this request (as it is: `open`'s adds `Connection: close`) and keep the response
     /// open.
     pub fn send(addr: SocketAddr, request: &[u8]) -> SseStream {

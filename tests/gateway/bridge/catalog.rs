@@ -2,7 +2,8 @@
 //! server holds its standalone stream, and a `notifications/tools/list_changed` there makes the
 //! pool's catalog due at once, so a tool the server adds is routable and listed within moments,
 //! not at the next refresh (set to a minute here, so the test fails without the stream); and a
-//! 2026 client listening on the pool hears of it (`subscriptions/listen` through the session).
+//! 2026 client listening on the pool hears of it (`subscriptions/listen` through the session),
+//! directly and on a federated endpoint's merged stream.
 
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -113,6 +114,52 @@ fn a_2026_clients_listen_stream_carries_a_2025_era_servers_list_changes() {
     assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
     assert_eq!(
         n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41,
+        "{n}"
+    );
+}
+
+#[test]
+fn a_federated_listen_stream_merges_a_2025_era_pools_list_changes() {
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
+    let cfg = config(
+        &[],
+        &format!(
+            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\nfederation:\n  endpoints:\n    - {{ path: /fed, pools: [ts], collisions: prefix }}\n",
+            ts.addr
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    super::super::federation::wait_state(&gw, &["ts"], "fresh");
+    let headers = crate::support::http::good_headers("subscriptions/listen", None);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let listen = json!({"jsonrpc": "2.0", "id": 43, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": crate::support::http::meta(json!({}))}});
+    let build = crate::support::http::SseStream::open_at;
+    let mut stream = build(gw.mcp_addr, "/fed", &headers, &listen.to_string());
+    assert_eq!(stream.status, 200);
+    let ack = stream.next_message().expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    let r = super::super::federation::rpc_at(
+        &gw,
+        "/fed",
+        "tools/call",
+        json!({"name": "ts__grow", "arguments": {}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let n = stream.next_message().expect("the pool's list change");
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 43,
         "{n}"
     );
 }

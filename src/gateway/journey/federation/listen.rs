@@ -1,9 +1,12 @@
 //! `subscriptions/listen` on a federated endpoint: one client stream that carries the
 //! notifications of every federated pool. The gateway sends the client's listen request (its
 //! body as it is, with its `Authorization`) to one instance of each pool, acknowledges the
-//! subscription itself, then forwards each pool's notifications as they arrive (their own
+//! subscription itself once every pool's stream is open (or failed, within the catalog's
+//! timeout), then forwards each pool's notifications as they arrive (their own
 //! acknowledgements left out). A `list_changed` from a pool also makes its catalog refresh at
-//! once. The stream ends when every pool's stream ended or the client went away.
+//! once. A pool of 2025-era servers takes part through the gateway's session with one of its
+//! instances (the server's standalone stream). The stream ends when every pool's stream ended
+//! or the client went away.
 
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
@@ -19,6 +22,9 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::transport::upstream_h1::oneshot::{Stream, Streaming};
 use crate::mcp::response::{sse_event, SSE_KEEPALIVE};
 use crate::mcp::{meta, methods, sse};
+
+/// Said by a pool's task once its stream is open (dropped unsaid when it failed).
+type Subscribed = tokio::sync::oneshot::Sender<()>;
 
 /// How often an idle merged stream sends a keep-alive comment.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -38,16 +44,23 @@ pub(crate) async fn fan_in(
         .map_or_else(Vec::new, |f| f.endpoints[e].pools.clone());
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
     let mut tasks = tokio::task::JoinSet::new();
+    let mut ready = Vec::new();
     for p in pools {
+        let (subscribed, said) = tokio::sync::oneshot::channel();
+        ready.push(said);
         tasks.spawn(pool_stream(
             gw.clone(),
             p,
             Bytes::copy_from_slice(body),
             auth.clone(),
-            tx.clone(),
+            (tx.clone(), subscribed),
         ));
     }
     drop(tx);
+    // The acknowledgement says the subscription holds: it goes once every pool's stream is
+    // open (or failed), within the catalog's timeout, so a change right after it is not lost.
+    let timeout = gw.federation_catalog().timeout;
+    let _ = tokio::time::timeout(timeout, futures::future::join_all(ready)).await;
     open(session, ctx).await?;
     let mut idle = tokio::time::interval(KEEPALIVE);
     idle.tick().await;
@@ -98,10 +111,16 @@ async fn pool_stream(
     p: usize,
     body: Bytes,
     auth: super::fetch::Caller,
-    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+    (tx, subscribed): (tokio::sync::mpsc::Sender<Vec<u8>>, Subscribed),
 ) {
+    if let Some(version) = crate::gateway::journey::legacy_up::era_of(&gw, p) {
+        return legacy_pool_stream(&gw, (p, version), &body, &auth, (tx, subscribed)).await;
+    }
     let mut stream = match start(&gw, p, &body, &auth).await {
-        Ok(s) => s,
+        Ok(s) => {
+            let _ = subscribed.send(());
+            s
+        }
         Err(why) => {
             return tracing::warn!(
                 "federation: subscriptions/listen: {why}; its notifications are not merged"
@@ -125,6 +144,60 @@ async fn pool_stream(
             if tx.send(ev.data).await.is_err() {
                 return;
             }
+        }
+    }
+}
+
+/// A pool of 2025-era servers has no listen request: the gateway's session with its first
+/// usable instance holds the server's standalone stream, and its list changes go to `tx` as a
+/// 2026 listen stream carries them (the kinds the client asked for, under its request's id).
+async fn legacy_pool_stream(
+    gw: &Gateway,
+    (p, version): (usize, &'static str),
+    body: &[u8],
+    auth: &super::fetch::Caller,
+    (tx, subscribed): (tokio::sync::mpsc::Sender<Vec<u8>>, Subscribed),
+) {
+    use crate::gateway::journey::legacy_up::{gateway_side, session};
+    use tokio::sync::broadcast::error::RecvError;
+    let name = &gw.table.pools[p];
+    let why = |e: String| {
+        tracing::warn!(
+            "federation: subscriptions/listen: pool {name}: {e}; its notifications are not merged"
+        )
+    };
+    let Some(i) = fetch::instances(gw, p).into_iter().next() else {
+        return why("no usable instance".into());
+    };
+    let headers = match auth.headers_for(gw, p).await {
+        Ok(h) => h,
+        Err(e) => return why(e.to_string()),
+    };
+    let (up, key) = gateway_side(gw, (p, i), version, &headers);
+    let notes = match session::get(&gw.bridge, &up, &key, gw).await {
+        Ok(s) => s.notes,
+        Err(rej) => return why(rej.message.to_string()),
+    };
+    let Some(mut rx) = notes.map(|n| n.subscribe()) else {
+        return why("the session has no standalone stream".into());
+    };
+    let _ = subscribed.send(());
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let params = request.get("params").and_then(Value::as_object);
+    let wants = params.map_or([false; 3], crate::mcp::legacy::listen_wants);
+    let sub = request.get("id").cloned().unwrap_or(Value::Null);
+    loop {
+        match rx.recv().await {
+            Ok(note) => {
+                let Some(m) = crate::mcp::legacy::to_listen(&note, wants, &sub) else {
+                    continue;
+                };
+                if tx.send(m.to_string().into_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
         }
     }
 }

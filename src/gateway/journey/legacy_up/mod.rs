@@ -48,16 +48,15 @@ pub(crate) fn discover_result(init: &Value) -> Value {
     json!({"result": r})
 }
 
-/// The federation catalog's request to instance `i` of legacy pool `p` (`server/discover` or a
-/// page of a list), over the session of the caller its `headers` carry: the result object in
-/// the 2026 shape, so a 2025-era pool joins a federated endpoint like any other.
-pub(crate) async fn catalog_call(
+/// How the gateway's own requests (the catalog's, a federated listen stream's) reach instance
+/// `i` of legacy pool `p` with `headers` (the pool's credential or the caller's token), and the
+/// session they go over: the caller those headers name.
+pub(crate) fn gateway_side(
     gw: &Gateway,
     (p, i): (usize, usize),
     version: &'static str,
-    (method, cursor): (&str, Option<&str>),
     headers: &[(String, String)],
-) -> Result<Map<String, Value>, String> {
+) -> (Up, SessionKey) {
     let t = &gw.config.timeouts;
     let carry: Vec<(String, String)> = headers
         .iter()
@@ -83,6 +82,21 @@ pub(crate) async fn catalog_call(
         addr,
         caller,
     };
+    (up, key)
+}
+
+/// The federation catalog's request to instance `i` of legacy pool `p` (`server/discover` or a
+/// page of a list), over the session of the caller its `headers` carry: the result object in
+/// the 2026 shape, so a 2025-era pool joins a federated endpoint like any other.
+pub(crate) async fn catalog_call(
+    gw: &Gateway,
+    (p, i): (usize, usize),
+    version: &'static str,
+    (method, cursor): (&str, Option<&str>),
+    headers: &[(String, String)],
+) -> Result<Map<String, Value>, String> {
+    let (up, key) = gateway_side(gw, (p, i), version, headers);
+    let addr = up.addr;
     let bridge = &gw.bridge;
     let message = if method == methods::DISCOVER {
         let s = session::get(bridge, &up, &key, gw)
