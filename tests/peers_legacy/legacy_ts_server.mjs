@@ -4,8 +4,11 @@
 // response stream: confirm_deploy (elicitation), ask_model (sampling), client_roots (roots),
 // ask_twice (two questions, one after the other); add needs nothing; grow adds a tool to the
 // session's server, which then says so on the session's standalone stream (list_changed).
-// Usage: node legacy_ts_server.mjs PORT [INSTANCE-NAME]
+// Usage: node legacy_ts_server.mjs PORT [INSTANCE-NAME]; with MCP_EDGE_TLS_CERT and
+// MCP_EDGE_TLS_KEY (PEM files) it serves HTTPS instead.
 import http from "node:http";
+import https from "node:https";
+import fs from "node:fs";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -51,7 +54,7 @@ function build() {
   return server;
 }
 
-const httpServer = http.createServer(async (req, res) => {
+const handler = async (req, res) => {
   if (req.url === "/stats") {
     res.writeHead(200, { "content-type": "application/json" });
     return res.end(JSON.stringify({ instance, sessionsOpen: transports.size, sessionsOpened }));
@@ -77,5 +80,9 @@ const httpServer = http.createServer(async (req, res) => {
     return res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: sid ? -32001 : -32000, message: sid ? "Session not found" : "Bad Request: No valid session ID provided" }, id: null }));
   }
   await transport.handleRequest(req, res, body);
-});
+};
+const tls = process.env.MCP_EDGE_TLS_CERT
+  ? { cert: fs.readFileSync(process.env.MCP_EDGE_TLS_CERT), key: fs.readFileSync(process.env.MCP_EDGE_TLS_KEY) }
+  : null;
+const httpServer = tls ? https.createServer(tls, handler) : http.createServer(handler);
 httpServer.listen(port, "127.0.0.1", () => console.log(`listening ${port}`));

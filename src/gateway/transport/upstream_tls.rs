@@ -21,12 +21,14 @@ use crate::config::PoolConfig;
 use crate::gateway::transport::tls::{read_chain, read_key, read_roots};
 
 /// How to reach one pool's instances.
+#[derive(Clone)]
 pub(crate) struct PoolPeers {
     tls: Option<TlsPeer>,
     http: UpstreamHttp,
     group: u64,
 }
 
+#[derive(Clone)]
 struct TlsPeer {
     sni: Option<String>,
     ca: Option<Arc<[WrappedX509]>>,
@@ -163,6 +165,7 @@ impl PoolPeers {
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {instance}: {e}"))?;
+        let _ = tcp.set_nodelay(true);
         let Some(t) = &self.tls else {
             return Ok(Box::new(tcp));
         };

@@ -3,7 +3,8 @@
 //! pool's catalog due at once, so a tool the server adds is routable and listed within moments,
 //! not at the next refresh (set to a minute here, so the test fails without the stream); and a
 //! 2026 client listening on the pool hears of it (`subscriptions/listen` through the session),
-//! directly and on a federated endpoint's merged stream.
+//! directly and on a federated endpoint's merged stream. And a legacy pool over TLS (the
+//! server on HTTPS, the pool's `tls.ca_file`): calls and mid-call questions.
 
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -161,5 +162,48 @@ fn a_federated_listen_stream_merges_a_2025_era_pools_list_changes() {
     assert_eq!(
         n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 43,
         "{n}"
+    );
+}
+
+#[test]
+fn a_legacy_pool_over_tls_serves_calls_and_mid_call_questions() {
+    use crate::support::tls::{Ca, TempDir};
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let dir = TempDir::new("legacy-tls");
+    let ca = Ca::new("legacy CA");
+    let (cert, key) = ca
+        .server("legacy", &["127.0.0.1"], 30)
+        .write(&dir, "legacy");
+    let ca_file = dir.write("ca.pem", &ca.pem);
+    let env = [
+        ("MCP_EDGE_TLS_CERT", cert.to_str().unwrap()),
+        ("MCP_EDGE_TLS_KEY", key.to_str().unwrap()),
+    ];
+    let ts = LegacyServer::start_with(ServerKind::TypeScriptV1, 0, &env);
+    let cfg = config(
+        &[],
+        &format!(
+            "  ts:\n    instances: [{}]\n    era: 2025-11-25\n    tls: {{ ca_file: {} }}\ndefault_route: {{pool: ts}}\n",
+            ts.addr,
+            ca_file.display()
+        ),
+    );
+    let gw = RunningGateway::start(cfg).unwrap();
+    let calls =
+        "add={\"a\":2,\"b\":3};confirm_deploy={\"service\":\"billing\",\"environment\":\"prod\"}";
+    let url = format!("http://{}/mcp", gw.mcp_addr);
+    let Some(out) = super::modern_client(&url, calls, None) else {
+        return;
+    };
+    assert_eq!(out["ok"], true, "{out}");
+    assert!(
+        super::servers::text(&out, "add").starts_with("5 (from"),
+        "{out}"
+    );
+    assert!(
+        super::servers::text(&out, "confirm_deploy").starts_with("deployed billing to prod"),
+        "{out}"
     );
 }

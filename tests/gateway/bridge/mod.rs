@@ -166,6 +166,12 @@ impl ServerKind {
 impl LegacyServer {
     /// Start one on `port` (0: a free one) and wait until it listens.
     pub(super) fn start(kind: ServerKind, port: u16) -> LegacyServer {
+        LegacyServer::start_with(kind, port, &[])
+    }
+
+    /// [`LegacyServer::start`] with `env` (the TypeScript one serves HTTPS with
+    /// `MCP_EDGE_TLS_CERT` and `MCP_EDGE_TLS_KEY`).
+    pub(super) fn start_with(kind: ServerKind, port: u16, env: &[(&str, &str)]) -> LegacyServer {
         use std::process::Stdio;
         let port = if port == 0 {
             crate::support::free_port()
@@ -188,6 +194,7 @@ impl LegacyServer {
             }
         };
         let mut child = cmd
+            .envs(env.iter().copied())
             .arg(port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

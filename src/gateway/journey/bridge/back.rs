@@ -208,8 +208,11 @@ fn target(session: &Session, ctx: &mut RequestCtx, version: &'static str) -> Res
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
     let t = &ctx.gw.config.timeouts;
+    let (instance, peers) = crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, addr);
     Ok(Up {
         addr,
+        instance,
+        peers,
         path: head.uri.path().to_owned(),
         version,
         carry,

@@ -48,8 +48,12 @@ pub(super) async fn resume(
     m.paused.set(bridge.paused.len() as i64);
     let carry = target_headers(session, ctx)?;
     let t = &ctx.gw.config.timeouts;
+    let (instance, peers) =
+        crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, call.key.addr);
     let up = Up {
         addr: call.key.addr,
+        instance,
+        peers,
         path: call.path.clone(),
         version,
         carry,

@@ -21,6 +21,21 @@ pub(crate) fn era_of(gw: &Gateway, p: usize) -> Option<&'static str> {
     gw.config.pools.get(&gw.pools[p].name)?.era.legacy_version()
 }
 
+/// The instance of pool `p` at `addr` as the pool lists it (TLS's server name), and the pool's
+/// way to it.
+pub(crate) fn way_to(
+    gw: &Gateway,
+    p: usize,
+    addr: std::net::SocketAddr,
+) -> (String, crate::gateway::transport::upstream_tls::PoolPeers) {
+    let name = gw.pools[p]
+        .instances
+        .iter()
+        .find(|i| i.addr == addr)
+        .map_or_else(|| addr.to_string(), |i| i.name.clone());
+    (name, gw.peers[p].clone())
+}
+
 /// The server's final response in the 2026 shape, with the client's id set by the caller.
 pub(crate) fn final_of(method: &str, mut m: Value) -> Value {
     if let Some(Value::Object(r)) = m.get_mut("result") {
@@ -68,9 +83,12 @@ pub(crate) fn gateway_side(
         .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
         .map(|(_, v)| v.as_bytes());
     let caller = crate::gateway::stages::bridge::session::caller_of(auth);
-    let addr = gw.pools[p].instances[i].addr;
+    let inst = &gw.pools[p].instances[i];
+    let addr = inst.addr;
     let up = Up {
         addr,
+        instance: inst.name.clone(),
+        peers: gw.peers[p].clone(),
         path: gw.config.endpoint.clone(),
         version,
         carry,

@@ -1,21 +1,26 @@
 //! The wire to a 2025-era instance: its requests (with the session, the legacy version header
 //! and the headers the gateway sends upstream), `initialize` + `notifications/initialized` to
 //! open a session, the client's answer to a question, the cancellation of a call, `DELETE`.
-//! One connection per request (`Connection: close`): a paused call keeps its own.
+//! One connection per request (`Connection: close`, over TLS for a TLS pool): a paused call
+//! keeps its own.
 
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 use crate::gateway::stages::bridge::messages::Messages;
-use crate::gateway::transport::upstream_h1::oneshot::Streaming;
+use crate::gateway::transport::upstream_h1::oneshot::{Stream, Streaming};
+use crate::gateway::transport::upstream_tls::PoolPeers;
 use crate::mcp::legacy::SESSION_ID;
 
 /// Where and how to reach one legacy instance.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Up {
     pub addr: SocketAddr,
+    /// The instance as the pool lists it (`host:port`: TLS's server name) and the pool's way to
+    /// it (plain TCP, or TLS with the pool's trust and client certificate).
+    pub instance: String,
+    pub peers: PoolPeers,
     pub path: String,
     pub version: &'static str,
     /// Headers sent as they are (the gateway's upstream credential or the caller's token, the
@@ -49,6 +54,13 @@ impl Up {
         out
     }
 
+    /// A connection to the instance (over TLS for a TLS pool), within the connect timeout.
+    async fn connection(&self) -> Result<Box<dyn Stream>, String> {
+        tokio::time::timeout(self.connect, self.peers.connect(self.addr, &self.instance))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", self.addr))?
+    }
+
     /// Send a POST and read its answer's head: its messages follow.
     pub(crate) async fn post(
         &self,
@@ -56,11 +68,7 @@ impl Up {
         body: &[u8],
     ) -> Result<Messages, String> {
         let req = self.request("POST", session, body);
-        let stream = tokio::time::timeout(self.connect, TcpStream::connect(self.addr))
-            .await
-            .map_err(|_| format!("connecting to {} timed out", self.addr))?
-            .map_err(|e| format!("connecting to {}: {e}", self.addr))?;
-        let _ = stream.set_nodelay(true);
+        let stream = self.connection().await?;
         let started = tokio::time::timeout(self.read, Streaming::start(stream, &req))
             .await
             .map_err(|_| format!("{} sent no answer within {:?}", self.addr, self.read))??;
@@ -107,10 +115,7 @@ impl Up {
     /// Open the session's standalone stream (`GET`): its messages, as they come.
     pub(crate) async fn listen(&self, session: &str) -> Result<Messages, String> {
         let req = self.request("GET", Some(session), b"");
-        let stream = tokio::time::timeout(self.connect, TcpStream::connect(self.addr))
-            .await
-            .map_err(|_| format!("connecting to {} timed out", self.addr))?
-            .map_err(|e| format!("connecting to {}: {e}", self.addr))?;
+        let stream = self.connection().await?;
         let started = tokio::time::timeout(self.read, Streaming::start(stream, &req))
             .await
             .map_err(|_| format!("{} sent no answer within {:?}", self.addr, self.read))??;
@@ -120,7 +125,7 @@ impl Up {
     /// `DELETE` a session (best effort: the server may have dropped it already).
     pub(crate) async fn delete(&self, session: &str) {
         let req = self.request("DELETE", Some(session), b"");
-        if let Ok(Ok(s)) = tokio::time::timeout(self.connect, TcpStream::connect(self.addr)).await {
+        if let Ok(s) = self.connection().await {
             let _ = tokio::time::timeout(self.read, Streaming::start(s, &req)).await;
         }
     }

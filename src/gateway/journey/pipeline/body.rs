@@ -79,7 +79,10 @@ pub(crate) async fn on_body(
         gw.metrics.check_skipped();
     }
     let read = ctx.check || needed(gw, session.req_header().uri.path());
-    let direct = direct::leg_for(session, ctx);
+    // In hand: for the direct leg, and for a pool of 2025-era servers whatever its transport
+    // (the bridge translates the body, `journey::bridge::back`).
+    let direct = direct::leg_for(session, ctx)
+        || crate::gateway::journey::legacy_up::era_of(gw, ctx.pool).is_some();
     let declared = inspect::declared_length(session, ctx.content_length);
     let plan = inspect::plan(read, direct, declared, session.is_body_empty());
     if federation::needs_body_first(ctx, plan) {

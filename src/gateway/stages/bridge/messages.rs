@@ -5,14 +5,13 @@
 
 use serde_json::Value;
 use std::collections::VecDeque;
-use tokio::net::TcpStream;
 
-use crate::gateway::transport::upstream_h1::oneshot::Streaming;
+use crate::gateway::transport::upstream_h1::oneshot::{Stream, Streaming};
 use crate::mcp::sse;
 
 /// The messages of one upstream answer.
 pub(crate) struct Messages {
-    stream: Streaming<TcpStream>,
+    stream: Streaming<Box<dyn Stream>>,
     pub status: u16,
     event_stream: bool,
     parser: sse::Parser,
@@ -25,7 +24,7 @@ pub(crate) struct Messages {
 const MAX_JSON: usize = 32 * 1024 * 1024;
 
 impl Messages {
-    pub(crate) fn new(stream: Streaming<TcpStream>) -> Messages {
+    pub(crate) fn new(stream: Streaming<Box<dyn Stream>>) -> Messages {
         let ct = stream.head.headers.get(http::header::CONTENT_TYPE);
         let event_stream = ct.is_some_and(|c| sse::is_event_stream(c.as_bytes()));
         Messages {
