@@ -43,13 +43,15 @@ mod back_resume;
 mod call;
 mod hop;
 mod initialize;
+mod input;
 mod listen;
 mod marks;
 mod out;
 mod round;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
-use session::{caller_of, LegacySession};
+pub(crate) use input::{Input, HOPPED};
+use session::LegacySession;
 
 /// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
 /// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
@@ -121,45 +123,6 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
                 "Method not allowed: a 2025-era session takes POST, GET and DELETE",
             );
             refuse(session, ctx, rej, None).await.map(Some)
-        }
-    }
-}
-
-/// What the bridge reads of a legacy request's head.
-pub(crate) struct Input {
-    pub path: String,
-    pub session_id: Option<String>,
-    pub authorization: Option<String>,
-    pub caller: String,
-    /// The client's address (limits keyed on `client_ip` see it through the hop).
-    pub client_ip: Option<std::net::IpAddr>,
-    /// Set when another replica sent this answer on (it is never sent on again).
-    pub hopped: bool,
-}
-
-/// The header a replica sets on an answer it sends on to the replica holding the call.
-pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
-
-impl Input {
-    fn of(
-        req: &pingora::http::RequestHeader,
-        path: &str,
-        client_ip: Option<std::net::IpAddr>,
-    ) -> Input {
-        let get = |n: &str| {
-            req.headers
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let authorization = get("authorization");
-        Input {
-            path: path.to_owned(),
-            session_id: get(SESSION_ID),
-            caller: caller_of(authorization.as_deref().map(str::as_bytes)),
-            authorization,
-            client_ip,
-            hopped: req.headers.contains_key(HOPPED),
         }
     }
 }
