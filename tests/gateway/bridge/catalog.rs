@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 use std::time::Duration;
 
+use super::servers::legacy_gateway;
 use super::{LegacyServer, ServerKind};
 use crate::support::config;
 use mcp_edge::gateway::RunningGateway;
@@ -32,14 +33,7 @@ fn a_list_change_on_the_servers_standalone_stream_refreshes_the_catalog_at_once(
         return;
     }
     let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
-    let cfg = config(
-        &[],
-        &format!(
-            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\nfederation:\n  catalog: {{refresh_floor: 60s, refresh_ceiling: 10m}}\n  endpoints:\n    - {{ path: /fed, pools: [ts], collisions: prefix }}\n",
-            ts.addr
-        ),
-    );
-    let gw = RunningGateway::start(cfg).unwrap();
+    let gw = legacy_gateway(std::slice::from_ref(&ts), "federation:\n  catalog: {refresh_floor: 60s, refresh_ceiling: 10m}\n  endpoints:\n    - { path: /fed, pools: [ts], collisions: prefix }\n");
     super::super::federation::wait_state(&gw, &["ts"], "fresh");
     assert!(listed(&gw).contains(&"ts__grow".to_string()));
     assert!(!listed(&gw).contains(&"ts__grown_1".to_string()));
@@ -72,14 +66,7 @@ fn a_2026_clients_listen_stream_carries_a_2025_era_servers_list_changes() {
         return;
     }
     let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
-    let cfg = config(
-        &[],
-        &format!(
-            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\n",
-            ts.addr
-        ),
-    );
-    let gw = RunningGateway::start(cfg).unwrap();
+    let gw = legacy_gateway(std::slice::from_ref(&ts), "");
     let headers = crate::support::http::good_headers("subscriptions/listen", None);
     let headers: Vec<(&str, &str)> = headers
         .iter()
@@ -125,14 +112,10 @@ fn a_federated_listen_stream_merges_a_2025_era_pools_list_changes() {
         return;
     }
     let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
-    let cfg = config(
-        &[],
-        &format!(
-            "  ts: {{ instances: [{}], era: 2025-11-25 }}\ndefault_route: {{pool: ts}}\nfederation:\n  endpoints:\n    - {{ path: /fed, pools: [ts], collisions: prefix }}\n",
-            ts.addr
-        ),
+    let gw = legacy_gateway(
+        std::slice::from_ref(&ts),
+        "federation:\n  endpoints:\n    - { path: /fed, pools: [ts], collisions: prefix }\n",
     );
-    let gw = RunningGateway::start(cfg).unwrap();
     super::super::federation::wait_state(&gw, &["ts"], "fresh");
     let headers = crate::support::http::good_headers("subscriptions/listen", None);
     let headers: Vec<(&str, &str)> = headers

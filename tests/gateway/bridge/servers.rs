@@ -25,7 +25,7 @@ pub(super) fn pool_line(name: &str, servers: &[LegacyServer]) -> String {
     )
 }
 
-fn legacy_gateway(servers: &[LegacyServer], extra: &str) -> RunningGateway {
+pub(super) fn legacy_gateway(servers: &[LegacyServer], extra: &str) -> RunningGateway {
     let cfg = config(
         &[],
         &format!(
@@ -34,6 +34,20 @@ fn legacy_gateway(servers: &[LegacyServer], extra: &str) -> RunningGateway {
         ),
     );
     RunningGateway::start(cfg).unwrap()
+}
+
+/// A client's report of [`TS_CALLS`]: every call answered, its five questions asked of it.
+pub(super) fn every_call_answered(out: &Value) {
+    assert_eq!(out["ok"], true, "{out}");
+    assert!(text(out, "add").starts_with("5 (from"), "{out}");
+    assert!(
+        text(out, "confirm_deploy").starts_with("deployed billing to prod"),
+        "{out}"
+    );
+    assert_eq!(text(out, "ask_model"), "the model said: Paris");
+    assert_eq!(text(out, "client_roots"), "roots: file:///work");
+    assert_eq!(text(out, "ask_twice"), "Ada likes Ada");
+    assert_eq!(out["asked"].as_array().unwrap().len(), 5, "{out}");
 }
 
 pub(super) fn text(out: &Value, tool: &str) -> String {
@@ -71,17 +85,8 @@ fn the_ts_v2_client_uses_sdk_v1_servers_on_their_pool_and_through_a_federated_en
     let Some(out) = modern_client(&format!("http://{}/mcp", gw.mcp_addr), TS_CALLS, None) else {
         return;
     };
-    assert_eq!(out["ok"], true, "{out}");
+    every_call_answered(&out);
     assert_eq!(out["server"]["name"], "legacy-ts-server");
-    assert!(text(&out, "add").starts_with("5 (from"), "{out}");
-    assert!(
-        text(&out, "confirm_deploy").starts_with("deployed billing to prod"),
-        "{out}"
-    );
-    assert_eq!(text(&out, "ask_model"), "the model said: Paris");
-    assert_eq!(text(&out, "client_roots"), "roots: file:///work");
-    assert_eq!(text(&out, "ask_twice"), "Ada likes Ada");
-    assert_eq!(out["asked"].as_array().unwrap().len(), 5, "{out}");
 
     let calls = "ts__confirm_deploy={\"service\":\"api\",\"environment\":\"staging\"};py__confirm_deploy={\"service\":\"db\",\"environment\":\"prod\"};py__ask_model={\"question\":\"q\"};py__client_roots;modern__test_input_required_result_multiple_inputs";
     let out = modern_client(&format!("http://{}/fed", gw.mcp_addr), calls, None).unwrap();

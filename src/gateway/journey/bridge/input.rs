@@ -1,8 +1,11 @@
 //! What the bridge reads of a 2025-era request's head: the path, the session id, the
-//! `Authorization` and who it names, the client's address, and whether another replica sent
+//! `Authorization` and who it names (with auth on, the token's issuer and subject), the
+//! client's address, and whether another replica sent
 //! the request on.
 
-use super::session::caller_of;
+use super::session::{caller_of, caller_of_subject};
+use crate::auth::answer::Refusal;
+use crate::auth::Auth;
 use crate::mcp::legacy::SESSION_ID;
 
 /// What the bridge reads of a legacy request's head.
@@ -21,25 +24,37 @@ pub(crate) struct Input {
 pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
 
 impl Input {
-    pub(super) fn of(
-        req: &pingora::http::RequestHeader,
+    /// Read a legacy request's `headers` on `path`. With `auth`, the caller is who the token
+    /// stands for (its issuer and subject), not the token's bytes, so a refreshed token keeps
+    /// its session; `Err`: auth refuses the token (the pipeline would too).
+    pub(crate) async fn read(
+        headers: &http::HeaderMap,
         path: &str,
         client_ip: Option<std::net::IpAddr>,
-    ) -> Input {
+        auth: Option<&Auth>,
+    ) -> Result<Input, Refusal> {
         let get = |n: &str| {
-            req.headers
+            headers
                 .get(n)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
         let authorization = get("authorization");
-        Input {
+        let mut caller = caller_of(authorization.as_deref().map(str::as_bytes));
+        if let Some(id) = match auth {
+            Some(a) => a.identify(headers).await?,
+            None => None,
+        } {
+            let iss = id.claim_text("iss").unwrap_or_default();
+            caller = caller_of_subject(&iss, &id.subject);
+        }
+        Ok(Input {
             path: path.to_owned(),
             session_id: get(SESSION_ID),
-            caller: caller_of(authorization.as_deref().map(str::as_bytes)),
+            caller,
             authorization,
             client_ip,
-            hopped: req.headers.contains_key(HOPPED),
-        }
+            hopped: headers.contains_key(HOPPED),
+        })
     }
 }

@@ -75,27 +75,20 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
     if let Err(rej) = head_ok(req, &gw.config) {
         return refuse(session, ctx, rej, None).await.map(Some);
     }
-    let mut input = Input::of(req, &path, super::request::client_ip(&gw, session));
-    if let Some(auth) = &gw.auth {
-        // With auth on, a session is bound to who the token stands for, not to its bytes: a
-        // refreshed token keeps the session. A token auth refuses is answered here, as the
-        // pipeline would (its challenge included).
-        match auth.identify(&session.req_header().headers).await {
-            Ok(Some(id)) => {
-                let iss = id.claim_text("iss").unwrap_or_default();
-                input.caller = session::caller_of_subject(&iss, &id.subject);
+    // With auth on, a token auth refuses is answered here, as the pipeline would (its
+    // challenge included).
+    let ip = super::request::client_ip(&gw, session);
+    let input = match Input::read(&req.headers, &path, ip, gw.auth.as_ref()).await {
+        Ok(input) => input,
+        Err(refusal) => {
+            if let Some(c) = refusal.challenge {
+                ctx.extra_headers.push(("www-authenticate", c));
             }
-            Ok(None) => {}
-            Err(refusal) => {
-                if let Some(c) = refusal.challenge {
-                    ctx.extra_headers.push(("www-authenticate", c));
-                }
-                return refuse(session, ctx, refusal.rejection, None)
-                    .await
-                    .map(Some);
-            }
+            return refuse(session, ctx, refusal.rejection, None)
+                .await
+                .map(Some);
         }
-    }
+    };
     let req = session.req_header();
     match req.method {
         http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use super::Question;
 use crate::gateway::journey::bridge::{self as bridge_steps, Input};
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::bridge::session::{caller_of, caller_of_subject};
 use crate::mcp::legacy::{self, Era};
 use crate::mcp::{header, methods, Rejection};
 
@@ -80,32 +79,10 @@ async fn verify(
     q: &Question,
     parts: &http::request::Parts,
 ) -> Result<crate::gateway::stages::bridge::session::LegacySession, Rejection> {
-    let get = |n: &str| {
-        parts
-            .headers
-            .get(n)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let authorization = get("authorization");
-    let mut input = Input {
-        path: parts.uri.path().to_owned(),
-        session_id: get(legacy::SESSION_ID),
-        caller: caller_of(authorization.as_deref().map(str::as_bytes)),
-        authorization,
-        client_ip: q.client_ip,
-        hopped: false,
-    };
-    if let Some(auth) = &gw.auth {
-        match auth.identify(&parts.headers).await {
-            Ok(Some(id)) => {
-                let iss = id.claim_text("iss").unwrap_or_default();
-                input.caller = caller_of_subject(&iss, &id.subject);
-            }
-            Ok(None) => {}
-            Err(refusal) => return Err(refusal.rejection),
-        }
-    }
+    let (path, ip) = (parts.uri.path(), q.client_ip);
+    let input = Input::read(&parts.headers, path, ip, gw.auth.as_ref())
+        .await
+        .map_err(|refusal| refusal.rejection)?;
     bridge_steps::verify(&gw.bridge, &input)
 }
 
