@@ -19,6 +19,8 @@ use std::sync::Arc;
 use crate::config::tls::UpstreamHttp;
 use crate::config::PoolConfig;
 use crate::gateway::transport::tls::{read_chain, read_key, read_roots};
+use crate::gateway::transport::upstream_h1::oneshot::{Stream, Streaming};
+use crate::gateway::transport::upstream_h1::Pool;
 
 /// How to reach one pool's instances.
 #[derive(Clone)]
@@ -26,7 +28,13 @@ pub(crate) struct PoolPeers {
     tls: Option<TlsPeer>,
     http: UpstreamHttp,
     group: u64,
+    /// The idle connections of the gateway's own keep-alive requests to the pool's instances
+    /// ([`PoolPeers::start`]); a reload builds a new pool, so none outlives a trust change.
+    kept: Arc<Pool<Box<dyn Stream>>>,
 }
+
+/// Idle connections kept per instance for the gateway's own requests.
+const KEPT_PER_INSTANCE: usize = 256;
 
 #[derive(Clone)]
 struct TlsPeer {
@@ -104,6 +112,7 @@ impl PoolPeers {
             tls,
             http: cfg.http,
             group: h.finish(),
+            kept: Arc::new(Pool::new(KEPT_PER_INSTANCE)),
         })
     }
 
@@ -156,12 +165,39 @@ impl PoolPeers {
         crate::gateway::transport::upstream_h1::oneshot::exchange(stream, request, max).await
     }
 
+    /// Send `request` (a keep-alive HTTP/1.1 request) to an instance on an idle connection of
+    /// the gateway's own when one is kept, else on a new one (`connect` bounds making it), and
+    /// read the answer's head. A kept connection the instance closed while idle is replaced
+    /// (nothing came back: the request was never read). The connection is kept again, idle at
+    /// most `idle`, once its answer is read to the end. Also says whether the connection was a
+    /// kept one.
+    pub(crate) async fn start(
+        &self,
+        (addr, instance): (SocketAddr, &str),
+        request: &[u8],
+        (connect, idle): (std::time::Duration, std::time::Duration),
+    ) -> Result<(Streaming<Box<dyn Stream>>, bool), String> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (addr, instance).hash(&mut h);
+        let key = h.finish();
+        while let Some(conn) = self.kept.take(key) {
+            if let Some(s) = Streaming::resume(conn, request).await? {
+                return Ok((s.keep_in(&self.kept, key, idle), true));
+            }
+        }
+        let conn = tokio::time::timeout(connect, self.connect(addr, instance))
+            .await
+            .map_err(|_| format!("connecting to {addr} timed out"))??;
+        let s = Streaming::start(conn, request).await?;
+        Ok((s.keep_in(&self.kept, key, idle), false))
+    }
+
     /// A connection of the gateway's own to an instance, over TLS for TLS pools.
     pub(crate) async fn connect(
         &self,
         addr: SocketAddr,
         instance: &str,
-    ) -> Result<Box<dyn crate::gateway::transport::upstream_h1::oneshot::Stream>, String> {
+    ) -> Result<Box<dyn Stream>, String> {
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {instance}: {e}"))?;

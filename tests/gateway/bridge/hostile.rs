@@ -206,4 +206,17 @@ fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
         &crate::support::call(9, "echo"),
     );
     assert_eq!(r.status, 200, "{}", r.text());
+    // The hop's connections are kept between requests, and a kept one carries each request
+    // for the client that sent it: bob's went on a connection alice's calls used before.
+    let m = scrape(&gw);
+    let hop = |how: &str| {
+        let how = format!("connection=\"{how}\"");
+        sample(
+            &m,
+            "mcp_edge_legacy_connections_total",
+            &["leg=\"hop\"", &how],
+        )
+    };
+    assert_eq!(hop("new"), 1.0, "{m}");
+    assert!(hop("kept") >= 3.0, "{m}");
 }

@@ -344,13 +344,37 @@ fn a_restarted_legacy_instance_costs_the_client_nothing() {
             .unwrap_or_default()
             .to_owned()
     };
-    assert!(add(1).starts_with("3 (from"));
+    for id in 1..5 {
+        assert!(add(id).starts_with("3 (from"));
+    }
+    let m = scrape(&gw);
+    let server = |m: &str, how: &str| {
+        let how = format!("connection=\"{how}\"");
+        sample(
+            m,
+            "mcp_edge_legacy_connections_total",
+            &["leg=\"server\"", &how],
+        )
+    };
+    eprintln!(
+        "before restart: new {} kept {}",
+        server(&m, "new"),
+        server(&m, "kept")
+    );
+    // initialize, notifications/initialized, then four calls: on connections kept between
+    // requests once the first is open (a call's event stream is read to its end).
+    assert!(server(&m, "kept") >= 4.0, "{m}");
     ts[0].restart();
     assert!(
-        add(2).starts_with("3 (from"),
+        add(5).starts_with("3 (from"),
         "the session lost with the restart is opened again"
     );
     let m = scrape(&gw);
+    eprintln!(
+        "after restart: new {} kept {}",
+        server(&m, "new"),
+        server(&m, "kept")
+    );
     assert_eq!(
         sample(&m, "mcp_edge_legacy_server_sessions_total", &["\"opened\""]),
         1.0

@@ -234,6 +234,8 @@ fn target(session: &Session, ctx: &mut RequestCtx, version: &'static str) -> Res
         carry,
         connect: t.connect,
         read: t.upstream_read,
+        idle: t.upstream_idle,
+        counted: ctx.gw.metrics.bridge.connections.clone(),
     })
 }
 

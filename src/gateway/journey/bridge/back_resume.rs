@@ -59,6 +59,8 @@ pub(super) async fn resume(
         carry,
         connect: t.connect,
         read: t.upstream_read,
+        idle: t.upstream_idle,
+        counted: ctx.gw.metrics.bridge.connections.clone(),
     };
     let answers = req
         .params

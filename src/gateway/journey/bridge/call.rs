@@ -96,9 +96,17 @@ pub(super) async fn open(
         .answer_timeout
         .max(config.timeouts.upstream_read);
     let speaks_for = input.client_ip.map(|ip| (&bridge.hops, ip));
-    hop::Leg::open(hop, &bytes, speaks_for, (config.timeouts.connect, timeout))
+    // Kept idle for half the time the listener keeps an idle client: the listener never
+    // closes one under the bridge's feet in the common case.
+    let kept = Some((&bridge.kept, config.timeouts.client_idle / 2));
+    let times = (config.timeouts.connect, timeout);
+    let leg = hop::Leg::open((hop, kept), &bytes, speaks_for, times)
         .await
-        .map_err(hop_failed)
+        .map_err(hop_failed)?;
+    let how = if leg.kept { "kept" } else { "new" };
+    let counted = &ctx.gw.metrics.bridge.connections;
+    counted.with_label_values(&["hop", how]).inc();
+    Ok(leg)
 }
 
 fn hop_failed(e: String) -> Rejection {

@@ -16,7 +16,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 use crate::gateway::stages::bridge::hops::{Hop, Hops};
 
-use crate::gateway::transport::upstream_h1::oneshot;
+use crate::gateway::transport::upstream_h1::{oneshot, Pool};
 use crate::mcp::{header, sse};
 
 /// The largest answer the bridge reads from its hop.
@@ -60,8 +60,8 @@ pub(crate) struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// The whole HTTP/1.1 request for `target`: a 2026 POST whose MCP headers come from the
-    /// body's method and name.
+    /// The whole HTTP/1.1 request for `target` (keep-alive): a 2026 POST whose MCP headers come
+    /// from the body's method and name.
     pub(crate) fn to_bytes(&self, target: SocketAddr) -> Vec<u8> {
         let host = target.to_string();
         let name = self.name.map(header::encode_value);
@@ -73,7 +73,7 @@ impl Request<'_> {
         if let Some(n) = name.as_deref() {
             extra.push((header::NAME, n));
         }
-        oneshot::mcp_post(self.path, &host, self.method, &extra, self.body)
+        oneshot::mcp_post_kept(self.path, &host, self.method, &extra, self.body)
     }
 }
 
@@ -88,7 +88,7 @@ pub(crate) async fn post(
     speaks_for: Option<SpeaksFor<'_>>,
     timeouts: (Duration, Duration),
 ) -> Result<Answer, String> {
-    Leg::open(target, bytes, speaks_for, timeouts)
+    Leg::open((target, None), bytes, speaks_for, timeouts)
         .await?
         .rest()
         .await
@@ -98,7 +98,12 @@ pub(crate) async fn post(
 /// ([`Leg::next_message`]), so a leg's progress reaches the client while the leg runs, or the
 /// rest read whole ([`Leg::rest`]). The whole read keeps to one deadline.
 pub(crate) struct Leg {
+    /// Declared first, so dropped first: the registration ends before `body` gives the
+    /// connection back to the pool, where another hop may take it and register it anew.
+    _hop: Option<Hop>,
     target: SocketAddr,
+    /// The request went on a kept connection.
+    pub kept: bool,
     body: oneshot::Streaming<TcpStream>,
     /// The event stream's parser and the events it completed but not yet handed out (`None`:
     /// the answer is no event stream).
@@ -107,40 +112,73 @@ pub(crate) struct Leg {
     /// The body ended.
     ended: bool,
     deadline: tokio::time::Instant,
-    _hop: Option<Hop>,
 }
 
+/// Idle hop connections to reuse, and how long one may stay idle (`None`: a connection of its
+/// own, closed with the answer).
+pub(crate) type Kept<'a> = Option<(&'a Arc<Pool<TcpStream>>, Duration)>;
+
 impl Leg {
-    /// Connect, send `bytes` and read the answer's head.
+    /// Send `bytes` (on a kept connection when `kept` holds one, else on a new one) and read
+    /// the answer's head.
     pub(crate) async fn open(
-        target: SocketAddr,
+        (target, kept): (SocketAddr, Kept<'_>),
         bytes: &[u8],
         speaks_for: Option<SpeaksFor<'_>>,
         (connect_timeout, read_timeout): (Duration, Duration),
     ) -> Result<Leg, String> {
+        let deadline = tokio::time::Instant::now() + read_timeout;
+        let late = || format!("no answer from {target} within {read_timeout:?}");
+        let key = pool_key(target);
+        while let Some((pool, idle)) = kept {
+            let Some(stream) = pool.take(key) else {
+                break;
+            };
+            let Some(hop) = register(&stream, speaks_for) else {
+                continue;
+            };
+            let resumed =
+                tokio::time::timeout_at(deadline, oneshot::Streaming::resume(stream, bytes));
+            if let Some(body) = resumed.await.map_err(|_| late())?? {
+                let body = body.keep_in(pool, key, idle);
+                return Ok(Leg::new((target, true), body, hop, deadline));
+            }
+        }
         let (stream, hop) = tokio::time::timeout(connect_timeout, connect(target, speaks_for))
             .await
             .map_err(|_| format!("connecting to {target} timed out"))?
             .map_err(|e| format!("connecting to {target}: {e}"))?;
         let _ = stream.set_nodelay(true);
-        let deadline = tokio::time::Instant::now() + read_timeout;
-        let body = tokio::time::timeout_at(deadline, oneshot::Streaming::start(stream, bytes))
+        let mut body = tokio::time::timeout_at(deadline, oneshot::Streaming::start(stream, bytes))
             .await
-            .map_err(|_| format!("no answer from {target} within {read_timeout:?}"))??;
+            .map_err(|_| late())??;
+        if let Some((pool, idle)) = kept {
+            body = body.keep_in(pool, key, idle);
+        }
+        Ok(Leg::new((target, false), body, hop, deadline))
+    }
+
+    fn new(
+        (target, kept): (SocketAddr, bool),
+        body: oneshot::Streaming<TcpStream>,
+        hop: Option<Hop>,
+        deadline: tokio::time::Instant,
+    ) -> Leg {
         let stream = body
             .head
             .headers
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|c| sse::is_event_stream(c.as_bytes()));
-        Ok(Leg {
+        Leg {
+            _hop: hop,
             target,
+            kept,
             body,
             events: stream.then(Default::default),
             read: 0,
             ended: false,
             deadline,
-            _hop: hop,
-        })
+        }
     }
 
     pub(crate) fn is_stream(&self) -> bool {
@@ -225,6 +263,35 @@ impl Leg {
         }
         pass
     }
+}
+
+/// A leg dropped once its reader has the response, before the end of its event stream: the
+/// rest is read so that its connection is kept (`Streaming::finish`).
+impl Drop for Leg {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.body.finish();
+        }
+    }
+}
+
+/// The pool's key for the connections to `target`.
+fn pool_key(target: SocketAddr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    target.hash(&mut h);
+    h.finish()
+}
+
+/// Register a kept connection for the client `speaks_for` names, as [`connect`] registers a
+/// new one; `None` when its local address cannot be read (the connection is dropped). A hop
+/// that speaks for nobody needs no registration.
+fn register(stream: &TcpStream, speaks_for: Option<SpeaksFor<'_>>) -> Option<Option<Hop>> {
+    let Some((hops, client)) = speaks_for else {
+        return Some(None);
+    };
+    let local = stream.local_addr().ok()?;
+    Some(Some(hops.open(local, client)))
 }
 
 /// Connect to `target`; with `speaks_for`, from a socket bound first and registered under its

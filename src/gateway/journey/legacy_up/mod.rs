@@ -94,6 +94,8 @@ pub(crate) fn gateway_side(
         carry,
         connect: t.connect,
         read: t.upstream_read,
+        idle: t.upstream_idle,
+        counted: gw.metrics.bridge.connections.clone(),
     };
     let key = SessionKey {
         pool: gw.pools[p].name.clone(),

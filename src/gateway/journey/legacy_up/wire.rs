@@ -1,8 +1,10 @@
 //! The wire to a 2025-era instance: its requests (with the session, the legacy version header
 //! and the headers the gateway sends upstream), `initialize` + `notifications/initialized` to
 //! open a session, the client's answer to a question, the cancellation of a call, `DELETE`.
-//! One connection per request (`Connection: close`, over TLS for a TLS pool): a paused call
-//! keeps its own.
+//! POSTs go on keep-alive connections the pool keeps (`PoolPeers::start`: over TLS for a TLS
+//! pool), taken back once their answer is read to its end, so a call costs no new connection; a
+//! paused call holds its own until it ends. The standalone stream and `DELETE` go on their own
+//! (`Connection: close`).
 
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -28,10 +30,20 @@ pub(crate) struct Up {
     pub carry: Vec<(String, String)>,
     pub connect: Duration,
     pub read: Duration,
+    /// How long a connection is kept idle for the next request (`timeouts.upstream_idle`).
+    pub idle: Duration,
+    /// `legacy_connections_total`, counting the connections of the POSTs.
+    pub counted: prometheus::IntCounterVec,
 }
 
 impl Up {
     fn request(&self, method: &str, session: Option<&str>, body: &[u8]) -> Vec<u8> {
+        // Only a POST's answer ends on its own; the others close their connection.
+        let connection = if method == "POST" {
+            ""
+        } else {
+            "Connection: close\r\n"
+        };
         let mut head = format!(
             "{method} {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n",
             self.path, self.addr, self.version
@@ -46,7 +58,7 @@ impl Up {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str(&format!(
-            "Connection: close\r\nContent-Length: {}\r\n\r\n",
+            "{connection}Content-Length: {}\r\n\r\n",
             body.len()
         ));
         let mut out = head.into_bytes();
@@ -68,10 +80,14 @@ impl Up {
         body: &[u8],
     ) -> Result<Messages, String> {
         let req = self.request("POST", session, body);
-        let stream = self.connection().await?;
-        let started = tokio::time::timeout(self.read, Streaming::start(stream, &req))
+        let start = self
+            .peers
+            .start((self.addr, &self.instance), &req, (self.connect, self.idle));
+        let (started, kept) = tokio::time::timeout(self.read, start)
             .await
             .map_err(|_| format!("{} sent no answer within {:?}", self.addr, self.read))??;
+        let how = if kept { "kept" } else { "new" };
+        self.counted.with_label_values(&["server", how]).inc();
         Ok(Messages::new(started))
     }
 

@@ -101,3 +101,14 @@ impl Messages {
         out
     }
 }
+
+/// An answer dropped after the message its reader wanted, before its end (the response came,
+/// the end of its event stream had not yet): the rest is read, so that the connection goes
+/// back to its pool instead of being closed (`Streaming::finish`).
+impl Drop for Messages {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.stream.finish();
+        }
+    }
+}

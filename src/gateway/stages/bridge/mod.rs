@@ -46,7 +46,13 @@ pub(crate) struct Bridge {
     pub(crate) hops: Arc<hops::Hops>,
     /// The standalone streams open on this replica (carried over reloads).
     pub(crate) streams: Arc<streams::Streams>,
+    /// Idle hop connections to this gateway's own listener, reused by the next translated
+    /// request (a reload starts with none: the listener may have moved).
+    pub(crate) kept: Arc<crate::gateway::transport::upstream_h1::Pool<tokio::net::TcpStream>>,
 }
+
+/// Idle hop connections kept (the bridge's requests in flight at once, at most, reuse one).
+const KEPT_HOPS: usize = 1024;
 
 impl Bridge {
     /// The bridge for `config`; a reload keeps the waiting and paused calls, the server
@@ -92,6 +98,7 @@ impl Bridge {
             paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),
             hops: previous.map(|p| p.hops.clone()).unwrap_or_default(),
             streams: previous.map(|p| p.streams.clone()).unwrap_or_default(),
+            kept: Arc::new(crate::gateway::transport::upstream_h1::Pool::new(KEPT_HOPS)),
         }
     }
 }

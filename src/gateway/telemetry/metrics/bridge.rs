@@ -1,6 +1,7 @@
 //! The protocol bridge's metrics (2025-era clients served by the gateway): sessions opened,
 //! multi round-trip flows run for a legacy client and how they ended, answers that crossed
-//! replicas, the calls waiting for their clients now, and the standalone streams open.
+//! replicas, the calls waiting for their clients now, the standalone streams open, and the
+//! connections its requests went on.
 
 /// The bridge's metrics (registered once, carried over reloads with the registry).
 pub struct BridgeMetrics {
@@ -23,6 +24,9 @@ pub struct BridgeMetrics {
     pub server_sessions_open: prometheus::IntGauge,
     /// Standalone `GET` streams of 2025-era clients open on this replica.
     pub streams: prometheus::IntGauge,
+    /// Connections the bridge sent a request on, by leg (`hop`, `server`) and connection
+    /// (`new`, `kept`).
+    pub connections: prometheus::IntCounterVec,
 }
 
 impl BridgeMetrics {
@@ -59,6 +63,7 @@ impl BridgeMetrics {
             paused,
             paused_outcomes: counter("legacy_paused_calls_total", "Calls of 2025-era servers paused for a client's answer, by how the pause ended: resumed (the retry came) or timed_out (legacy.answer_timeout passed; the server was sent notifications/cancelled).", &["outcome"])?,
             server_sessions_open: open,
+            connections: counter("legacy_connections_total", "Connections the bridge sent a request on, by leg (hop: a 2025-era client's translated request into this gateway's own listener; server: a request to a 2025-era server) and connection (new, or kept from an earlier request).", &["leg", "connection"])?,
             server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }

@@ -39,21 +39,50 @@ pub(crate) use session::H1Session;
 
 /// Idle connections to one peer, each with the time after which it is not reused (the peer's
 /// idle timeout from its release), oldest first.
-type Stack = Vec<(Arc<Conn>, Option<Instant>)>;
+type Stack<C> = Vec<(C, Option<Instant>)>;
+
+/// A connection the pool can keep: it says whether it is still open when taken again.
+pub(crate) trait Keepable {
+    /// Whether an idle connection may carry another request (`false`: it is dropped).
+    fn still_open(&self) -> bool;
+}
+
+impl Keepable for Arc<Conn> {
+    fn still_open(&self) -> bool {
+        Conn::still_open(self)
+    }
+}
+
+/// The bridge's hops into the gateway's own listener.
+impl Keepable for TcpStream {
+    fn still_open(&self) -> bool {
+        let mut one = [0u8; 1];
+        matches!(self.try_read(&mut one), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+}
+
+/// The gateway's own connections to an instance, plain or TLS: whether one was closed while
+/// idle is learnt when a request is sent on it (`oneshot::Streaming::resume`).
+impl Keepable for Box<dyn oneshot::Stream> {
+    fn still_open(&self) -> bool {
+        true
+    }
+}
 
 /// How often the whole pool is swept for connections idle past their timeout (those to peers no
 /// longer asked for, e.g. an instance removed by a reload, would otherwise stay open).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Idle upstream connections by peer (pingora's reuse hash: address, TLS and ALPN settings),
-/// most recently released on top.
-pub(crate) struct Pool {
-    idle: Mutex<Idle>,
+/// most recently released on top. The direct leg keeps its [`Conn`]s here; the gateway's own
+/// requests (`oneshot`) keep theirs in a pool of their kind.
+pub(crate) struct Pool<C = Arc<Conn>> {
+    idle: Mutex<Idle<C>>,
     per_peer: usize,
 }
 
-struct Idle {
-    by_peer: HashMap<u64, Stack>,
+struct Idle<C> {
+    by_peer: HashMap<u64, Stack<C>>,
     swept: Instant,
 }
 
@@ -61,8 +90,8 @@ fn expired(deadline: &Option<Instant>, now: Instant) -> bool {
     deadline.is_some_and(|d| now > d)
 }
 
-impl Pool {
-    pub(crate) fn new(per_peer: usize) -> Pool {
+impl<C> Pool<C> {
+    pub(crate) fn new(per_peer: usize) -> Pool<C> {
         Pool {
             idle: Mutex::new(Idle {
                 by_peer: HashMap::new(),
@@ -72,21 +101,8 @@ impl Pool {
         }
     }
 
-    /// The most recently released live connection to `key`, if any; stale ones are dropped.
-    pub(crate) fn take(&self, key: u64) -> Option<Arc<Conn>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let stack = idle.by_peer.get_mut(&key)?;
-        let now = Instant::now();
-        while let Some((conn, deadline)) = stack.pop() {
-            if !expired(&deadline, now) && conn.still_open() {
-                return Some(conn);
-            }
-        }
-        None
-    }
-
     /// Keep `conn` for the next request to `key`, until `idle_timeout` from now.
-    pub(crate) fn put(&self, key: u64, conn: Arc<Conn>, idle_timeout: Option<Duration>) {
+    pub(crate) fn put(&self, key: u64, conn: C, idle_timeout: Option<Duration>) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         if now.duration_since(idle.swept) >= SWEEP_EVERY {
@@ -109,6 +125,21 @@ impl Pool {
     pub(crate) fn idle_count(&self) -> usize {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         idle.by_peer.values().map(Vec::len).sum()
+    }
+}
+
+impl<C: Keepable> Pool<C> {
+    /// The most recently released live connection to `key`, if any; stale ones are dropped.
+    pub(crate) fn take(&self, key: u64) -> Option<C> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let stack = idle.by_peer.get_mut(&key)?;
+        let now = Instant::now();
+        while let Some((conn, deadline)) = stack.pop() {
+            if !expired(&deadline, now) && conn.still_open() {
+                return Some(conn);
+            }
+        }
+        None
     }
 }
 
@@ -153,5 +184,7 @@ fn connect_error(addr: SocketAddr, e: std::io::Error) -> Box<Error> {
     Error::because(kind, format!("connecting to {addr}"), e)
 }
 
+#[cfg(test)]
+mod oneshot_tests;
 #[cfg(test)]
 mod tests;
