@@ -49,7 +49,6 @@ pub(super) struct Req {
     pub(super) id: Value,
     pub(super) params: Map<String, Value>,
     pub(super) caller: String,
-    pub(super) digest: String,
 }
 
 impl Req {
@@ -61,20 +60,22 @@ impl Req {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let name = params
-            .get("name")
-            .or_else(|| params.get("uri"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
-        let digest = crate::mcp::state_seal::arguments_digest(&method, name, &args);
         Some(Req {
             id: msg.get("id").cloned().unwrap_or(Value::Null),
             method,
             params,
             caller,
-            digest,
         })
+    }
+
+    /// The digest of what is called with what (the name or URI and the arguments), which a
+    /// paused call's state is bound to: worked out only for a call that pauses or resumes.
+    pub(super) fn digest(&self) -> String {
+        let p = &self.params;
+        let name = p.get("name").or_else(|| p.get("uri"));
+        let name = name.and_then(Value::as_str).unwrap_or("");
+        let args = p.get("arguments").unwrap_or(&Value::Null);
+        crate::mcp::state_seal::arguments_digest(&self.method, name, args)
     }
 
     /// What the client declared it can be asked, in this request's `_meta`.
@@ -346,7 +347,7 @@ pub(super) async fn pause(
         replica: bridge.advertise.clone(),
         call: id,
         caller: req.caller.clone(),
-        digest: req.digest.clone(),
+        digest: req.digest(),
         expires_at_ms,
     };
     let paused = bridge.paused.clone();

@@ -32,7 +32,7 @@ pub(super) async fn resume(
         let rej = invalid("Invalid requestState: this gateway did not issue it; send the request again without requestState and inputResponses".into());
         return refuse(session, ctx, rej, None).await;
     }
-    let st = match PausedState::verify(&bridge.sealer, &state, &req.caller, &req.digest) {
+    let st = match PausedState::verify(&bridge.sealer, &state, &req.caller, &req.digest()) {
         Ok(s) => s,
         Err(r) => return refuse(session, ctx, invalid(r.message()), None).await,
     };

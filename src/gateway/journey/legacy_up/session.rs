@@ -53,7 +53,11 @@ async fn open(
             m.with_label_values(&[how]).inc();
             let changes = (gw.catalogs.clone(), key.pool.clone());
             let (notes, _) = tokio::sync::broadcast::channel(16);
-            let side = listen(up.clone(), id.clone(), changes, notes.clone());
+            let (side, open) = listen(up.clone(), id.clone(), changes, notes.clone());
+            // What the server says from now on reaches the listeners: its standalone stream is
+            // open (or refused) before the session serves a request, within a bound for a
+            // server that holds the stream's head back.
+            let _ = tokio::time::timeout(STREAM_OPEN_WAIT, open).await;
             for (old_key, old) in
                 bridge
                     .servers
@@ -79,7 +83,8 @@ async fn open(
     }
 }
 
-/// Read the session's standalone stream in the background: the requests the server sends
+/// Read the session's standalone stream in the background (the receiver says when its answer's
+/// head came, or that none will): the requests the server sends
 /// there go to the session's calls; its notifications go to the 2026 clients listening
 /// (`notes`), and a `notifications/*/list_changed` also makes the pool's catalog due now (the
 /// federation catalog and the pins read it again at once, as for a 2026 pool's listen stream).
@@ -89,10 +94,13 @@ fn listen(
     sid: String,
     (catalogs, pool): (Arc<Store>, String),
     notes: Notes,
-) -> SideRequests {
+) -> (SideRequests, tokio::sync::oneshot::Receiver<()>) {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let (opened, open) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let Ok(mut m) = up.listen(&sid).await else {
+        let answer = up.listen(&sid).await;
+        let _ = opened.send(());
+        let Ok(mut m) = answer else {
             return;
         };
         if m.status != 200 {
@@ -114,8 +122,11 @@ fn listen(
             }
         }
     });
-    Arc::new(tokio::sync::Mutex::new(rx))
+    (Arc::new(tokio::sync::Mutex::new(rx)), open)
 }
+
+/// The longest a new session waits for its standalone stream's answer before serving.
+const STREAM_OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// POST `body` over the session of `key`: the answer's messages and the session used.
 pub(crate) async fn send(

@@ -38,8 +38,8 @@ pub(crate) type SideRequests =
 #[derive(Clone)]
 pub(crate) struct ServerSession {
     pub id: String,
-    /// The server's `initialize` result.
-    pub init: Value,
+    /// The server's `initialize` result (shared: a session is cloned out for each request).
+    pub init: std::sync::Arc<Value>,
     pub side: Option<SideRequests>,
     /// The notifications of the session's standalone stream (list changes, resource updates),
     /// for the 2026 clients listening through it (`None`: the session has no standalone
@@ -108,7 +108,7 @@ impl ServerSessions {
             key,
             ServerSession {
                 id,
-                init,
+                init: std::sync::Arc::new(init),
                 side,
                 notes,
                 used: Instant::now(),

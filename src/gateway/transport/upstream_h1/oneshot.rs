@@ -208,6 +208,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Streaming<S> {
         if self.done || self.keep.is_none() || !self.keep_alive {
             return;
         }
+        // Dropped outside a runtime (at shutdown): nothing to read it with; it closes.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         for _ in 0..4 {
             match futures::FutureExt::now_or_never(self.next()) {
                 Some(Ok(Some(_))) => continue,
@@ -220,7 +224,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Streaming<S> {
         };
         let buf = std::mem::take(&mut self.buf);
         let framing = self.framing;
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let rest = drain(stream, buf, framing);
             if let Ok(Some(stream)) = tokio::time::timeout(FINISH_WITHIN, rest).await {
                 let (pool, key, idle) = keep;
