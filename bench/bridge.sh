@@ -15,9 +15,14 @@
 # wake-ups (epoll, futex) where at full speed many share one. The legacy server is node and
 # bounds server2025 at a few thousand requests/s, so after each bridged row the native call runs
 # again paced to about the same rate (`native@client2025`, `native@server2025`: a wrk delay()
-# per request on each connection), and that row is the bridged row's reference.
+# per request on each connection), and that row is the bridged row's reference. A paced call
+# still finds its server quick; the legacy server takes milliseconds, and the gateway sleeps
+# and wakes again for each of its answers. `slow2026` is the same 2026 call to a reference
+# backend that answers SLOW later (4 ms by default, about the legacy server's time under this
+# load), through a second gateway of its own at CONNS connections: the closest 2026 twin of
+# server2025.
 #
-# Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SMOKE=1)
+# Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SLOW=4ms)
 # Needs node and the legacy peers (bash .ci/run installs them into target/peers-legacy) for the
 # server2025 row; skips it loudly without them. Every process it starts is stopped on exit.
 set -euo pipefail
@@ -35,8 +40,9 @@ OUT=target/bench/bridge-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 PEERS=${MCP_EDGE_LEGACY_PEERS_DIR:-$PWD/target/peers-legacy}
 
-BACKEND=17301 OLD=17302 MCP=17380 ADMIN=17390
-for p in $BACKEND $OLD $MCP $ADMIN; do port_free $p || { echo "port $p is in use" >&2; exit 1; }; done
+BACKEND=17301 OLD=17302 SLOWB=17303 MCP=17380 ADMIN=17390 MCP2=17381 ADMIN2=17391
+SLOW=${SLOW:-4ms}
+for p in $BACKEND $OLD $SLOWB $MCP $ADMIN $MCP2 $ADMIN2; do port_free $p || { echo "port $p is in use" >&2; exit 1; }; done
 "$EDGE_BIN" backend --instances 1 --base-port $BACKEND >"$OUT/backend.log" 2>&1 &
 PIDS+=($!)
 HAVE_OLD=0
@@ -48,6 +54,17 @@ if command -v node >/dev/null && [ -f "$PEERS/node_modules/@modelcontextprotocol
 else
   echo "!!!!!!!! SKIPPING the server2025 row: no node or no TypeScript SDK v1 in $PEERS (bash .ci/run installs it)"
 fi
+"$EDGE_BIN" backend --instances 1 --base-port $SLOWB --delay "$SLOW" >"$OUT/slow-backend.log" 2>&1 &
+PIDS+=($!)
+cat >"$OUT/gateway2.yaml" <<EOF
+listen: { mcp: 127.0.0.1:$MCP2, admin: 127.0.0.1:$ADMIN2 }
+pools:
+  slow: { instances: [127.0.0.1:$SLOWB] }
+default_route: { pool: slow }
+EOF
+"$EDGE_BIN" serve --config "$OUT/gateway2.yaml" >"$OUT/gateway2.log" 2>&1 &
+GW2=$!
+PIDS+=($GW2)
 cat >"$OUT/gateway.yaml" <<EOF
 listen: { mcp: 127.0.0.1:$MCP, admin: 127.0.0.1:$ADMIN }
 pools:
@@ -61,6 +78,7 @@ EOF
 GW=$!
 PIDS+=($GW)
 wait_port $BACKEND && wait_port $MCP && { [ $HAVE_OLD = 0 ] || wait_port $OLD; }
+wait_port $SLOWB && wait_port $MCP2
 
 # A bridged session for the 2025-era client.
 SID=$(curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$MCP/mcp" -H 'Content-Type: application/json' \
@@ -98,14 +116,14 @@ if [ $HAVE_OLD = 1 ]; then
 fi
 
 hz=$(getconf CLK_TCK)
-# run NAME LUA [CONNS]: one timed row; prints it and leaves its requests/s in $RPS.
+# run NAME LUA [CONNS [GATEWAY_PID PORT]]: one timed row; prints it and leaves its requests/s in $RPS.
 run() {
-  local row=$1 script=$2 conns=${3:-$CONNS}
-  wrk -t1 -c"$conns" -d"${WARMUP}s" -s "$script" "http://127.0.0.1:$MCP/mcp" >/dev/null
+  local row=$1 script=$2 conns=${3:-$CONNS} gw=${4:-$GW} port=${5:-$MCP}
+  wrk -t1 -c"$conns" -d"${WARMUP}s" -s "$script" "http://127.0.0.1:$port/mcp" >/dev/null
   local before after n bad us
-  before=$(cpu_ticks $GW)
-  wrk -t1 -c"$conns" -d"${DURATION}s" -s "$script" "http://127.0.0.1:$MCP/mcp" >"$OUT/$row.txt"
-  after=$(cpu_ticks $GW)
+  before=$(cpu_ticks $gw)
+  wrk -t1 -c"$conns" -d"${DURATION}s" -s "$script" "http://127.0.0.1:$port/mcp" >"$OUT/$row.txt"
+  after=$(cpu_ticks $gw)
   n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$OUT/$row.txt")
   bad=$(sed -n 's/^ *Non-2xx or 3xx responses: *//p' "$OUT/$row.txt")
   RPS=$(sed -n 's/^Requests\/sec: *//p' "$OUT/$row.txt")
@@ -130,4 +148,5 @@ for row in "${ROWS[@]}"; do
   run "$row" "${!var}"
   [ "$row" = native ] || paced "native@$row" "$RPS"
 done
+run "slow2026" "$LUA_native" "$CONNS" "$GW2" "$MCP2"
 echo "raw outputs: $OUT"
