@@ -54,3 +54,67 @@ fn a_refreshed_token_keeps_the_session_and_another_subjects_does_not() {
         .header("www-authenticate")
         .is_some_and(|c| c.starts_with("Bearer")));
 }
+
+/// With auth on, a 2026 client's listen stream on a federated endpoint rides the session with
+/// the 2025-era server that its own calls go over (one rule names the caller for both): a tool
+/// its call adds on that session reaches its listen stream. Keyed apart (the token's digest for
+/// the stream, the subject for the calls), the change went to a session nobody listened to.
+#[test]
+fn a_federated_listen_with_a_token_rides_the_session_its_calls_change() {
+    use super::{servers::legacy_gateway, LegacyServer, ServerKind};
+    use crate::support::http::{good_headers, meta, request, SseStream};
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let k = ec("legacy-fed");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
+    let extra = format!(
+        "{}federation:\n  endpoints:\n    - {{ path: /fed, pools: [ts], collisions: prefix }}\n",
+        auth_yaml(RESOURCE, &url_jwks(&jwks), "")
+    );
+    let gw = legacy_gateway(std::slice::from_ref(&ts), &extra);
+    super::super::federation::wait_state(&gw, &["ts"], "fresh");
+    let bearer = format!(
+        "Bearer {}",
+        sign(&k, &claims(ISS, RESOURCE, "alice", "tools"))
+    );
+    let with_token = |method: &str, name: Option<&str>| {
+        let mut h = good_headers(method, name);
+        h.push(("Authorization".into(), bearer.clone()));
+        h
+    };
+    let listen_headers = with_token("subscriptions/listen", None);
+    let listen_headers: Vec<(&str, &str)> = listen_headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let listen = json!({"jsonrpc": "2.0", "id": 44, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true}, "_meta": meta(json!({}))}});
+    let mut stream = SseStream::open_at(gw.mcp_addr, "/fed", &listen_headers, &listen.to_string());
+    assert_eq!(stream.status, 200);
+    let ack = stream.next_message().expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    let call_headers = with_token("tools/call", Some("ts__grow"));
+    let call_headers: Vec<(&str, &str)> = call_headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "ts__grow", "arguments": {}, "_meta": meta(json!({}))}});
+    let r = request(
+        gw.mcp_addr,
+        "POST",
+        "/fed",
+        &call_headers,
+        call.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let n = stream
+        .next_message()
+        .expect("the list change of alice's session");
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+}

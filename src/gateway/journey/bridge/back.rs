@@ -106,16 +106,15 @@ impl Req {
     }
 }
 
-/// Who calls, for sessions and states: the verified subject, else a digest of the credential.
+/// Who calls, for sessions and states (`session::server_side_caller`).
 fn caller_of(session: &Session, ctx: &RequestCtx) -> String {
-    if let Some(id) = ctx.identity.as_deref() {
-        return format!("sub:{}", id.subject);
-    }
+    let subject = ctx.identity.as_deref().map(|id| id.subject.as_str());
     let auth = session
         .req_header()
         .headers
         .get(http::header::AUTHORIZATION);
-    crate::gateway::stages::bridge::session::caller_of(auth.map(|a| a.as_bytes()))
+    let auth = auth.map(|a| a.as_bytes());
+    crate::gateway::stages::bridge::session::server_side_caller(subject, auth)
 }
 
 /// Forward the request to the legacy pool; `Ok(true)`: the client got its answer.

@@ -163,7 +163,10 @@ pub(crate) async fn call(
                 (p, i),
                 version,
                 (method, cursor),
-                &headers,
+                (
+                    &headers,
+                    caller.identity.as_deref().map(|id| id.subject.as_str()),
+                ),
             );
             match tokio::time::timeout(timeout, call).await {
                 Ok(r @ Ok(_)) => return r,

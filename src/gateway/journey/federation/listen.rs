@@ -173,7 +173,8 @@ async fn legacy_pool_stream(
         Ok(h) => h,
         Err(e) => return why(e.to_string()),
     };
-    let (up, key) = gateway_side(gw, (p, i), version, &headers);
+    let subject = auth.identity.as_deref().map(|id| id.subject.as_str());
+    let (up, key) = gateway_side(gw, (p, i), version, (&headers, subject));
     let notes = match session::get(&gw.bridge, &up, &key, gw).await {
         Ok(s) => s.notes,
         Err(rej) => return why(rej.message.to_string()),

@@ -65,12 +65,13 @@ pub(crate) fn discover_result(init: &Value) -> Value {
 
 /// How the gateway's own requests (the catalog's, a federated listen stream's) reach instance
 /// `i` of legacy pool `p` with `headers` (the pool's credential or the caller's token), and the
-/// session they go over: the caller those headers name.
+/// session they go over: the caller's (`subject`, the one `auth` verified) as its calls' go
+/// over, else the one those headers name.
 pub(crate) fn gateway_side(
     gw: &Gateway,
     (p, i): (usize, usize),
     version: &'static str,
-    headers: &[(String, String)],
+    (headers, subject): (&[(String, String)], Option<&str>),
 ) -> (Up, SessionKey) {
     let t = &gw.config.timeouts;
     let carry: Vec<(String, String)> = headers
@@ -82,7 +83,7 @@ pub(crate) fn gateway_side(
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
         .map(|(_, v)| v.as_bytes());
-    let caller = crate::gateway::stages::bridge::session::caller_of(auth);
+    let caller = crate::gateway::stages::bridge::session::server_side_caller(subject, auth);
     let inst = &gw.pools[p].instances[i];
     let addr = inst.addr;
     let up = Up {
@@ -106,16 +107,16 @@ pub(crate) fn gateway_side(
 }
 
 /// The federation catalog's request to instance `i` of legacy pool `p` (`server/discover` or a
-/// page of a list), over the session of the caller its `headers` carry: the result object in
+/// page of a list), over the session of the caller (its headers and verified subject): the result object in
 /// the 2026 shape, so a 2025-era pool joins a federated endpoint like any other.
 pub(crate) async fn catalog_call(
     gw: &Gateway,
     (p, i): (usize, usize),
     version: &'static str,
     (method, cursor): (&str, Option<&str>),
-    headers: &[(String, String)],
+    caller: (&[(String, String)], Option<&str>),
 ) -> Result<Map<String, Value>, String> {
-    let (up, key) = gateway_side(gw, (p, i), version, headers);
+    let (up, key) = gateway_side(gw, (p, i), version, caller);
     let addr = up.addr;
     let bridge = &gw.bridge;
     let message = if method == methods::DISCOVER {

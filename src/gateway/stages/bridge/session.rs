@@ -93,6 +93,18 @@ pub(crate) fn caller_of(authorization: Option<&[u8]>) -> String {
     }
 }
 
+/// Who calls a 2025-era server through the gateway, for its sessions with the server and the
+/// states of its paused calls: the subject `auth` verified, else a digest of the credential the
+/// request carried ([`caller_of`]). The one rule for a 2026 client's calls to a legacy pool,
+/// the listen streams they open there (direct or merged by a federated endpoint), so a caller's
+/// listen stream rides the session its calls change.
+pub(crate) fn server_side_caller(subject: Option<&str>, authorization: Option<&[u8]>) -> String {
+    match subject {
+        Some(s) => format!("sub:{s}"),
+        None => caller_of(authorization),
+    }
+}
+
 /// Who calls when `auth` verified the token: a digest of its issuer and subject, so a
 /// refreshed token of the same caller keeps the session (and another caller's never opens
 /// it). Distinct from every [`caller_of`] value (another prefix under the digest).
