@@ -56,16 +56,15 @@ impl Keepable for Arc<Conn> {
 /// The bridge's hops into the gateway's own listener.
 impl Keepable for TcpStream {
     fn still_open(&self) -> bool {
-        let mut one = [0u8; 1];
-        matches!(self.try_read(&mut one), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        oneshot::Stream::still_open(self)
     }
 }
 
-/// The gateway's own connections to an instance, plain or TLS: whether one was closed while
-/// idle is learnt when a request is sent on it (`oneshot::Streaming::resume`).
+/// The gateway's own connections to an instance, plain or TLS. One the server closes just as
+/// it is taken is found when a request is sent on it (`oneshot::Streaming::resume`).
 impl Keepable for Box<dyn oneshot::Stream> {
     fn still_open(&self) -> bool {
-        true
+        (**self).still_open()
     }
 }
 

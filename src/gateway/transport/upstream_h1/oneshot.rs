@@ -64,8 +64,28 @@ fn mcp_request(
 }
 
 /// A connection the gateway's own calls use (plain TCP or TLS).
-pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Whether an idle connection may carry another request: nothing has arrived on it since
+    /// its last answer ended, not even its end. Bytes an idle connection received (a close, a
+    /// TLS alert, or a server writing past its answer) would otherwise be read as the next
+    /// request's answer; such a connection is dropped, whatever it held.
+    fn still_open(&self) -> bool;
+}
+
+impl Stream for tokio::net::TcpStream {
+    fn still_open(&self) -> bool {
+        let mut one = [0u8; 1];
+        matches!(self.try_read(&mut one), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+}
+
+/// Looks at the TCP connection under TLS: a TLS connection idle between answers has nothing
+/// to read either.
+impl Stream for tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    fn still_open(&self) -> bool {
+        self.get_ref().0.still_open()
+    }
+}
 
 /// A response read as it arrives (an SSE stream): its head, then its body piece by piece. Sent
 /// on a connection kept for reuse ([`Streaming::resume`], [`Streaming::keep_in`]), the

@@ -24,6 +24,10 @@ enum Serve {
     /// A chunked `ok`, its last chunk 50 ms later (an event stream that ends after its
     /// response).
     LateEnd,
+    /// `ok` with its length, then 20 ms later a second answer nobody asked for.
+    Trailing,
+    /// Closes each connection at once, reading nothing.
+    CloseAtOnce,
 }
 
 /// A server on loopback and the number of connections it accepted.
@@ -35,6 +39,9 @@ async fn server(serve: Serve) -> (SocketAddr, Arc<AtomicUsize>) {
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
+            if matches!(serve, Serve::CloseAtOnce) {
+                continue;
+            }
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 loop {
@@ -77,6 +84,11 @@ async fn server(serve: Serve) -> (SocketAddr, Arc<AtomicUsize>) {
                     if matches!(serve, Serve::CloseSilently | Serve::SayClose) {
                         return;
                     }
+                    if matches!(serve, Serve::Trailing) {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        let evil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil";
+                        let _ = s.write_all(evil.as_bytes()).await;
+                    }
                 }
             });
         }
@@ -88,10 +100,14 @@ const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
 const IDLE: Duration = Duration::from_secs(30);
 
 /// One request: on a kept connection when the pool has a live one, else on a new one; the
-/// body read to its end. Whether the connection was a kept one.
+/// body read to its end. Whether the connection was a kept one ([`answer`]: and the body).
 /// The pool holds boxed connections, as a legacy pool's do (plain or TLS): whether one is
 /// still open is learnt only by sending on it.
 async fn request(pool: &Arc<Pool<Box<dyn Stream>>>, addr: SocketAddr) -> bool {
+    answer(pool, addr).await.0
+}
+
+async fn answer(pool: &Arc<Pool<Box<dyn Stream>>>, addr: SocketAddr) -> (bool, Vec<u8>) {
     let mut kept = false;
     let mut answer = None;
     while let Some(conn) = pool.take(1) {
@@ -110,8 +126,11 @@ async fn request(pool: &Arc<Pool<Box<dyn Stream>>>, addr: SocketAddr) -> bool {
     };
     let mut answer = answer.keep_in(pool, 1, IDLE);
     assert_eq!(answer.head.status.as_u16(), 200);
-    while answer.next().await.unwrap().is_some() {}
-    kept
+    let mut body = Vec::new();
+    while let Some(piece) = answer.next().await.unwrap() {
+        body.extend_from_slice(&piece);
+    }
+    (kept, body)
 }
 
 #[tokio::test]
@@ -127,14 +146,36 @@ async fn an_answer_read_to_its_end_leaves_its_connection_for_the_next_request() 
 }
 
 #[tokio::test]
-async fn a_kept_connection_the_server_closed_is_replaced_and_the_request_still_answered() {
+async fn a_kept_connection_the_server_closed_is_dropped_and_the_request_still_answered() {
     let (addr, accepted) = server(Serve::CloseSilently).await;
     let pool = Arc::new(Pool::new(4));
     assert!(!request(&pool, addr).await);
-    // The server closed it after answering; the pool hands it out anyway (a boxed connection
-    // is not checked), so the next request finds out by sending, and goes on a new one.
     assert_eq!(pool.idle_count(), 1);
+    // The server closed it after answering: the next request finds that out (when it is taken,
+    // or by sending on it) and goes on a new connection.
     assert!(!request(&pool, addr).await, "a new connection carried it");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_request_sent_on_a_connection_the_server_closed_is_given_back_unsent() {
+    let (addr, _) = server(Serve::CloseAtOnce).await;
+    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
+    // Nothing comes back: `resume` says so, and the caller sends the request on a new one.
+    let resumed = Streaming::resume(conn, REQUEST).await.unwrap();
+    assert!(resumed.is_none());
+}
+
+#[tokio::test]
+async fn a_connection_that_received_bytes_past_its_answer_is_never_reused() {
+    let (addr, accepted) = server(Serve::Trailing).await;
+    let pool = Arc::new(Pool::new(4));
+    assert_eq!(answer(&pool, addr).await, (false, b"ok".to_vec()));
+    assert_eq!(pool.idle_count(), 1);
+    // The server writes a second answer into the idle connection: it must not become the next
+    // request's answer.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(answer(&pool, addr).await, (false, b"ok".to_vec()));
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
