@@ -17,8 +17,10 @@ use super::hop::Leg;
 use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
+use crate::gateway::journey::detached;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
+use crate::gateway::stages::bridge::streams::StreamSlot;
 use crate::mcp::methods::SUBSCRIPTIONS_LISTEN;
 use crate::mcp::{codes, legacy, Rejection};
 
@@ -59,13 +61,65 @@ pub(super) async fn stream(
         streaming: false,
     };
     out.open().await?;
+    if detached::can_take(out.session) {
+        // The rest leaves the pipeline: an open stream then holds its connection, the leg and
+        // the slot, not the pipeline's state.
+        let relay = Relay {
+            leg,
+            beat: keepalive().await,
+            _slot,
+        };
+        detached::hand_over(session, ctx, relay)
+            .await
+            .map_err(|e| e.into_down())?;
+        return Ok(true);
+    }
     relay(out, leg).await
 }
 
-/// Relay the listen stream's list changes until it ends or the client leaves.
-async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
+/// A beat every [`KEEPALIVE`], its first tick past.
+async fn keepalive() -> tokio::time::Interval {
     let mut beat = tokio::time::interval(KEEPALIVE);
     beat.tick().await;
+    beat
+}
+
+/// The relay as the body of a stream outside the pipeline (`detached`): each list change as a
+/// 2025-era event, a comment line on each beat, the end with the leg's. The client's leaving is
+/// watched by the stream's pump.
+struct Relay {
+    leg: Leg,
+    beat: tokio::time::Interval,
+    _slot: StreamSlot,
+}
+
+impl detached::Source for Relay {
+    async fn piece(&mut self, _: &mut RequestCtx) -> Result<(Option<Bytes>, bool), detached::Cut> {
+        loop {
+            tokio::select! {
+                m = self.leg.next_message() => match m {
+                    Ok(Some(m)) => {
+                        if let Some(n) = legacy::to_standalone(m) {
+                            let event = crate::mcp::sse_event(n.to_string().as_bytes());
+                            return Ok((Some(Bytes::from(event)), false));
+                        }
+                    }
+                    Ok(None) | Err(_) => return Ok((None, true)),
+                },
+                _ = self.beat.tick() => return Ok((Some(Bytes::from_static(COMMENT)), false)),
+            }
+        }
+    }
+
+    fn done(self) {}
+}
+
+/// The keep-alive comment line.
+const COMMENT: &[u8] = b": keepalive\n\n";
+
+/// Relay the listen stream's list changes until it ends or the client leaves.
+async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
+    let mut beat = keepalive().await;
     loop {
         // `next_message` only waits inside a socket read, which loses nothing when the beat
         // wins the race.
@@ -82,7 +136,7 @@ async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
                 }
             },
             _ = beat.tick() => {
-                let comment = Bytes::from_static(b": keepalive\n\n");
+                let comment = Bytes::from_static(COMMENT);
                 out.session.write_response_body(Some(comment), false).await?;
             }
             // The client closed its side: the stream (and its place) ends now, not at the

@@ -63,8 +63,13 @@ pub(crate) fn takes(session: &Session, head: &ResponseHeader) -> bool {
     event_stream
         && head.headers.get(http::header::CONTENT_LENGTH).is_none()
         && session.req_header().method != http::Method::HEAD
-        && matches!(&*session.downstream_session, ServerSession::H1(_))
-        && parked::can_detach()
+        && can_take(session)
+}
+
+/// Whether a response of this request can leave the pipeline: a plain HTTP/1.1 client on a
+/// parked connection.
+pub(crate) fn can_take(session: &Session) -> bool {
+    matches!(&*session.downstream_session, ServerSession::H1(_)) && parked::can_detach()
 }
 
 /// Where the upstream connection goes back when the stream ends.
@@ -73,6 +78,46 @@ pub(crate) struct Upstream {
     pub pool: Arc<Pool>,
     pub key: u64,
     pub idle_timeout: Option<Duration>,
+}
+
+/// Where a handed-over response's body comes from: the direct leg's upstream ([`Upstream`]), or
+/// a stream the gateway writes itself (the bridge's relay of a 2025-era session's standalone
+/// stream). Its `piece` must lose nothing when dropped unfinished (the pump drops it when the
+/// client speaks first).
+pub(crate) trait Source: Send + 'static {
+    /// The next piece of the body, and whether the body ends with it; `Err`: the source
+    /// failed (the client connection is cut).
+    fn piece(
+        &mut self,
+        ctx: &mut RequestCtx,
+    ) -> impl std::future::Future<Output = Result<(Option<Bytes>, bool), Cut>> + Send;
+    /// Between pieces: buffers it may let go of.
+    fn shed(&mut self) {}
+    /// The body ran to its end: give back what can serve again.
+    fn done(self);
+}
+
+impl Source for Upstream {
+    async fn piece(&mut self, ctx: &mut RequestCtx) -> Result<(Option<Bytes>, bool), Cut> {
+        let mut chunk = if self.session.response_finished() {
+            None
+        } else {
+            self.session.read_response_body().await.map_err(|_| Cut)?
+        };
+        let end = chunk.is_none() || self.session.response_finished();
+        response::on_body(ctx, &mut chunk, end);
+        Ok((chunk, end))
+    }
+
+    fn shed(&mut self) {
+        self.session.shed_buffer();
+    }
+
+    fn done(self) {
+        if let Some(conn) = self.session.into_reusable() {
+            self.pool.put(self.key, conn, self.idle_timeout);
+        }
+    }
 }
 
 /// What the finished request's observation needs from the pipeline it left.
@@ -88,10 +133,10 @@ struct End {
 /// issue 62958), here a whole `RequestCtx` for as long as the stream lasts (+1.9 KiB per open
 /// SSE stream in `bench/conns.sh`).
 #[allow(clippy::manual_async_fn)]
-fn carry_on(
+fn carry_on<S: Source>(
     client: Stream,
     keep: Option<(HttpPersistentSettings, Option<BytesMut>)>,
-    mut up: Upstream,
+    mut up: S,
     mut owned: RequestCtx,
     write_timeout: Duration,
     end: End,
@@ -105,18 +150,14 @@ fn carry_on(
         let mut keep = keep;
         // A client that pipelined its next request already is not read again until then.
         let watch = keep.as_ref().is_none_or(|(_, prefix)| prefix.is_none());
-        let outcome = stream
-            .pump(&mut up.session, &mut owned, watch, &mut keep)
-            .await;
+        let outcome = stream.pump(&mut up, &mut owned, watch, &mut keep).await;
         let (status, sent) = (end.status, stream.sent);
         crate::gateway::journey::observe::finish_request(&mut owned, status, sent, &end.headers);
         drop(owned);
         if outcome.is_err() {
             return None;
         }
-        if let Some(conn) = up.session.into_reusable() {
-            up.pool.put(up.key, conn, up.idle_timeout);
-        }
+        up.done();
         let (mut settings, prefix) = keep?;
         if let Some(prefix) = prefix {
             settings.set_pipelined_prefix(prefix);
@@ -128,10 +169,10 @@ fn carry_on(
 /// Hand the rest of the response over (its head is written): the client's session is taken
 /// out of the pipeline, and the request's context with it (the pipeline keeps an empty one
 /// that records nothing). The caller answers the pipeline as done.
-pub(crate) async fn hand_over(
+pub(crate) async fn hand_over<S: Source>(
     session: &mut Session,
     ctx: &mut RequestCtx,
-    up: Upstream,
+    up: S,
 ) -> pingora::Result<()> {
     let settings = HttpPersistentSettings::for_session(&session.downstream_session);
     let placeholder = gone::Gone::new(&session.downstream_session);
@@ -183,45 +224,38 @@ struct Client {
 
 /// The stream ended early: the client left, a write to it failed or timed out, or the
 /// upstream failed.
-struct Cut;
+pub(crate) struct Cut;
 
 impl Client {
     /// Copy the body to the client until its end, the client's leaving or a failure.
     /// `watch`: read the client meanwhile (it has sent nothing past its request yet); bytes
     /// it sends go to `keep`'s pipelined prefix.
-    async fn pump(
+    async fn pump<S: Source>(
         &mut self,
-        up: &mut H1Session,
+        up: &mut S,
         ctx: &mut RequestCtx,
         mut watch: bool,
         keep: &mut Option<(HttpPersistentSettings, Option<BytesMut>)>,
     ) -> Result<(), Cut> {
         self.flush().await?;
-        let mut end = up.response_finished();
         // A pipelined request is read once, a few bytes of it (the rest stays in the socket).
         let mut probe = [0u8; 64];
         loop {
-            let mut chunk = if end {
-                None
-            } else {
-                loop {
-                    tokio::select! {
-                        biased;
-                        r = up.read_response_body() => break r.map_err(|_| Cut)?,
-                        n = self.client.read(&mut probe), if watch => match n {
-                            Ok(0) | Err(_) => return Err(Cut),
-                            // The next request, sent early: kept for after the stream (on a
-                            // connection that closes after it, dropped).
-                            Ok(n) => if let Some((_, prefix)) = keep {
-                                prefix.get_or_insert_with(BytesMut::new).extend_from_slice(&probe[..n]);
-                                watch = false;
-                            },
+            let (chunk, end) = loop {
+                tokio::select! {
+                    biased;
+                    r = up.piece(ctx) => break r?,
+                    n = self.client.read(&mut probe), if watch => match n {
+                        Ok(0) | Err(_) => return Err(Cut),
+                        // The next request, sent early: kept for after the stream (on a
+                        // connection that closes after it, dropped).
+                        Ok(n) => if let Some((_, prefix)) = keep {
+                            prefix.get_or_insert_with(BytesMut::new).extend_from_slice(&probe[..n]);
+                            watch = false;
                         },
-                    }
+                    },
                 }
             };
-            end = end || chunk.is_none() || up.response_finished();
-            response::on_body(ctx, &mut chunk, end);
             let mut out = BytesMut::new();
             if let Some(data) = chunk.filter(|d| !d.is_empty()) {
                 out.extend_from_slice(wire::chunk_size_line(data.len()).as_bytes());
@@ -235,7 +269,7 @@ impl Client {
             if !out.is_empty() {
                 self.write(out.freeze()).await?;
             }
-            up.shed_buffer();
+            up.shed();
             if end {
                 return Ok(());
             }
