@@ -99,7 +99,9 @@ pub(crate) async fn post(
 /// rest read whole ([`Leg::rest`]). The whole read keeps to one deadline.
 pub(crate) struct Leg {
     /// Declared first, so dropped first: the registration ends before `body` gives the
-    /// connection back to the pool, where another hop may take it and register it anew.
+    /// connection back to the pool, where another hop may take it and register it anew (and
+    /// when the rest of the answer is read in the background and the connection goes back
+    /// sooner, the newer registration holds: `Hops` numbers them).
     _hop: Option<Hop>,
     target: SocketAddr,
     /// The request went on a kept connection.
