@@ -388,3 +388,31 @@ fn a_restarted_legacy_instance_costs_the_client_nothing() {
         1.0
     );
 }
+
+#[test]
+fn concurrent_first_calls_of_one_caller_share_one_session() {
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let ts = [LegacyServer::start(ServerKind::TypeScriptV1, 0)];
+    let gw = legacy_gateway(&ts, "");
+    let addr = gw.mcp_addr;
+    // Eight first calls at once, one caller: one initialize between them (a server may bind
+    // state to a session; eight sessions would split it, and seven would be dropped unused).
+    let calls: Vec<_> = (0..8)
+        .map(|id| {
+            std::thread::spawn(move || {
+                let args = json!({"a": 1, "b": 2});
+                call(addr, id, "add", args, json!({}), Some("alice"), json!({}))
+            })
+        })
+        .collect();
+    for c in calls {
+        let r = c.join().unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let m = scrape(&gw);
+    let opened = sample(&m, "mcp_edge_legacy_server_sessions_total", &["\"opened\""]);
+    assert_eq!(opened, 1.0, "{m}");
+    assert_eq!(sample(&m, "mcp_edge_legacy_server_sessions", &[]), 1.0);
+}

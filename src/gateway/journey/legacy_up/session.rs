@@ -37,7 +37,32 @@ pub(crate) async fn get(
     if let Some(s) = bridge.servers.get(key) {
         return Ok(s);
     }
-    open(bridge, up, key, gw, "opened").await
+    open_once(bridge, up, key, gw, ("opened", None)).await
+}
+
+/// Open the session of `key` unless another request did meanwhile: one `initialize` per key
+/// at a time, so concurrent first requests of a caller share one session (a server may bind
+/// state to it) instead of each opening one and all but the last being dropped unused. `gone`:
+/// the session a request found dropped by the server, opened again only if it is still the
+/// one held.
+async fn open_once(
+    bridge: &Bridge,
+    up: &Up,
+    key: &SessionKey,
+    gw: &Gateway,
+    (how, gone): (&str, Option<&str>),
+) -> Result<ServerSession, Rejection> {
+    let turn = bridge.servers.turn(key);
+    let _turn = turn.lock().await;
+    if let Some(s) = bridge.servers.get(key) {
+        if gone != Some(s.id.as_str()) {
+            return Ok(s);
+        }
+        bridge.servers.forget(key, &s.id);
+    }
+    let opened = open(bridge, up, key, gw, how).await;
+    bridge.servers.opened(key);
+    opened
 }
 
 async fn open(
@@ -151,13 +176,13 @@ pub(crate) async fn send(
     if m.status != 404 {
         return Ok((m, s));
     }
-    // The server dropped the session (restarted, expired): the request was not run.
-    bridge.servers.forget(key, &sid);
+    // The server dropped the session (restarted, expired): the request was not run. Requests
+    // that found it gone at once open one new session between them.
+    let s = open_once(bridge, up, key, gw, ("reopened", Some(&sid))).await?;
     gw.metrics
         .bridge
         .server_sessions_open
         .set(bridge.servers.len() as i64);
-    let s = open(bridge, up, key, gw, "reopened").await?;
     let m = up.post(Some(&s.id), body).await.map_err(fail)?;
     Ok((m, s))
 }

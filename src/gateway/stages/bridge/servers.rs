@@ -56,6 +56,9 @@ pub(crate) struct ServerSessions {
     map: Mutex<HashMap<SessionKey, ServerSession>>,
     max: usize,
     idle: Duration,
+    /// The sessions being opened now, one turn each: requests that find no session wait for
+    /// the one opening it rather than each opening their own.
+    opening: Mutex<HashMap<SessionKey, std::sync::Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl ServerSessions {
@@ -64,7 +67,21 @@ impl ServerSessions {
             map: Mutex::default(),
             max,
             idle,
+            opening: Mutex::default(),
         }
+    }
+
+    /// The turn to open the session of `key`: whoever holds it opens the session; the others
+    /// wait, then find it held ([`ServerSessions::opened`] when done).
+    pub(crate) fn turn(&self, key: &SessionKey) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        let mut o = self.opening.lock().expect("opening lock");
+        o.entry(key.clone()).or_default().clone()
+    }
+
+    /// The session of `key` is open (or failed to open): its turn is no longer needed by
+    /// requests arriving from now on (those waiting still hold it).
+    pub(crate) fn opened(&self, key: &SessionKey) {
+        self.opening.lock().expect("opening lock").remove(key);
     }
 
     /// The live session of `key`, if one is held (and marks it used).
