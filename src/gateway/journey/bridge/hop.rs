@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::gateway::stages::bridge::hops::{Hop, Hops};
+use crate::gateway::stages::bridge::messages::is_response;
 
 use crate::gateway::transport::upstream_h1::{oneshot, Pool};
 use crate::mcp::{header, sse};
@@ -113,6 +114,8 @@ pub(crate) struct Leg {
     read: usize,
     /// The body ended.
     ended: bool,
+    /// A JSON-RPC response was handed out: what is left of the stream is its end.
+    responded: bool,
     deadline: tokio::time::Instant,
 }
 
@@ -179,6 +182,7 @@ impl Leg {
             events: stream.then(Default::default),
             read: 0,
             ended: false,
+            responded: false,
             deadline,
         }
     }
@@ -195,7 +199,8 @@ impl Leg {
                 return Ok(None);
             };
             if let Some(ev) = ready.pop_front() {
-                if let Ok(v) = serde_json::from_slice(&ev.data) {
+                if let Ok(v) = serde_json::from_slice::<Value>(&ev.data) {
+                    self.responded |= is_response(&v);
                     return Ok(Some(v));
                 }
                 continue;
@@ -268,10 +273,12 @@ impl Leg {
 }
 
 /// A leg dropped once its reader has the response, before the end of its event stream: the
-/// rest is read so that its connection is kept (`Streaming::finish`).
+/// rest is read so that its connection is kept (`Streaming::finish`). A leg dropped before its
+/// response (the client left, the call was cancelled) closes its connection at once: the
+/// pipeline on the other end sees the close and cancels the call upstream.
 impl Drop for Leg {
     fn drop(&mut self) {
-        if !self.ended {
+        if !self.ended && self.responded {
             self.body.finish();
         }
     }

@@ -18,6 +18,8 @@ pub(crate) struct Messages {
     queue: VecDeque<Value>,
     json: Vec<u8>,
     ended: bool,
+    /// A JSON-RPC response was handed out: what is left of the stream is its end.
+    responded: bool,
 }
 
 /// The largest JSON answer read (an event stream is read event by event).
@@ -35,6 +37,7 @@ impl Messages {
             queue: VecDeque::new(),
             json: Vec::new(),
             ended: false,
+            responded: false,
         }
     }
 
@@ -51,6 +54,7 @@ impl Messages {
     pub(crate) async fn next(&mut self) -> Result<Option<Value>, String> {
         loop {
             if let Some(m) = self.queue.pop_front() {
+                self.responded |= is_response(&m);
                 return Ok(Some(m));
             }
             if self.ended {
@@ -102,13 +106,43 @@ impl Messages {
     }
 }
 
-/// An answer dropped after the message its reader wanted, before its end (the response came,
-/// the end of its event stream had not yet): the rest is read, so that the connection goes
-/// back to its pool instead of being closed (`Streaming::finish`).
+/// An answer dropped after its response, before its end (the end of its event stream had not
+/// come yet): the rest is read, so that the connection goes back to its pool instead of being
+/// closed (`Streaming::finish`). An answer dropped before its response (its call abandoned)
+/// closes its connection at once, as the server may take the close as the call's end.
 impl Drop for Messages {
     fn drop(&mut self) {
-        if !self.ended {
+        if !self.ended && self.responded {
             self.stream.finish();
         }
+    }
+}
+
+/// A JSON-RPC response (a result or an error), not a request or a notification.
+pub(crate) fn is_response(m: &Value) -> bool {
+    m.get("method").is_none() && (m.get("result").is_some() || m.get("error").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_response;
+    use serde_json::json;
+
+    #[test]
+    fn only_results_and_errors_are_responses() {
+        assert!(is_response(
+            &json!({"jsonrpc": "2.0", "id": 1, "result": {}})
+        ));
+        assert!(is_response(
+            &json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "x"}})
+        ));
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}});
+        assert!(!is_response(&progress));
+        let question =
+            json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": {}});
+        assert!(!is_response(&question));
+        // A request carrying a stray `result` member is still a request.
+        let odd = json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list", "result": {}});
+        assert!(!is_response(&odd));
     }
 }
