@@ -74,7 +74,7 @@ impl Request<'_> {
         if let Some(n) = name.as_deref() {
             extra.push((header::NAME, n));
         }
-        oneshot::mcp_post_kept(self.path, &host, self.method, &extra, self.body)
+        oneshot::mcp_post((self.path, &host), self.method, &extra, self.body, true)
     }
 }
 

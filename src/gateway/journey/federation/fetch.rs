@@ -46,7 +46,7 @@ pub(crate) fn http_request(
 ) -> Vec<u8> {
     let mut extra: Vec<(&str, &str)> = vec![("User-Agent", "mcp-edge-federation")];
     extra.extend(headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    mcp_post(&gw.config.endpoint, host, method, &extra, body)
+    mcp_post((&gw.config.endpoint, host), method, &extra, body, false)
 }
 
 /// On whose behalf the gateway asks a pool (nobody, for the catalog refresh): the caller's

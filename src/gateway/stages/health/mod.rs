@@ -267,7 +267,13 @@ fn discover_request(addr: SocketAddr, endpoint: &str, auth: CheckAuth) -> Vec<u8
             extra.push((h.as_str(), v));
         }
     }
-    oneshot::mcp_post(endpoint, &host, methods::DISCOVER, &extra, body.as_bytes())
+    oneshot::mcp_post(
+        (endpoint, &host),
+        methods::DISCOVER,
+        &extra,
+        body.as_bytes(),
+        false,
+    )
 }
 
 /// Probe one instance, over TLS for TLS pools: true when it passes. `tcp`: the connection (and

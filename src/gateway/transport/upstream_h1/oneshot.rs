@@ -13,37 +13,16 @@ use std::time::Duration;
 use super::wire::{decode, parse_head, Decoded, Framing, Head};
 use super::Pool;
 
-/// A whole MCP POST the gateway sends on its own (a health check, a catalog page): the request
-/// line for `path`, `Host`, the JSON and MCP headers for `method`, `extra` headers, `Connection:
-/// close` and the body with its `Content-Length`.
+/// A whole MCP POST the gateway sends on its own (a health check, a catalog page, a bridged
+/// request): the request line for `path`, `Host`, the JSON and MCP headers for `method`, `extra`
+/// headers, `Connection: close` unless the connection is `kept` for the next request, and the
+/// body with its `Content-Length`.
 pub(crate) fn mcp_post(
-    path: &str,
-    host: &str,
+    (path, host): (&str, &str),
     method: &str,
     extra: &[(&str, &str)],
     body: &[u8],
-) -> Vec<u8> {
-    mcp_request(path, host, method, extra, body, true)
-}
-
-/// The same request on a connection kept for the next one (no `Connection: close`).
-pub(crate) fn mcp_post_kept(
-    path: &str,
-    host: &str,
-    method: &str,
-    extra: &[(&str, &str)],
-    body: &[u8],
-) -> Vec<u8> {
-    mcp_request(path, host, method, extra, body, false)
-}
-
-fn mcp_request(
-    path: &str,
-    host: &str,
-    method: &str,
-    extra: &[(&str, &str)],
-    body: &[u8],
-    close: bool,
+    kept: bool,
 ) -> Vec<u8> {
     use crate::mcp::{header, PROTOCOL_VERSION};
     let mut head = format!(
@@ -54,7 +33,7 @@ fn mcp_request(
     for (k, v) in extra {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
-    if close {
+    if !kept {
         head.push_str("Connection: close\r\n");
     }
     head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
