@@ -189,4 +189,21 @@ fn a_legacy_pool_over_tls_serves_calls_and_mid_call_questions() {
         super::servers::text(&out, "confirm_deploy").starts_with("deployed billing to prod"),
         "{out}"
     );
+    let m = crate::support::scrape(&gw);
+    let how = |c: &str| {
+        let c = format!("connection=\"{c}\"");
+        crate::support::sample(
+            &m,
+            "mcp_edge_legacy_connections_total",
+            &["leg=\"server\"", &c],
+        )
+    };
+    // Over TLS too, the requests to the server go on connections kept between them (a TLS
+    // connection idle between answers has nothing to read, so none is dropped for it).
+    assert!(
+        how("kept") >= 1.0,
+        "new {} kept {}",
+        how("new"),
+        how("kept")
+    );
 }
