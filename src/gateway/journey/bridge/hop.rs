@@ -274,12 +274,13 @@ impl Leg {
 
 /// A leg dropped once its reader has the response, before the end of its event stream: the
 /// rest is read so that its connection is kept (`Streaming::finish`). A leg dropped before its
-/// response (the client left, the call was cancelled) closes its connection at once: the
-/// pipeline on the other end sees the close and cancels the call upstream.
+/// response (the client left, the call was cancelled) is not waited for: unless its end is
+/// already there, its connection closes at once, and the pipeline on the other end sees the
+/// close and cancels the call upstream.
 impl Drop for Leg {
     fn drop(&mut self) {
-        if !self.ended && self.responded {
-            self.body.finish();
+        if !self.ended {
+            self.body.finish(self.responded);
         }
     }
 }

@@ -106,14 +106,15 @@ impl Messages {
     }
 }
 
-/// An answer dropped after its response, before its end (the end of its event stream had not
-/// come yet): the rest is read, so that the connection goes back to its pool instead of being
-/// closed (`Streaming::finish`). An answer dropped before its response (its call abandoned)
-/// closes its connection at once, as the server may take the close as the call's end.
+/// An answer dropped before its end: what has arrived is read (an empty `202`, an event
+/// stream whose end came with its response), and after its response the rest too, so that the
+/// connection goes back to its pool instead of being closed (`Streaming::finish`). An answer
+/// dropped before its response (its call abandoned) is not waited for: its connection closes
+/// at once, as the server may take the close as the call's end.
 impl Drop for Messages {
     fn drop(&mut self) {
-        if !self.ended && self.responded {
-            self.stream.finish();
+        if !self.ended {
+            self.stream.finish(self.responded);
         }
     }
 }

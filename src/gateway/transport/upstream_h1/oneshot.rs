@@ -199,11 +199,12 @@ const FINISH_WITHIN: Duration = Duration::from_secs(1);
 const FINISH_MAX: usize = 1024 * 1024;
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Streaming<S> {
-    /// For an answer whose reader has what it wanted (the response, before the end of the
-    /// event stream it came in): read the rest, so the connection is kept. What has already
-    /// arrived is read now; the rest, if any, in the background (bounded in time and bytes),
-    /// and the connection is closed instead when it does not end within those bounds.
-    pub(crate) fn finish(&mut self) {
+    /// For an answer its reader lets go before its end: read what has already arrived, so the
+    /// connection is kept when the end came with it. With `wait` (the reader has what it wanted:
+    /// the response, before the end of the event stream it came in), the rest is read in the
+    /// background too (bounded in time and bytes); without, or past those bounds, the
+    /// connection closes with the answer.
+    pub(crate) fn finish(&mut self, wait: bool) {
         if self.done || self.keep.is_none() || !self.keep_alive {
             return;
         }
@@ -217,6 +218,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Streaming<S> {
                 Some(Ok(None)) => return,
                 _ => break,
             }
+        }
+        if !wait {
+            return;
         }
         let (Some(stream), Some(keep)) = (self.stream.take(), self.keep.take()) else {
             return;

@@ -235,7 +235,7 @@ async fn an_answer_left_after_its_response_is_finished_in_the_background_and_kep
         .keep_in(&pool, 1, IDLE);
     let first = answer.next().await.unwrap().expect("the response");
     assert_eq!(&first[..], b"ok");
-    answer.finish();
+    answer.finish(true);
     drop(answer);
     assert_eq!(pool.idle_count(), 0, "the end has not come yet");
     // The end comes 50 ms later; the background read gives the connection back then.
@@ -248,4 +248,33 @@ async fn an_answer_left_after_its_response_is_finished_in_the_background_and_kep
     assert_eq!(pool.idle_count(), 1);
     assert!(request(&pool, addr).await, "the next request reuses it");
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_answer_let_go_before_its_response_is_kept_only_if_its_end_is_already_there() {
+    // Its whole body has arrived, unread (an empty 202, a short answer): kept, no waiting.
+    let (addr, _) = server(Serve::KeepOpen).await;
+    let pool: Arc<Pool<Box<dyn Stream>>> = Arc::new(Pool::new(4));
+    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
+    let mut answer = Streaming::start(conn, REQUEST)
+        .await
+        .unwrap()
+        .keep_in(&pool, 1, IDLE);
+    answer.finish(false);
+    drop(answer);
+    assert_eq!(pool.idle_count(), 1);
+
+    // Its end comes later: not waited for; the connection closes now.
+    let (addr, _) = server(Serve::LateEnd).await;
+    let pool: Arc<Pool<Box<dyn Stream>>> = Arc::new(Pool::new(4));
+    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
+    let mut answer = Streaming::start(conn, REQUEST)
+        .await
+        .unwrap()
+        .keep_in(&pool, 1, IDLE);
+    answer.next().await.unwrap().expect("a first piece");
+    answer.finish(false);
+    drop(answer);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(pool.idle_count(), 0, "nothing read it to its end");
 }
