@@ -38,13 +38,7 @@ impl Auth {
             self.metrics.count("unauthorized", "missing", "");
             return Err(answer::missing_token(&required, &self.metadata_url));
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let id = match (jwt::is_jwt(token), &self.introspector) {
-            (false, Some(intro)) => self.introspected(intro, token, &required, now).await?,
-            _ => self.verified_jwt(token, &required, now).await?,
-        };
+        let id = self.identity_of(token, &required).await?;
         self.authorize(&id, &required, method, name)?;
         Ok(Some(id))
     }
@@ -61,14 +55,19 @@ impl Auth {
             return Ok(None);
         };
         let required: Vec<&str> = self.config.scopes.iter().map(String::as_str).collect();
+        self.identity_of(token, &required).await.map(Some)
+    }
+
+    /// Who `token` stands for: an opaque token through introspection (when configured), a JWT
+    /// through the key set; refused as the scopes in `required` say when it is not valid.
+    async fn identity_of(&self, token: &str, required: &[&str]) -> Result<Arc<Identity>, Refusal> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let id = match (jwt::is_jwt(token), &self.introspector) {
-            (false, Some(intro)) => self.introspected(intro, token, &required, now).await?,
-            _ => self.verified_jwt(token, &required, now).await?,
-        };
-        Ok(Some(id))
+        match (jwt::is_jwt(token), &self.introspector) {
+            (false, Some(intro)) => self.introspected(intro, token, required, now).await,
+            _ => self.verified_jwt(token, required, now).await,
+        }
     }
 
     /// Refuse a token sent where it must not be (the query string) or sent more than once.
