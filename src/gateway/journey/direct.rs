@@ -226,14 +226,12 @@ async fn stream_body(
     ctx: &mut RequestCtx,
     up: &mut H1Session,
 ) -> Result<()> {
-    let mut end = up.response_finished();
     loop {
-        let mut chunk = match end {
+        let chunk = match up.response_finished() {
             true => None,
             false => until_client_leaves(session, up.read_response_body()).await?,
         };
-        end = end || chunk.is_none() || up.response_finished();
-        response::on_body(ctx, &mut chunk, end);
+        let (chunk, end) = response::through_stage(ctx, up, chunk);
         if chunk.as_ref().is_some_and(|d| !d.is_empty()) || end {
             let wrote = session.write_response_body(chunk, end).await;
             wrote.map_err(|e| e.into_down())?;
@@ -263,14 +261,12 @@ async fn whole_body(
     mut head: ResponseHeader,
 ) -> Result<()> {
     let mut out: Vec<Bytes> = Vec::new();
-    let mut end = up.response_finished();
     loop {
-        let mut chunk = match end {
+        let chunk = match up.response_finished() {
             true => None,
             false => until_client_leaves(session, up.read_response_body()).await?,
         };
-        end = end || chunk.is_none() || up.response_finished();
-        response::on_body(ctx, &mut chunk, end);
+        let (chunk, end) = response::through_stage(ctx, up, chunk);
         out.extend(chunk.filter(|c| !c.is_empty()));
         if end {
             break;

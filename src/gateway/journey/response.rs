@@ -95,3 +95,17 @@ pub(crate) fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_str
     }
     cache::on_response_body(ctx, body.as_ref(), end_of_stream);
 }
+
+/// A piece of an upstream's response body (`None`: the body had ended, or ends now) through
+/// [`on_body`], and whether the body ends with it: one step of every way the direct leg writes
+/// a body (streamed, read whole, or handed over outside the pipeline).
+pub(crate) fn through_stage(
+    ctx: &mut RequestCtx,
+    up: &crate::gateway::transport::upstream_h1::H1Session,
+    mut chunk: Option<Bytes>,
+) -> (Option<Bytes>, bool) {
+    use pingora::protocols::http::custom::client::Session as _;
+    let end = chunk.is_none() || up.response_finished();
+    on_body(ctx, &mut chunk, end);
+    (chunk, end)
+}

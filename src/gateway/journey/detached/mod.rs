@@ -99,14 +99,12 @@ pub(crate) trait Source: Send + 'static {
 
 impl Source for Upstream {
     async fn piece(&mut self, ctx: &mut RequestCtx) -> Result<(Option<Bytes>, bool), Cut> {
-        let mut chunk = if self.session.response_finished() {
+        let chunk = if self.session.response_finished() {
             None
         } else {
             self.session.read_response_body().await.map_err(|_| Cut)?
         };
-        let end = chunk.is_none() || self.session.response_finished();
-        response::on_body(ctx, &mut chunk, end);
-        Ok((chunk, end))
+        Ok(response::through_stage(ctx, &self.session, chunk))
     }
 
     fn shed(&mut self) {
