@@ -10,11 +10,10 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::json;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::back::Req;
 use super::out::Out;
-use crate::gateway::journey::legacy_up::{session as up_session, wire::Up};
+use crate::gateway::journey::legacy_up::{next_listen, session as up_session, wire::Up};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::bridge::servers::SessionKey;
@@ -56,14 +55,9 @@ pub(super) async fn relay(
     beat.tick().await;
     loop {
         tokio::select! {
-            n = rx.recv() => match n {
-                Ok(v) => {
-                    if let Some(m) = legacy::to_listen(&v, wants, &sub) {
-                        out.event(m.to_string().as_bytes()).await?;
-                    }
-                }
-                Err(RecvError::Lagged(_)) => continue,
-                Err(RecvError::Closed) => {
+            n = next_listen(&mut rx, wants, &sub) => match n {
+                Some(m) => out.event(m.to_string().as_bytes()).await?,
+                None => {
                     let end = json!({"jsonrpc": "2.0", "id": sub, "result": {
                         "resultType": result_type::COMPLETE, "_meta": {meta::SUBSCRIPTION_ID: sub}}});
                     return out.last(200, end.to_string().into_bytes(), &[]).await;

@@ -159,7 +159,6 @@ async fn legacy_pool_stream(
     (tx, subscribed): (tokio::sync::mpsc::Sender<Vec<u8>>, Subscribed),
 ) {
     use crate::gateway::journey::legacy_up::{gateway_side, session};
-    use tokio::sync::broadcast::error::RecvError;
     let name = &gw.table.pools[p];
     let why = |e: String| {
         tracing::warn!(
@@ -187,18 +186,10 @@ async fn legacy_pool_stream(
     let params = request.get("params").and_then(Value::as_object);
     let wants = params.map_or([false; 3], crate::mcp::legacy::listen_wants);
     let sub = request.get("id").cloned().unwrap_or(Value::Null);
-    loop {
-        match rx.recv().await {
-            Ok(note) => {
-                let Some(m) = crate::mcp::legacy::to_listen(&note, wants, &sub) else {
-                    continue;
-                };
-                if tx.send(m.to_string().into_bytes()).await.is_err() {
-                    return;
-                }
-            }
-            Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => return,
+    while let Some(m) = crate::gateway::journey::legacy_up::next_listen(&mut rx, wants, &sub).await
+    {
+        if tx.send(m.to_string().into_bytes()).await.is_err() {
+            return;
         }
     }
 }

@@ -155,3 +155,26 @@ pub(crate) async fn catalog_call(
         _ => Err(format!("{addr} {method}: the result is not an object")),
     }
 }
+
+/// The next notification a 2026 listen stream carries from a legacy session's standalone stream
+/// (`rx`): the kinds the client asked for (`wants`), under its subscription id (`sub`), in the
+/// 2026 shape; `None` when the session's stream ended. Notifications missed while the reader
+/// lagged are skipped. Loses nothing when dropped unfinished (a `select!` arm).
+pub(crate) async fn next_listen(
+    rx: &mut tokio::sync::broadcast::Receiver<Value>,
+    wants: [bool; 3],
+    sub: &Value,
+) -> Option<Value> {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match rx.recv().await {
+            Ok(note) => {
+                if let Some(m) = crate::mcp::legacy::to_listen(&note, wants, sub) {
+                    return Some(m);
+                }
+            }
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return None,
+        }
+    }
+}
