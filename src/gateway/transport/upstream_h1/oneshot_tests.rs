@@ -101,8 +101,7 @@ const IDLE: Duration = Duration::from_secs(30);
 
 /// One request: on a kept connection when the pool has a live one, else on a new one; the
 /// body read to its end. Whether the connection was a kept one ([`answer`]: and the body).
-/// The pool holds boxed connections, as a legacy pool's do (plain or TLS): whether one is
-/// still open is learnt only by sending on it.
+/// The pool holds boxed connections, as a legacy pool's do (plain or TLS).
 async fn request(pool: &Arc<Pool<Box<dyn Stream>>>, addr: SocketAddr) -> bool {
     answer(pool, addr).await.0
 }
@@ -117,20 +116,44 @@ async fn answer(pool: &Arc<Pool<Box<dyn Stream>>>, addr: SocketAddr) -> (bool, V
             break;
         }
     }
-    let answer = match answer {
-        Some(a) => a,
-        None => {
-            let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
-            Streaming::start(conn, REQUEST).await.unwrap()
-        }
+    let mut answer = match answer {
+        Some(a) => a.keep_in(pool, 1, IDLE),
+        None => started(addr, pool).await,
     };
-    let mut answer = answer.keep_in(pool, 1, IDLE);
     assert_eq!(answer.head.status.as_u16(), 200);
     let mut body = Vec::new();
     while let Some(piece) = answer.next().await.unwrap() {
         body.extend_from_slice(&piece);
     }
     (kept, body)
+}
+
+/// A connection as a pool of its kind holds it: plain, as the hop's, or boxed, as a legacy
+/// pool's.
+trait Conn: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Sized {
+    fn of(tcp: TcpStream) -> Self;
+}
+
+impl Conn for TcpStream {
+    fn of(tcp: TcpStream) -> Self {
+        tcp
+    }
+}
+
+impl Conn for Box<dyn Stream> {
+    fn of(tcp: TcpStream) -> Self {
+        Box::new(tcp)
+    }
+}
+
+/// A request on a new connection to `addr`, its answer's head read, its connection to go back
+/// to `pool` when the answer is done.
+async fn started<S: Conn>(addr: SocketAddr, pool: &Arc<Pool<S>>) -> Streaming<S> {
+    let conn = S::of(TcpStream::connect(addr).await.unwrap());
+    Streaming::start(conn, REQUEST)
+        .await
+        .unwrap()
+        .keep_in(pool, 1, IDLE)
 }
 
 #[tokio::test]
@@ -183,11 +206,7 @@ async fn a_connection_that_received_bytes_past_its_answer_is_never_reused() {
 async fn a_plain_tcp_connection_the_server_closed_is_dropped_when_taken() {
     let (addr, _) = server(Serve::CloseSilently).await;
     let pool: Arc<Pool<TcpStream>> = Arc::new(Pool::new(4));
-    let conn = TcpStream::connect(addr).await.unwrap();
-    let mut answer = Streaming::start(conn, REQUEST)
-        .await
-        .unwrap()
-        .keep_in(&pool, 1, IDLE);
+    let mut answer = started(addr, &pool).await;
     while answer.next().await.unwrap().is_some() {}
     drop(answer);
     assert_eq!(pool.idle_count(), 1);
@@ -212,11 +231,7 @@ async fn an_answer_saying_close_or_not_read_to_its_end_closes_its_connection() {
     assert_eq!(pool.idle_count(), 0, "Connection: close is honoured");
 
     let (addr, accepted) = server(Serve::Big).await;
-    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
-    let mut answer = Streaming::start(conn, REQUEST)
-        .await
-        .unwrap()
-        .keep_in(&pool, 1, IDLE);
+    let mut answer = started(addr, &pool).await;
     answer.next().await.unwrap().expect("a first piece");
     drop(answer);
     assert_eq!(pool.idle_count(), 0, "a body left unread is never reused");
@@ -228,11 +243,7 @@ async fn an_answer_saying_close_or_not_read_to_its_end_closes_its_connection() {
 async fn an_answer_left_after_its_response_is_finished_in_the_background_and_kept() {
     let (addr, accepted) = server(Serve::LateEnd).await;
     let pool: Arc<Pool<Box<dyn Stream>>> = Arc::new(Pool::new(4));
-    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
-    let mut answer = Streaming::start(conn, REQUEST)
-        .await
-        .unwrap()
-        .keep_in(&pool, 1, IDLE);
+    let mut answer = started(addr, &pool).await;
     let first = answer.next().await.unwrap().expect("the response");
     assert_eq!(&first[..], b"ok");
     answer.finish(true);
@@ -255,11 +266,7 @@ async fn an_answer_let_go_before_its_response_is_kept_only_if_its_end_is_already
     // Its whole body has arrived, unread (an empty 202, a short answer): kept, no waiting.
     let (addr, _) = server(Serve::KeepOpen).await;
     let pool: Arc<Pool<Box<dyn Stream>>> = Arc::new(Pool::new(4));
-    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
-    let mut answer = Streaming::start(conn, REQUEST)
-        .await
-        .unwrap()
-        .keep_in(&pool, 1, IDLE);
+    let mut answer = started(addr, &pool).await;
     answer.finish(false);
     drop(answer);
     assert_eq!(pool.idle_count(), 1);
@@ -267,11 +274,7 @@ async fn an_answer_let_go_before_its_response_is_kept_only_if_its_end_is_already
     // Its end comes later: not waited for; the connection closes now.
     let (addr, _) = server(Serve::LateEnd).await;
     let pool: Arc<Pool<Box<dyn Stream>>> = Arc::new(Pool::new(4));
-    let conn: Box<dyn Stream> = Box::new(TcpStream::connect(addr).await.unwrap());
-    let mut answer = Streaming::start(conn, REQUEST)
-        .await
-        .unwrap()
-        .keep_in(&pool, 1, IDLE);
+    let mut answer = started(addr, &pool).await;
     answer.next().await.unwrap().expect("a first piece");
     answer.finish(false);
     drop(answer);
