@@ -14,6 +14,35 @@ use super::{LegacyServer, ServerKind};
 use crate::support::config;
 use mcp_edge::gateway::RunningGateway;
 
+/// A 2026 client's `subscriptions/listen` for tool list changes at `path` (with
+/// `authorization`), under subscription id `id`: the stream, open, and its acknowledgement.
+pub(super) fn listen_for_tools(
+    gw: std::net::SocketAddr,
+    path: &str,
+    authorization: Option<&str>,
+    id: i64,
+) -> (crate::support::http::SseStream, Value) {
+    use crate::support::http::{good_headers, meta, SseStream};
+    let mut headers = good_headers("subscriptions/listen", None);
+    if let Some(a) = authorization {
+        headers.push(("Authorization".into(), a.into()));
+    }
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let listen = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true}, "_meta": meta(json!({}))}});
+    let mut stream = SseStream::open_at(gw, path, &headers, &listen.to_string());
+    assert_eq!(stream.status, 200);
+    let ack = stream.next_message().expect("the acknowledgement");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    (stream, ack)
+}
+
 /// The tool names of `/fed`'s merged `tools/list`.
 fn listed(gw: &RunningGateway) -> Vec<String> {
     let r: Value = super::super::federation::rpc_at(gw, "/fed", "tools/list", json!({})).json();
@@ -67,22 +96,7 @@ fn a_2026_clients_listen_stream_carries_a_2025_era_servers_list_changes() {
     }
     let ts = LegacyServer::start(ServerKind::TypeScriptV1, 0);
     let gw = legacy_gateway(std::slice::from_ref(&ts), "");
-    let headers = crate::support::http::good_headers("subscriptions/listen", None);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let listen = json!({"jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen", "params": {
-        "notifications": {"toolsListChanged": true},
-        "_meta": crate::support::http::meta(json!({}))}});
-    let mut stream =
-        crate::support::http::SseStream::open(gw.mcp_addr, &headers, &listen.to_string());
-    assert_eq!(stream.status, 200);
-    let ack = stream.next_message().expect("the acknowledgement");
-    assert_eq!(
-        ack["method"], "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
+    let (mut stream, ack) = listen_for_tools(gw.mcp_addr, "/mcp", None, 41);
     assert_eq!(
         ack["params"]["notifications"],
         json!({"toolsListChanged": true})
@@ -117,22 +131,7 @@ fn a_federated_listen_stream_merges_a_2025_era_pools_list_changes() {
         "federation:\n  endpoints:\n    - { path: /fed, pools: [ts], collisions: prefix }\n",
     );
     super::super::federation::wait_state(&gw, &["ts"], "fresh");
-    let headers = crate::support::http::good_headers("subscriptions/listen", None);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let listen = json!({"jsonrpc": "2.0", "id": 43, "method": "subscriptions/listen", "params": {
-        "notifications": {"toolsListChanged": true},
-        "_meta": crate::support::http::meta(json!({}))}});
-    let build = crate::support::http::SseStream::open_at;
-    let mut stream = build(gw.mcp_addr, "/fed", &headers, &listen.to_string());
-    assert_eq!(stream.status, 200);
-    let ack = stream.next_message().expect("the acknowledgement");
-    assert_eq!(
-        ack["method"], "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
+    let (mut stream, _) = listen_for_tools(gw.mcp_addr, "/fed", None, 43);
     let r = super::super::federation::rpc_at(
         &gw,
         "/fed",

@@ -62,7 +62,7 @@ fn a_refreshed_token_keeps_the_session_and_another_subjects_does_not() {
 #[test]
 fn a_federated_listen_with_a_token_rides_the_session_its_calls_change() {
     use super::{servers::legacy_gateway, LegacyServer, ServerKind};
-    use crate::support::http::{good_headers, meta, request, SseStream};
+    use crate::support::http::{good_headers, meta, request};
     if !ServerKind::TypeScriptV1.installed() {
         return;
     }
@@ -84,20 +84,8 @@ fn a_federated_listen_with_a_token_rides_the_session_its_calls_change() {
         h.push(("Authorization".into(), bearer.clone()));
         h
     };
-    let listen_headers = with_token("subscriptions/listen", None);
-    let listen_headers: Vec<(&str, &str)> = listen_headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let listen = json!({"jsonrpc": "2.0", "id": 44, "method": "subscriptions/listen", "params": {
-        "notifications": {"toolsListChanged": true}, "_meta": meta(json!({}))}});
-    let mut stream = SseStream::open_at(gw.mcp_addr, "/fed", &listen_headers, &listen.to_string());
-    assert_eq!(stream.status, 200);
-    let ack = stream.next_message().expect("the acknowledgement");
-    assert_eq!(
-        ack["method"], "notifications/subscriptions/acknowledged",
-        "{ack}"
-    );
+    let listen = super::catalog::listen_for_tools;
+    let (mut stream, _) = listen(gw.mcp_addr, "/fed", Some(&bearer), 44);
     let call_headers = with_token("tools/call", Some("ts__grow"));
     let call_headers: Vec<(&str, &str)> = call_headers
         .iter()
