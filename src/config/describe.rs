@@ -25,7 +25,12 @@ impl Config {
         out.push_str(&super::policy::describe(&self.argument_policy));
         out.push_str(&super::audit::describe(&self.audit));
         self.describe_limits(&mut out);
-        out.push_str(&super::legacy::describe(&self.legacy, self.endpoints()));
+        let passing = self.passing_pool().map(|p| (self.endpoint.as_str(), p));
+        out.push_str(&super::legacy::describe(
+            &self.legacy,
+            self.endpoints(),
+            passing,
+        ));
         self.describe_timeouts(&mut out);
         out
     }
@@ -87,6 +92,9 @@ impl Config {
             let _ = writeln!(out, "  {name:<12} {policy:<32} {}", p.instances.join(", "));
             if let Some(v) = p.era.legacy_version() {
                 let _ = writeln!(out, "  {:<12} era: {v} (the gateway holds its sessions and turns its mid-call questions into input_required)", "");
+            }
+            if p.legacy_clients == super::pools::PoolLegacyClients::Pass {
+                let _ = writeln!(out, "  {:<12} 2025-era clients: passed through (the instances serve both eras; each session pinned to the instance that opened it)", "");
             }
             let h = &p.health;
             let check = match h.check {

@@ -157,14 +157,24 @@ pub(crate) fn read_keys(path: &PathBuf) -> Result<crate::mcp::seal::StateKeys, S
         .map_err(|e| format!("legacy.keys_file: {}: {e}", path.display()))
 }
 
-/// What `mcp-edge check` says of the eras each endpoint serves.
-pub(crate) fn describe(c: &LegacyConfig, endpoints: Vec<&str>) -> String {
+/// What `mcp-edge check` says of the eras each endpoint serves; `passing`: the pool the main
+/// endpoint passes 2025-era clients through to, and that endpoint.
+pub(crate) fn describe(
+    c: &LegacyConfig,
+    endpoints: Vec<&str>,
+    passing: Option<(&str, &str)>,
+) -> String {
     let mut out = String::from("\neras\n");
     for e in endpoints {
-        let clients = if c.bridges(e) {
-            "2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"
-        } else {
-            "2026-07-28 clients only (2025-era clients refused with -32022)"
+        let clients = match passing {
+            _ if !c.bridges(e) => {
+                "2026-07-28 clients only (2025-era clients refused with -32022)".to_string()
+            }
+            Some((main, pool)) if main == e => format!(
+                "2026-07-28 clients, and 2025-era clients passed through to pool {pool} (its instances serve both eras; sessions pinned)"
+            ),
+            _ => "2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"
+                .to_string(),
         };
         out.push_str(&format!("  {e:<12} {clients}\n"));
     }
@@ -192,7 +202,7 @@ mod tests {
             refuse_on: vec!["/internal".into()],
             ..Default::default()
         };
-        let d = describe(&c, vec!["/mcp", "/internal"]);
+        let d = describe(&c, vec!["/mcp", "/internal"], None);
         assert!(d.contains("/mcp         2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"), "{d}");
         assert!(
             d.contains(
@@ -205,6 +215,17 @@ mod tests {
             clients: LegacyClients::Refuse,
             ..Default::default()
         };
-        assert!(!describe(&refuse, vec!["/mcp"]).contains("through the bridge"));
+        assert!(!describe(&refuse, vec!["/mcp"], None).contains("through the bridge"));
+        // A main endpoint whose pool serves both eras passes them through; refuse still wins.
+        let d = describe(&c, vec!["/mcp", "/fed"], Some(("/mcp", "dual")));
+        assert!(
+            d.contains(
+                "/mcp         2026-07-28 clients, and 2025-era clients passed through to pool dual"
+            ),
+            "{d}"
+        );
+        assert!(d.contains("/fed         2026-07-28 clients, and 2025-11-25/06-18/03-26 clients through the bridge"), "{d}");
+        let d = describe(&refuse, vec!["/mcp"], Some(("/mcp", "dual")));
+        assert!(d.contains("2025-era clients refused"), "{d}");
     }
 }

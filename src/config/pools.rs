@@ -73,6 +73,13 @@ pub struct PoolConfig {
     /// A 2025-era pool's `health.check: mcp` probes by TCP connect (it has no server/discover).
     #[serde(default)]
     pub era: PoolEra,
+    /// What a 2025-era client's session does on this pool: `bridge` (the default: the gateway is
+    /// the session and speaks 2026-07-28 to the instances) or `pass` (the instances serve 2025-era
+    /// clients themselves, as TypeScript SDK v2 servers with a sessionful legacy leg do: the
+    /// client's requests go through unchanged, each session pinned to the instance that opened
+    /// it by a sealed session id; docs/bridge.md).
+    #[serde(default)]
+    pub legacy_clients: PoolLegacyClients,
     /// Pin the pool's tool and prompt definitions (docs/pins.md): `off` (the default), `hold`
     /// (a changed one is not listed and its calls are refused until approved) or `flag` (listed
     /// and callable, flagged until approved).
@@ -108,6 +115,17 @@ impl PoolEra {
             PoolEra::V2025_03_26 => Some("2025-03-26"),
         }
     }
+}
+
+/// What a 2025-era client's session does on a pool.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolLegacyClients {
+    /// The gateway is the session; the instances see 2026-07-28 requests.
+    #[default]
+    Bridge,
+    /// The instances are the session: passed through, pinned to the instance that opened it.
+    Pass,
 }
 
 /// How instances are probed.

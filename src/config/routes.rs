@@ -95,3 +95,24 @@ pub enum RouteRef {
     Default,
     Learned(usize),
 }
+
+impl super::Config {
+    /// The pool the main endpoint passes 2025-era clients through to: the pool of the route
+    /// `initialize` takes (the first route whose method matches it with no name to match, else
+    /// the default route), when it says `legacy_clients: pass`.
+    pub(crate) fn passing_pool(&self) -> Option<&str> {
+        let first = self.routes.iter().find(|r| {
+            r.matcher.name.is_none()
+                && r.matcher
+                    .method
+                    .as_ref()
+                    .is_none_or(|m| m.matches(crate::mcp::methods::INITIALIZE))
+        });
+        let pool = match first {
+            Some(r) => r.pool.as_str(),
+            None => self.default_route.as_ref()?.pool.as_str(),
+        };
+        let passes = self.pools.get(pool)?.legacy_clients == super::pools::PoolLegacyClients::Pass;
+        passes.then_some(pool)
+    }
+}

@@ -63,12 +63,16 @@ impl ProxyHttp for Proxy {
         }
 
         // The stages, in the order of the one list (`stages::pipeline::STAGES`): on the head,
-        // then on the body where it is in hand, then the pool's (`journey::pipeline`).
-        if let Some(answered) = pipeline::on_head(session, ctx, &gw).await? {
-            return Ok(answered);
-        }
-        if let Some(answered) = pipeline::on_body(session, ctx, &gw).await? {
-            return Ok(answered);
+        // then on the body where it is in hand, then the pool's (`journey::pipeline`). (A
+        // passed-through session's answer, stream or end is no request: it goes to its
+        // instance, `journey::bridge::pass`.)
+        if ctx.pass.as_ref().is_none_or(|p| p.walks) {
+            if let Some(answered) = pipeline::on_head(session, ctx, &gw).await? {
+                return Ok(answered);
+            }
+            if let Some(answered) = pipeline::on_body(session, ctx, &gw).await? {
+                return Ok(answered);
+            }
         }
         if let Some(answered) = pipeline::on_pool(session, ctx, &gw).await? {
             return Ok(answered);

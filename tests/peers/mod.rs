@@ -143,10 +143,36 @@ impl Peer {
 
     /// Start another TS script of tests/peers (`node SCRIPT PORT`) and wait until it listens.
     pub fn start_ts_script(file: &str) -> Peer {
+        Peer::start_ts_script_with(file, &[])
+    }
+
+    /// [`Peer::start_ts_script`] with `args` after the port.
+    pub fn start_ts_script_with(file: &str, args: &[&str]) -> Peer {
         let port = free_port();
         let mut cmd = Command::new("node");
-        cmd.arg(ts_script(file)).arg(port.to_string());
+        cmd.arg(ts_script(file)).arg(port.to_string()).args(args);
         Peer::spawn(cmd, port, file)
+    }
+
+    /// A server of both eras (`legacy_clients: pass` pools): `ts_dual_server.mjs` named
+    /// `name`, or the Python one (`py_server.py` with sessions for 2025-era clients).
+    pub fn start_dual(sdk: Sdk, name: &str) -> Peer {
+        match sdk {
+            Sdk::TypeScript => Peer::start_ts_script_with("ts_dual_server.mjs", &[name]),
+            Sdk::Python => {
+                let port = free_port();
+                let mut c = Command::new(dir().join("venv/bin/python"));
+                c.arg(source("py_server.py"))
+                    .args([&port.to_string(), SHARED_KEY, "sessions"]);
+                Peer::spawn(c, port, &format!("Python dual peer {name}"))
+            }
+        }
+    }
+
+    /// Stop it now (its sessions are gone).
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     fn spawn(mut cmd: Command, port: u16, what: &str) -> Peer {

@@ -56,4 +56,9 @@ def drop_table() -> str:
 
 if __name__ == "__main__":
     print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
-    server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=True, json_response=True)
+    if sys.argv[3:] == ["sessions"]:
+        # Both eras: 2026-07-28 per request, and 2025-era clients in sessions of their own
+        # (asked mid-call with elicitation/create): the pass-through tests' pool.
+        server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=False)
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=port, stateless_http=True, json_response=True)

@@ -31,7 +31,9 @@ pub(crate) fn connect_failed(ctx: &mut RequestCtx, mut e: Box<Error>) -> Box<Err
         gw.note_health(ctx.pool, idx, pool.health.on_connect_failure(idx));
     }
     let tried = ctx.tried.count() as usize;
-    if tried <= gw.config.retries.connect_failure && tried < pool.instances.len() {
+    // A passed-through session lives on its instance: never another one.
+    let pinned = ctx.pass.as_ref().is_some_and(|p| p.instance.is_some());
+    if !pinned && tried <= gw.config.retries.connect_failure && tried < pool.instances.len() {
         e.set_retry(true);
     }
     e
@@ -125,6 +127,10 @@ fn upstream_refusal(
         Some(why) => answer::upstream_tls_failure(&ctx.destination(), &why),
         None => answer::upstream_failure(e.etype(), downstream, &ctx.destination()),
     };
+    let rej = match pinned_gone(ctx, e) {
+        Some(gone) => gone,
+        None => rej,
+    };
     if let (Some(idx), false) = (ctx.instance, downstream) {
         let pool = &ctx.gw.pools[ctx.pool];
         let inst = &pool.instances[idx].name;
@@ -135,6 +141,24 @@ fn upstream_refusal(
             .inc();
     }
     (rej, id)
+}
+
+/// A passed-through session whose instance could not be reached: `404`, so its 2025-era client
+/// opens a new session (the instance's failure is still counted on it).
+fn pinned_gone(ctx: &RequestCtx, e: &Error) -> Option<crate::mcp::Rejection> {
+    use crate::gateway::stages::bridge::pass;
+    let s = ctx.pass.as_ref()?.session.as_ref()?;
+    if !pass::unreachable(e.etype().clone()) {
+        return None;
+    }
+    let labels = [s.pool.as_str(), "gone"];
+    ctx.gw
+        .metrics
+        .bridge
+        .passed
+        .with_label_values(&labels)
+        .inc();
+    Some(pass::gone(&s.pool, &s.instance, "it does not answer"))
 }
 
 /// The id of a sampled-out body read whole (it was not parsed for the check).

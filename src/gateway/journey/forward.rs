@@ -73,6 +73,44 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
     ctx.ran.mark(index_of(Step::Balance));
     let gw = ctx.gw.clone();
     let pool = &gw.pools[ctx.pool];
+    let idx = match ctx.pass.as_ref().map(|p| p.instance) {
+        // A passed-through session's instance, and no other (it holds the session).
+        Some(Some(i)) if ctx.tried.count() == 0 => i,
+        Some(Some(i)) => {
+            let msg = format!(
+                "instance {} of pool {} did not answer",
+                pool.instances[i].name, pool.name
+            );
+            return Err(Error::explain(ErrorType::ConnectNoRoute, msg));
+        }
+        _ => pick(headers, ctx)?,
+    };
+    ctx.release_instance();
+    ctx.instance = Some(idx);
+    ctx.tried.add(idx);
+    ctx.upstream_since = Some(Instant::now());
+    gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
+    pool.loads[idx].begin();
+    ctx.loading = true;
+    let inst = &pool.instances[idx];
+    let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
+    let mut peer = peer(base, &gw.config.timeouts);
+    if let Some(p) = &ctx.pass {
+        // A session's standalone stream idles as long as the session has nothing to say; a
+        // call's stream idles while its instance waits for the client's answer.
+        let t = &gw.config;
+        peer.options.read_timeout = match p.stream {
+            true => None,
+            false => Some(t.timeouts.upstream_read.max(t.legacy.answer_timeout)),
+        };
+    }
+    Ok(peer)
+}
+
+/// The balancer's pick of an instance of the request's pool (one it has not tried yet).
+fn pick(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<usize> {
+    let gw = ctx.gw.clone();
+    let pool = &gw.pools[ctx.pool];
     let steer = retry_steer(ctx);
     let picked = pool.pick_steered(
         ctx.method.as_deref(),
@@ -107,20 +145,11 @@ pub(crate) fn choose(headers: &http::HeaderMap, ctx: &mut RequestCtx) -> Result<
         let msg = format!("pool {} has no usable instance left", pool.name);
         Error::explain(ErrorType::ConnectNoRoute, msg)
     })?;
-    ctx.release_instance();
-    ctx.instance = Some(idx);
-    ctx.tried.add(idx);
-    ctx.upstream_since = Some(Instant::now());
-    gw.upstream_metrics(ctx.pool, idx).in_flight.inc();
-    pool.loads[idx].begin();
-    ctx.loading = true;
-    let inst = &pool.instances[idx];
     if picked.probe {
-        let labels = [pool.name.as_str(), inst.name.as_str()];
+        let labels = [pool.name.as_str(), pool.instances[idx].name.as_str()];
         gw.metrics.balance.probes.with_label_values(&labels).inc();
     }
-    let base = gw.peers[ctx.pool].peer(inst.addr, &inst.name);
-    Ok(peer(base, &gw.config.timeouts))
+    Ok(idx)
 }
 
 /// For a retry leg (a checked body with `requestState`) of a pool with
@@ -174,6 +203,12 @@ pub(crate) fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCt
     crate::gateway::journey::credentials::apply(ctx, upstream)?;
     if let Some(f) = &ctx.federated {
         federated_head(upstream, ctx, f)?;
+    }
+    if ctx.pass.is_some() {
+        // A 2025-era client's request goes on as it came: the claims the gateway wrote from
+        // its body for the stages are not the instance's (`journey::bridge::pass`).
+        upstream.remove_header(header::METHOD);
+        upstream.remove_header(header::NAME);
     }
     crate::gateway::transport::h2_to_h1::join_cookies(upstream)?;
     if let Some((traceparent, tracestate)) = parent {

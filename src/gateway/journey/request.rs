@@ -167,6 +167,9 @@ pub struct RequestCtx {
     pub scanner: Option<ResultScanner>,
 
     // Answer: the gateway's own, when it made one.
+    /// A 2025-era client's message passed through to a pool that serves both eras, and the
+    /// session it is pinned to ([`crate::gateway::journey::bridge::pass`]).
+    pub(crate) pass: Option<Box<crate::gateway::stages::bridge::pass::Pass>>,
     /// A refusal, or the error an upstream failure got.
     pub answer: Option<Refusal>,
     /// Extra response headers for the gateway's own answer (e.g. `Retry-After`).
@@ -209,6 +212,7 @@ impl RequestCtx {
             slots: None,
             trace: None,
             detached: false,
+            pass: None,
         }
     }
 

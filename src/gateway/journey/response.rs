@@ -77,6 +77,13 @@ pub(crate) fn on_header(
         let follow = gw.flows.is_some() || gw.tracing.is_some() || gw.audit.is_some();
         ctx.scanner = ResultScanner::for_response(ct, follow);
     }
+    if let (Some(pass), Some(idx)) = (&ctx.pass, ctx.instance) {
+        // A passed-through 2025-era session: the instance's session id, sealed with it.
+        let pool = &gw.pools[ctx.pool];
+        let at = (pool.name.as_str(), pool.instances[idx].name.as_str());
+        let sealer = &gw.bridge.sealer;
+        crate::gateway::stages::bridge::pass::answer_head(pass, sealer, at, upstream_response)?;
+    }
     auth::on_response_header(ctx, upstream_response);
     pins::on_response_header(ctx, upstream_response);
     seal::on_response_header(ctx, upstream_response);

@@ -20,6 +20,7 @@ use crate::support::config;
 mod catalog;
 mod clients;
 mod hostile;
+mod pass;
 mod py_clients;
 mod raw;
 mod remote;

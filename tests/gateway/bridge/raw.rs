@@ -161,7 +161,8 @@ fn the_console_shows_the_eras_and_a_2025_era_clients_session() {
     );
     let endpoints = eras["endpoints"].as_array().unwrap();
     assert_eq!(endpoints[0]["endpoint"], "/mcp");
-    assert_eq!(endpoints[0]["legacy_clients"], true, "{eras}");
+    assert_eq!(endpoints[0]["legacy_clients"], "bridge", "{eras}");
+    assert_eq!(eras["pools"][0]["legacy_clients"], "bridge", "{eras}");
 }
 
 #[test]

@@ -36,7 +36,8 @@ use crate::mcp::{codes, legacy, meta, methods, result_type, sse_event, Rejection
 /// The 2025-era revision of the request's pool, when it is a legacy pool and the body is in
 /// hand (legacy pools always read it: the request is rewritten).
 pub(crate) fn takes(ctx: &RequestCtx) -> Option<&'static str> {
-    if !matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked) {
+    // A 2025-era client's own message passed through needs no translation.
+    if ctx.pass.is_some() || !matches!(ctx.progress, Progress::Checked(_) | Progress::Unchecked) {
         return None;
     }
     let name = &ctx.gw.pools[ctx.pool].name;

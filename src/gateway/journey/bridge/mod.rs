@@ -19,6 +19,10 @@
 //!   them on: [`answers`]), retries with the answers and the exact `requestState`, and streams
 //!   the final result.
 //!
+//! - On a main endpoint whose pool serves both eras itself (`legacy_clients: pass`), nothing
+//!   is translated: [`pass`] sends the client's messages through the pipeline by their body,
+//!   each session pinned to the instance that opened it.
+//!
 //! What it never does: trust a legacy request's `Mcp-*` headers, keep a session in a table, or
 //! hold a call past `legacy.answer_timeout`.
 
@@ -47,6 +51,7 @@ mod input;
 mod listen;
 mod marks;
 mod out;
+pub(crate) mod pass;
 mod round;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
@@ -59,9 +64,6 @@ use session::LegacySession;
 pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
     let gw = ctx.gw.clone();
     let bridge = &gw.bridge;
-    if bridge.hop.is_none() {
-        return Ok(None);
-    }
     let req = session.req_header();
     let era = legacy::era_of(&req.method, &req.headers);
     if era == Era::Modern {
@@ -90,6 +92,11 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
         }
     };
     let req = session.req_header();
+    let passes = pass::takes(&gw, &input);
+    if bridge.hop.is_none() && !passes {
+        // Bridged needs the hop into this gateway's listener; passed through does not.
+        return Ok(None);
+    }
     match req.method {
         http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,
         http::Method::POST => {
@@ -97,7 +104,13 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
                 Ok(b) => b,
                 Err(answered) => return Ok(Some(answered)),
             };
+            if passes {
+                return pass::enter(session, ctx, bridge, &input, Some(body)).await;
+            }
             post(session, ctx, bridge, input, &body).await.map(Some)
+        }
+        http::Method::GET | http::Method::DELETE if passes => {
+            pass::enter(session, ctx, bridge, &input, None).await
         }
         http::Method::GET | http::Method::DELETE => {
             let s = match verify(bridge, &input) {
@@ -177,15 +190,7 @@ pub(crate) fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Re
             true => Err(session::Refused::Ended),
             false => Ok(s),
         })
-        .map_err(|r| {
-            Rejection::new(
-                404,
-                codes::GATEWAY_SESSION_NOT_FOUND,
-                "session-not-found",
-                r.message(),
-            )
-            .with_data(serde_json::json!({"reason": r.label()}))
-        })
+        .map_err(|r| r.rejection())
 }
 
 /// `GET` (the standalone stream, [`listen`]) and `DELETE` (the session's waiting calls on this
@@ -257,6 +262,9 @@ async fn headless(
         .is_ok_and(|m| m.method == Some(crate::mcp::methods::INITIALIZE));
     if initialize {
         ctx.ran = Default::default();
+        if pass::takes(&ctx.gw, &input) {
+            return pass::enter(session, ctx, bridge, &input, Some(body)).await;
+        }
         return post(session, ctx, bridge, input, &body).await.map(Some);
     }
     ctx.method = None;

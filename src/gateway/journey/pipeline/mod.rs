@@ -96,6 +96,10 @@ async fn on_route(
     };
     ctx.pool = route.pool;
     ctx.route = Some(route_ref);
+    // A passed-through session stays in its pool whatever route its follow-ups take.
+    if let Some(p) = &ctx.pass {
+        ctx.pool = p.pool;
+    }
     Ok(None)
 }
 

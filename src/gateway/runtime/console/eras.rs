@@ -7,6 +7,7 @@ use prometheus::proto::MetricFamily;
 use serde_json::{json, Value};
 
 use super::snapshot::sum_by;
+use crate::config::pools::PoolLegacyClients;
 use crate::gateway::journey::state::Gateway;
 
 /// Counts of the counter family `name` by its label `by`.
@@ -18,21 +19,35 @@ fn by_label(all: &[MetricFamily], name: &str, by: &str) -> Value {
     json!(counts)
 }
 
+/// How an endpoint serves 2025-era clients: `pass` (through to the pool that serves both eras,
+/// pinned), `bridge` (the gateway is the session) or `refuse`.
+fn serves(gw: &Gateway, endpoint: &str) -> &'static str {
+    use crate::gateway::journey::bridge::pass;
+    match gw.config.legacy.bridges(endpoint) {
+        false => "refuse",
+        true if pass::pool_of(gw, endpoint).is_some() => "pass",
+        true => "bridge",
+    }
+}
+
 /// The eras section of the snapshot.
 pub(super) fn eras(gw: &Gateway, all: &[MetricFamily]) -> Value {
     let pools: Vec<Value> = gw
         .pools
         .iter()
         .map(|p| {
-            let era = gw.config.pools.get(&p.name).map(|c| c.era).unwrap_or_default();
-            json!({"pool": p.name, "era": era.legacy_version().unwrap_or(crate::mcp::PROTOCOL_VERSION)})
+            let c = gw.config.pools.get(&p.name);
+            let era = c.map(|c| c.era).unwrap_or_default();
+            let pass = c.is_some_and(|c| c.legacy_clients == PoolLegacyClients::Pass);
+            json!({"pool": p.name, "era": era.legacy_version().unwrap_or(crate::mcp::PROTOCOL_VERSION),
+                "legacy_clients": if pass { "pass" } else { "bridge" }})
         })
         .collect();
     let endpoints: Vec<Value> = gw
         .config
         .endpoints()
         .into_iter()
-        .map(|e| json!({"endpoint": e, "legacy_clients": gw.config.legacy.bridges(e)}))
+        .map(|e| json!({"endpoint": e, "legacy_clients": serves(gw, e)}))
         .collect();
     let b = &gw.metrics.bridge;
     json!({
@@ -44,6 +59,7 @@ pub(super) fn eras(gw: &Gateway, all: &[MetricFamily]) -> Value {
             "streams_open": b.streams.get(),
             "flows": by_label(all, "mcp_edge_legacy_flows_total", "outcome"),
             "answers": by_label(all, "mcp_edge_legacy_answers_total", "path"),
+            "passed": by_label(all, "mcp_edge_legacy_passed_total", "kind"),
         },
         "legacy_servers": {
             "sessions_open": b.server_sessions_open.get(),

@@ -36,6 +36,9 @@ pub(super) async fn explain(
     let version = parts.headers.get(header::PROTOCOL_VERSION);
     let version = version.and_then(|v| v.to_str().ok()).unwrap_or("2025 era");
     let said = |verdict: &str, detail: Value| json!({"era": version, "verdict": verdict, "bridge": detail, "steps": [], "stages": []});
+    if let Some(passed) = passed(gw, q, parts, &msg).await {
+        return Some(said("passed", passed));
+    }
     if method == Some(methods::INITIALIZE) {
         let detail = json!({"answers": "initialize, from the fleet's server/discover, with a sealed session id (nothing is stored)"});
         return Some(said("answered", detail));
@@ -70,6 +73,41 @@ pub(super) async fn explain(
     walk["bridge"] = json!({"session": "valid", "becomes": {"method": method, "name": name},
         "input_required": "asked of the client on the call's own stream, then retried with its answers"});
     Some(walk)
+}
+
+/// What pass-through does with the message, on an endpoint that passes 2025-era clients to a
+/// pool of both eras (`None`: the bridge's).
+async fn passed(
+    gw: &Gateway,
+    q: &Question,
+    parts: &http::request::Parts,
+    msg: &Value,
+) -> Option<Value> {
+    use crate::gateway::journey::bridge::pass;
+    use crate::gateway::stages::bridge::pass::PassSession;
+    let (path, ip) = (parts.uri.path(), q.client_ip);
+    let input = match Input::read(&parts.headers, path, ip, gw.auth.as_ref()).await {
+        Ok(i) => i,
+        Err(refusal) => return Some(json!({"refused": refusal.rejection.message})),
+    };
+    if !pass::takes(gw, &input) {
+        return None;
+    }
+    let method = msg.get("method").and_then(Value::as_str);
+    let name = method.and_then(|m| legacy::name_of(m, msg.get("params")));
+    let session = match input.session_id.as_deref() {
+        None => {
+            json!("none yet: the balancer picks the instance, whose session id is sealed with it")
+        }
+        Some(id) => match PassSession::verify(&gw.bridge.sealer, id, &input.caller, path) {
+            Ok(s) => json!({"pool": s.pool, "instance": s.instance}),
+            Err(r) => json!({"refused": r.message()}),
+        },
+    };
+    let pool = pass::pool_of(gw, path).map(|p| gw.pools[p].name.clone());
+    Some(json!({"passes_to": pool, "session": session,
+        "claims": {"method": method, "name": name, "from": "the body (the request's Mcp-* headers are removed, never read)"},
+        "stages": if method.is_some() { "routed, authenticated, limited and policed on the claims, as any request" } else { "none: an answer, the standalone stream or DELETE goes straight to the session's instance" }}))
 }
 
 /// The session of the question, verified as the bridge verifies it (with auth on, bound to who

@@ -44,6 +44,7 @@ pub(super) fn cfg(n: usize, balance: Balance, key: Option<HashKey>) -> PoolConfi
         credentials: None,
         mrtr: Default::default(),
         era: Default::default(),
+        legacy_clients: Default::default(),
         pins: Default::default(),
         concurrency: None,
     }

@@ -14,6 +14,7 @@ use crate::mcp::seal::{Sealer, StateKeys};
 pub(crate) mod hops;
 pub(crate) mod messages;
 pub(crate) mod params;
+pub(crate) mod pass;
 pub(crate) mod servers;
 pub(crate) mod session;
 pub(crate) mod streams;

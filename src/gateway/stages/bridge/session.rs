@@ -71,6 +71,15 @@ impl Refused {
         format!("Session not found: {why}; send initialize again to open a new session")
     }
 
+    /// The answer a client gets: `404 / -31014`, as a legacy server answers a session it does
+    /// not know (so the client opens a new one), with the reason in `data`.
+    pub(crate) fn rejection(&self) -> crate::mcp::Rejection {
+        use crate::mcp::{codes, Rejection};
+        let code = codes::GATEWAY_SESSION_NOT_FOUND;
+        Rejection::new(404, code, "session-not-found", self.message())
+            .with_data(serde_json::json!({"reason": self.label()}))
+    }
+
     /// The metric label of the refusal.
     pub(crate) fn label(&self) -> &'static str {
         match self {
@@ -151,18 +160,48 @@ impl LegacySession {
         caller: &str,
         path: &str,
     ) -> Result<LegacySession, Refused> {
-        let s: LegacySession = sealer.open(KIND, id, MAX_LEN).map_err(Refused::Seal)?;
-        if now_ms() >= s.expires_at_ms {
-            return Err(Refused::Expired);
-        }
-        if s.path != path {
-            return Err(Refused::OtherEndpoint);
-        }
-        if s.caller != caller {
-            return Err(Refused::OtherCaller);
-        }
-        Ok(s)
+        open_bound(sealer, KIND, id, (caller, path))
     }
+}
+
+/// A sealed session id's binding: who opened it, on which endpoint, until when.
+pub(crate) trait Bound: serde::de::DeserializeOwned {
+    fn caller(&self) -> &str;
+    fn path(&self) -> &str;
+    fn expires_at_ms(&self) -> u64;
+}
+
+impl Bound for LegacySession {
+    fn caller(&self) -> &str {
+        &self.caller
+    }
+    fn path(&self) -> &str {
+        &self.path
+    }
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// Open a session id of `kind` and check it is `caller`'s, on `path`, unexpired: the one rule
+/// for a bridged session and a passed-through one.
+pub(crate) fn open_bound<T: Bound>(
+    sealer: &Sealer,
+    kind: &str,
+    id: &str,
+    (caller, path): (&str, &str),
+) -> Result<T, Refused> {
+    let s: T = sealer.open(kind, id, MAX_LEN).map_err(Refused::Seal)?;
+    if now_ms() >= s.expires_at_ms() {
+        return Err(Refused::Expired);
+    }
+    if s.path() != path {
+        return Err(Refused::OtherEndpoint);
+    }
+    if s.caller() != caller {
+        return Err(Refused::OtherCaller);
+    }
+    Ok(s)
 }
 
 #[cfg(test)]

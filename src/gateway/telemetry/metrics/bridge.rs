@@ -27,6 +27,9 @@ pub struct BridgeMetrics {
     /// Connections the bridge sent a request on, by leg (`hop`, `server`) and connection
     /// (`new`, `kept`).
     pub connections: prometheus::IntCounterVec,
+    /// Messages of 2025-era clients passed through to a pool that serves both eras, by pool and
+    /// kind (`initialize`, `request`, `notification`, `answer`, `stream`, `end`, `gone`).
+    pub passed: prometheus::IntCounterVec,
 }
 
 impl BridgeMetrics {
@@ -64,6 +67,7 @@ impl BridgeMetrics {
             paused_outcomes: counter("legacy_paused_calls_total", "Calls of 2025-era servers paused for a client's answer, by how the pause ended: resumed (the retry came) or timed_out (legacy.answer_timeout passed; the server was sent notifications/cancelled).", &["outcome"])?,
             server_sessions_open: open,
             connections: counter("legacy_connections_total", "Connections the bridge sent a request on, by leg (hop: a 2025-era client's translated request into this gateway's own listener; server: a request to a 2025-era server) and connection (new, or kept from an earlier request).", &["leg", "connection"])?,
+            passed: counter("legacy_passed_total", "Messages of 2025-era clients passed through to a pool whose instances serve both eras (legacy_clients: pass), by pool and kind: initialize, request, notification, answer (to the instance's question), stream (the standalone GET), end (DELETE), gone (the session's instance is gone: the client got 404 and opens a new session).", &["pool", "kind"])?,
             server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }

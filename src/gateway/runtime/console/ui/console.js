@@ -81,7 +81,10 @@ function eras(s) {
   const e = s.eras;
   if (!e) return;
   table("era-table", ["endpoint", "2026-07-28 clients", "2025-era clients"],
-    e.endpoints.map((x) => [x.endpoint, "served", x.legacy_clients ? "served through the bridge" : "refused (-32022)"]));
+    e.endpoints.map((x) => [x.endpoint, "served", {
+      pass: "passed through to the pool (pinned sessions)",
+      bridge: "served through the bridge",
+    }[x.legacy_clients] || "refused (-32022)"]));
   const total = (o) => Object.values(o || {}).reduce((a, b) => a + b, 0);
   const c = e.legacy_clients, v = e.legacy_servers;
   document.getElementById("bridge-cards").replaceChildren(
@@ -89,6 +92,7 @@ function eras(s) {
     card("calls waiting for a 2025-era client's answers", c.calls_waiting),
     card("2025-era GET streams open", c.streams_open),
     card("bridged flows completed", (c.flows || {}).completed || 0),
+    card("2025-era messages passed through", total(c.passed)),
     card("sessions open with 2025-era servers", v.sessions_open),
     card("server calls paused for an answer", v.calls_paused),
     card("server sessions re-opened", (v.sessions || {}).reopened || 0),
