@@ -332,3 +332,24 @@ fn name_of(peers: &[Peer], addr: &str) -> &'static str {
         None => panic!("{addr} is not a peer"),
     }
 }
+
+#[test]
+fn pingoras_pipe_carries_a_passed_session_too() {
+    if !installed(Sdk::TypeScript) || !Client::TypeScriptV1.installed() {
+        return;
+    }
+    let peers = dual_pool(Sdk::TypeScript);
+    let gw = gateway(&peers, "connections: {upstream_leg: pingora}\n");
+    let url = format!("http://{}/mcp", gw.mcp_addr);
+    let (list, _) = calls(Sdk::TypeScript);
+    let out = Client::TypeScriptV1.run(&url, list, None);
+    assert_passed(Sdk::TypeScript, Client::TypeScriptV1, &out);
+    // The pipe replays at most its retry buffer of a body read before it: a larger one is
+    // refused whole, never sent cut short.
+    let (sid, _) = initialize(gw.mcp_addr);
+    let big = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {"what": "x".repeat(70_000)}}});
+    let r = post(gw.mcp_addr, &headers(Some(&sid)), &big.to_string());
+    assert_eq!((r.status, r.error_code()), (413, -32600), "{}", r.text());
+    assert_eq!(r.json()["id"], 5);
+}

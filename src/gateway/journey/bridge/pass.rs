@@ -18,10 +18,12 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use super::{Bridge, Input};
+use crate::gateway::journey::direct;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::bridge::pass::{gone, is_pinned, not_found, Pass, PassSession};
+use crate::gateway::stages::inspect;
 use crate::gateway::stages::pipeline::{index_of, Step};
 use crate::mcp::legacy::SESSION_ID;
 use crate::mcp::{codes, envelope, header, methods, Rejection};
@@ -92,6 +94,14 @@ pub(crate) async fn enter(
             Err((rej, id)) => return refuse(session, ctx, rej, id).await.map(Some),
         },
     };
+    ctx.pool = pass.pool;
+    if ctx.in_hand.len() > inspect::PREREAD_MAX && !direct::leg_for(session, ctx) {
+        // pingora's pipe replays at most its retry buffer of a body read before it.
+        let msg = format!("A 2025-era request over {} bytes cannot be passed to pool {} (its instances are reached over TLS or HTTP/2)", inspect::PREREAD_MAX, gw.pools[pass.pool].name);
+        let rej = Rejection::new(413, codes::INVALID_REQUEST, "too-large", msg);
+        let id = inspect::id_of(&ctx.in_hand);
+        return refuse(session, ctx, rej, id).await.map(Some);
+    }
     let walks = matches!(kind, "initialize" | "request" | "notification");
     let pool = &gw.pools[pass.pool].name;
     gw.metrics
@@ -99,9 +109,6 @@ pub(crate) async fn enter(
         .passed
         .with_label_values(&[pool, kind])
         .inc();
-    if !walks {
-        ctx.pool = pass.pool;
-    }
     let stream = kind == "stream";
     ctx.pass = Some(Box::new(Pass {
         walks,
@@ -129,7 +136,7 @@ fn claim(
         }
         Err(e) => {
             let rej = e.rejection();
-            return Err((rej, crate::gateway::stages::inspect::id_of(&body)));
+            return Err((rej, inspect::id_of(&body)));
         }
     };
     if env.protocol_version.is_some()
