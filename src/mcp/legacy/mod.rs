@@ -148,6 +148,26 @@ pub fn to_legacy_result(mut result: Value) -> Value {
     result
 }
 
+/// A 2026 error as a legacy client should read it: a missing client capability (-32021) is
+/// declared at `initialize` in the 2025 era, not in each request's `_meta` as the 2026
+/// message says; its `data` (the capabilities required) stays.
+pub fn to_legacy_error(error: &mut Value) {
+    use super::codes;
+    if error.get("code").and_then(Value::as_i64)
+        != Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY as i64)
+    {
+        return;
+    }
+    let required = error.pointer("/data/requiredCapabilities").cloned();
+    let caps = required.as_ref().and_then(Value::as_object).map_or_else(
+        || "a client capability".to_string(),
+        |m| m.keys().cloned().collect::<Vec<_>>().join(", "),
+    );
+    error["message"] = json!(format!(
+        "This request needs the client capability {caps}, which this session did not declare: declare it in initialize's capabilities and open a new session"
+    ));
+}
+
 /// The params of the 2026 `subscriptions/listen` that serves a 2025-era client's standalone
 /// stream: every list change (a 2025 server sends them all on that stream; a 2025 client's
 /// resource subscriptions are not carried, the gateway keeps no session state for them).

@@ -168,3 +168,19 @@ fn a_2026_server_refuses_removed_methods_and_other_versions_itself() {
         200
     );
 }
+
+#[test]
+fn a_missing_capability_error_tells_a_legacy_client_to_declare_it_at_initialize() {
+    let mut e = json!({"code": -32021, "message": "declare it in params._meta",
+        "data": {"requiredCapabilities": {"elicitation": {}}}});
+    to_legacy_error(&mut e);
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("capability elicitation") && m.contains("initialize"),
+        "{m}"
+    );
+    assert_eq!(e["data"]["requiredCapabilities"]["elicitation"], json!({}));
+    let mut other = json!({"code": -32602, "message": "bad params"});
+    to_legacy_error(&mut other);
+    assert_eq!(other["message"], "bad params");
+}

@@ -3,7 +3,8 @@
 //! server. The test is the desktop client: it speaks line-delimited JSON-RPC on mcp-remote's
 //! stdin and stdout, mcp-remote speaks Streamable HTTP to the gateway in front of the 2026-only
 //! reference backend; a mid-call question of the backend reaches the test as mcp-remote's
-//! server-initiated `elicitation/create`, and the test's answer completes the call.
+//! server-initiated `elicitation/create`, and the test's answer completes the call. And the MCP
+//! Inspector's CLI of the 2025 era (npm 0.22.0, on the TypeScript SDK v1) listing and calling.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -148,5 +149,83 @@ fn mcp_remote_lists_calls_and_answers_a_mid_call_question_through_the_bridge() {
     assert_eq!(
         done["result"]["content"][0]["text"], "Created github.com/octocat/demo",
         "{done}"
+    );
+}
+
+/// The MCP Inspector's CLI of the 2025 era (npm `@modelcontextprotocol/inspector` 0.22.0, on
+/// the TypeScript SDK v1) run once against `url` with `args`: its exit status and output.
+fn inspector(url: &str, args: &[&str]) -> Option<(bool, String)> {
+    let cli = peers().join("node_modules/@modelcontextprotocol/inspector/cli/build/cli.js");
+    if !cli.exists() {
+        crate::support::programs::missing(
+            &format!("the MCP Inspector is not in {}", peers().display()),
+            "bash .ci/run",
+        );
+        return None;
+    }
+    let mut cmd = Command::new("node");
+    cmd.arg(cli)
+        .args(["--cli", url, "--transport", "http"])
+        .args(args);
+    let out = super::output_within(&mut cmd, Duration::from_secs(60));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status.success(), text))
+}
+
+#[test]
+fn the_inspector_cli_of_the_2025_era_lists_and_calls_through_the_bridge() {
+    let pool = backend();
+    let gw = gateway(&pool, "");
+    let url = format!("http://{}/mcp", gw.mcp_addr);
+    let Some((ok, tools)) = inspector(&url, &["--method", "tools/list"]) else {
+        return;
+    };
+    assert!(ok, "{tools}");
+    let tools: Value = serde_json::from_str(&tools).unwrap_or_else(|e| panic!("{e}: {tools}"));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"create_repo"),
+        "{names:?}"
+    );
+    let call = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "echo",
+        "--tool-arg",
+        "text=hello",
+    ];
+    let (ok, echo) = inspector(&url, &call).unwrap();
+    assert!(ok, "{echo}");
+    let echo: Value = serde_json::from_str(&echo).unwrap_or_else(|e| panic!("{e}: {echo}"));
+    assert_eq!(echo["content"][0]["text"], "hello", "{echo}");
+    for method in ["resources/list", "prompts/list"] {
+        let (ok, out) = inspector(&url, &["--method", method]).unwrap();
+        assert!(ok, "{method}: {out}");
+    }
+    // The CLI declares no elicitation: a tool that would ask is refused with -32021, the
+    // question never sent to a client that cannot answer it.
+    let ask = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "create_repo",
+        "--tool-arg",
+        "repo=demo",
+    ];
+    let (ok, out) = inspector(&url, &ask).unwrap();
+    assert!(!ok && out.contains("-32021"), "{out}");
+    assert!(
+        out.contains("declare it in initialize"),
+        "the 2025-era fix: {out}"
     );
 }

@@ -311,6 +311,9 @@ fn relabel(mut response: Value, id: &RawValue) -> Vec<u8> {
     if let Some(r) = response.get_mut("result") {
         *r = legacy::to_legacy_result(r.take());
     }
+    if let Some(e) = response.get_mut("error") {
+        legacy::to_legacy_error(e);
+    }
     response["id"] = serde_json::from_str(id.get()).unwrap_or(Value::Null);
     serde_json::to_vec(&response).expect("a JSON value serializes")
 }
