@@ -22,6 +22,11 @@
 # load), through a second gateway of its own at CONNS connections: the closest 2026 twin of
 # server2025.
 #
+# With the TypeScript SDK v2 peers (target/peers), a third gateway passes 2025-era clients
+# through to a server of both eras (`legacy_clients: pass`, tests/peers/ts_dual_server.mjs):
+#   pass2025    a 2025-era tools/call `whoami` on a pinned session     (passed through as it is)
+#   dual2026    the same call as a 2026 request to the same server     (pass2025's reference)
+#
 # Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SLOW=4ms)
 # Needs node and the legacy peers (bash .ci/run installs them into target/peers-legacy) for the
 # server2025 row; skips it loudly without them. Every process it starts is stopped on exit.
@@ -40,9 +45,28 @@ OUT=target/bench/bridge-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 PEERS=${MCP_EDGE_LEGACY_PEERS_DIR:-$PWD/target/peers-legacy}
 
-BACKEND=17301 OLD=17302 SLOWB=17303 MCP=17380 ADMIN=17390 MCP2=17381 ADMIN2=17391
+BACKEND=17301 OLD=17302 SLOWB=17303 DUAL=17304 MCP=17380 ADMIN=17390 MCP2=17381 ADMIN2=17391 MCP3=17382 ADMIN3=17392
 SLOW=${SLOW:-4ms}
-for p in $BACKEND $OLD $SLOWB $MCP $ADMIN $MCP2 $ADMIN2; do port_free $p || { echo "port $p is in use" >&2; exit 1; }; done
+for p in $BACKEND $OLD $SLOWB $DUAL $MCP $ADMIN $MCP2 $ADMIN2 $MCP3 $ADMIN3; do port_free $p || { echo "port $p is in use" >&2; exit 1; }; done
+MODERN_PEERS=${MCP_EDGE_PEERS_DIR:-$PWD/target/peers}
+HAVE_DUAL=0
+if command -v node >/dev/null && [ -f "$MODERN_PEERS/node_modules/@modelcontextprotocol/server/package.json" ]; then
+  cp tests/peers/ts_dual_server.mjs "$MODERN_PEERS/"
+  node "$MODERN_PEERS/ts_dual_server.mjs" $DUAL one >"$OUT/dual.log" 2>&1 &
+  PIDS+=($!)
+  cat >"$OUT/gateway3.yaml" <<EOF
+listen: { mcp: 127.0.0.1:$MCP3, admin: 127.0.0.1:$ADMIN3 }
+pools:
+  dual: { instances: [127.0.0.1:$DUAL], legacy_clients: pass, health: { check: tcp } }
+default_route: { pool: dual }
+EOF
+  "$EDGE_BIN" serve --config "$OUT/gateway3.yaml" >"$OUT/gateway3.log" 2>&1 &
+  GW3=$!
+  PIDS+=($GW3)
+  HAVE_DUAL=1
+else
+  echo "!!!!!!!! SKIPPING the pass2025 rows: no node or no TypeScript SDK v2 in $MODERN_PEERS (bash .ci/run installs it)"
+fi
 "$EDGE_BIN" backend --instances 1 --base-port $BACKEND >"$OUT/backend.log" 2>&1 &
 PIDS+=($!)
 HAVE_OLD=0
@@ -79,6 +103,7 @@ GW=$!
 PIDS+=($GW)
 wait_port $BACKEND && wait_port $MCP && { [ $HAVE_OLD = 0 ] || wait_port $OLD; }
 wait_port $SLOWB && wait_port $MCP2
+[ $HAVE_DUAL = 0 ] || { wait_port $DUAL && wait_port $MCP3; }
 
 # A bridged session for the 2025-era client.
 SID=$(curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$MCP/mcp" -H 'Content-Type: application/json' \
@@ -86,6 +111,15 @@ SID=$(curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$MCP/mcp" -H 'Content-
   -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' |
   tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
 [ -n "$SID" ] || { echo "the bridge opened no session" >&2; exit 1; }
+BRIDGED=$SID
+if [ $HAVE_DUAL = 1 ]; then
+  # A session passed through to the server of both eras (the gateway seals its id).
+  PASSED=$(curl -s -D - -o /dev/null -X POST "http://127.0.0.1:$MCP3/mcp" -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' |
+    tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+  [ -n "$PASSED" ] || { echo "the pass-through opened no session" >&2; exit 1; }
+fi
 
 lua() { # name method mcp-name body [legacy]
   local f="$OUT/$1.lua"
@@ -110,6 +144,10 @@ META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelc
 ROWS=(native client2025)
 LUA_native=$(lua native tools/call echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},$META}}")
 LUA_client2025=$(lua client2025 tools/call echo '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' legacy)
+SID=${PASSED:-}
+LUA_pass2025=$(lua pass2025 tools/call whoami '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' legacy)
+LUA_dual2026=$(lua dual2026 tools/call whoami "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"whoami\",\"arguments\":{},$META}}")
+SID=$BRIDGED
 if [ $HAVE_OLD = 1 ]; then
   ROWS+=(server2025)
   LUA_server2025=$(lua server2025 tools/call add "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2},$META}}")
@@ -149,4 +187,8 @@ for row in "${ROWS[@]}"; do
   [ "$row" = native ] || paced "native@$row" "$RPS"
 done
 run "slow2026" "$LUA_native" "$CONNS" "$GW2" "$MCP2"
+if [ $HAVE_DUAL = 1 ]; then
+  run "pass2025" "$LUA_pass2025" "$CONNS" "$GW3" "$MCP3"
+  run "dual2026" "$LUA_dual2026" "$CONNS" "$GW3" "$MCP3"
+fi
 echo "raw outputs: $OUT"

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use super::raw::{ACCEPT, JSON};
 use super::Client;
 use crate::peers::{installed, Peer, Sdk};
-use crate::support::http::{post, request, Reply, SseStream};
+use crate::support::http::{call, first_text, post, request, Reply, SseStream};
 use crate::support::{config, sample, scrape};
 
 /// Two instances of `sdk`'s server of both eras.
@@ -188,6 +188,16 @@ fn a_pinned_session_is_sealed_kept_on_its_instance_and_reopened_when_the_instanc
     assert!(
         !sid.contains(&upstream_sid),
         "the instance's session id never reaches the client"
+    );
+
+    // A 2026 client of the same pool is served as before, by the instances' 2026 handler.
+    let modern = call(a, 3, "whoami", json!({}), json!({}), None, json!({}));
+    assert_eq!(modern.status, 200, "{}", modern.text());
+    assert_eq!(
+        first_text(&modern.result()).rsplit(' ').next(),
+        Some("none"),
+        "no session on the 2026 leg: {}",
+        modern.text()
     );
 
     // Another caller's, an altered and the instance's own session id are not found.
