@@ -363,3 +363,68 @@ fn pingoras_pipe_carries_a_passed_session_too() {
     assert_eq!((r.status, r.error_code()), (413, -32600), "{}", r.text());
     assert_eq!(r.json()["id"], 5);
 }
+
+/// With `auth` on, a passed-through session is bound to who the token stands for (a refreshed
+/// token keeps it, another subject's never opens it), and a per-tool rule judges the tool the
+/// body calls (the header claiming another is removed).
+#[test]
+fn with_auth_a_passed_session_is_the_subjects_and_rules_judge_the_body() {
+    use crate::support::auth::testkeys::{self, *};
+    use crate::support::auth::*;
+    if !installed(Sdk::TypeScript) {
+        return;
+    }
+    const RESOURCE: &str = "http://127.0.0.1/mcp";
+    let k = ec("pass");
+    let jwks = JwksServer::start(testkeys::jwks(&[&k]));
+    let rule = "  rules:\n    - { name: confirmers, match: { method: tools/call, name: confirm }, when: { scopes: [confirm] } }\n    - { name: no-confirm, match: { method: tools/call, name: confirm }, effect: deny }\n";
+    let peers = dual_pool(Sdk::TypeScript);
+    let gw = gateway(&peers, &auth_yaml(RESOURCE, &url_jwks(&jwks), rule));
+    let a = gw.mcp_addr;
+    let first = sign(&k, &claims(ISS, RESOURCE, "alice", "tools"));
+    let mut later = claims(ISS, RESOURCE, "alice", "tools");
+    later["iat"] = json!(now() + 60);
+    later["exp"] = json!(now() + 7200);
+    let refreshed = sign(&k, &later);
+    let mallory = sign(&k, &claims(ISS, RESOURCE, "mallory", "tools"));
+    let bearer = |t: &str| format!("Bearer {t}");
+
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let alice = bearer(&first);
+    let r = post(
+        a,
+        &[JSON, ACCEPT, ("Authorization", alice.as_str())],
+        &body.to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+
+    let again = bearer(&refreshed);
+    let r = whoami(a, &sid, &[("Authorization", again.as_str())]);
+    assert_eq!(
+        r.status,
+        200,
+        "the refreshed token lost the session: {}",
+        r.text()
+    );
+    let theirs = bearer(&mallory);
+    let r = whoami(a, &sid, &[("Authorization", theirs.as_str())]);
+    assert_eq!((r.status, r.error_code()), (404, -31014), "{}", r.text());
+    // Without a token it is no one's session: 404, and the client's new initialize meets auth.
+    let r = whoami(a, &sid, &[]);
+    assert_eq!((r.status, r.error_code()), (404, -31014), "{}", r.text());
+    let r = post(a, &[JSON, ACCEPT], &body.to_string());
+    assert_eq!(r.status, 401, "{}", r.text());
+
+    // alice lacks the confirm scope: her confirm is refused though its headers claim whoami.
+    let confirm = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {"what": "x"}}});
+    let mut h = headers(Some(&sid));
+    h.extend_from_slice(&[("Authorization", again.as_str()), ("Mcp-Name", "whoami")]);
+    let r = post(a, &h, &confirm.to_string());
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r
+        .header("www-authenticate")
+        .is_some_and(|c| c.contains("insufficient_scope")));
+}
