@@ -99,8 +99,13 @@ pub enum RouteRef {
 impl super::Config {
     /// The pool the main endpoint passes 2025-era clients through to: the pool of the route
     /// `initialize` takes (the first route whose method matches it with no name to match, else
-    /// the default route), when it says `legacy_clients: pass`.
+    /// the default route), when it says `legacy_clients: pass`. None when a federated endpoint
+    /// takes the main path (it merges several pools: its 2025-era clients are bridged).
     pub(crate) fn passing_pool(&self) -> Option<&str> {
+        let federated = self.federation.iter().flat_map(|f| &f.endpoints);
+        if federated.into_iter().any(|e| e.path == self.endpoint) {
+            return None;
+        }
         let first = self.routes.iter().find(|r| {
             r.matcher.name.is_none()
                 && r.matcher
@@ -114,5 +119,37 @@ impl super::Config {
         };
         let passes = self.pools.get(pool)?.legacy_clients == super::pools::PoolLegacyClients::Pass;
         passes.then_some(pool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+
+    fn config(extra: &str) -> Config {
+        let text = format!(
+            "pools:\n  dual: {{instances: [127.0.0.1:1], legacy_clients: pass}}\n  other: {{instances: [127.0.0.1:2]}}\n{extra}"
+        );
+        Config::parse(&text, "g.yaml").unwrap()
+    }
+
+    #[test]
+    fn the_main_endpoint_passes_to_the_pool_initialize_routes_to_when_it_says_pass() {
+        let c = config("default_route: {pool: dual}\n");
+        assert_eq!(c.passing_pool(), Some("dual"));
+        let c = config("default_route: {pool: other}\n");
+        assert_eq!(c.passing_pool(), None);
+        // The first route whose method matches initialize with no name decides.
+        let c = config(
+            "routes:\n  - {match: {method: tools/call, name: x}, pool: other}\n  - {match: {method: \"*\"}, pool: dual}\ndefault_route: {pool: other}\n",
+        );
+        assert_eq!(c.passing_pool(), Some("dual"));
+        let c = config("routes:\n  - {match: {method: initialize}, pool: other}\ndefault_route: {pool: dual}\n");
+        assert_eq!(c.passing_pool(), None);
+        // A federated endpoint on the main path merges pools: its legacy clients are bridged.
+        let c = config(
+            "default_route: {pool: dual}\nfederation:\n  endpoints:\n    - {path: /mcp, pools: [dual, other]}\n",
+        );
+        assert_eq!(c.passing_pool(), None);
     }
 }

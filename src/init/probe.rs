@@ -66,6 +66,9 @@ pub(crate) struct Probe {
     /// The server answered 401: it wants a bearer token. The value is what it said
     /// (`WWW-Authenticate`, with its `resource_metadata` URL when given).
     pub auth: Option<AuthWanted>,
+    /// Its 2025-era `initialize` answer carried a session id: it keeps 2025-era clients in
+    /// sessions of its own (so it can ask them mid-call).
+    pub legacy_sessions: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,9 +120,11 @@ pub(crate) async fn probe(url: &str, timeout: Duration) -> Result<Probe, Unreach
         prompts: Listing::default(),
         resources: Listing::default(),
         auth: None,
+        legacy_sessions: false,
     };
     let discover = call(&http, timeout, methods::DISCOVER, None, None).await;
     let legacy = initialize(&http, timeout).await;
+    p.legacy_sessions = legacy.as_ref().is_some_and(|(_, s)| s.is_some());
     match discover {
         Reply::Result(r, _) => {
             p.read_discover(&r);

@@ -24,10 +24,10 @@ impl Pool<'_> {
         self.probes[0]
     }
 
-    /// Whether the federated endpoint can merge it today: a 2026-era server that wants no
-    /// token (a legacy one needs the gateway's legacy era, one that wants a token credentials).
+    /// Whether the federated endpoint can merge it today: a server that wants no token (one
+    /// that does needs credentials first). A 2025-era one joins through its `era:`.
     pub(crate) fn federable(&self) -> bool {
-        self.first().eras != Eras::Legacy && self.first().auth.is_none()
+        self.first().auth.is_none()
     }
 }
 
@@ -292,11 +292,17 @@ fn metrics(w: &mut String) {
     let _ = writeln!(w, "\nmetrics:\n  name_label_limit: 100   # distinct tool names kept as metric labels (the rest: _other)");
 }
 
-fn left_out(pool: &Pool) -> &'static str {
-    if pool.first().auth.is_some() {
-        "it wants a token; give the pool credentials (docs/credentials.md), then add it"
-    } else {
-        "a 2025-era server: the gateway's federated catalog asks server/discover, which it does not answer"
+fn left_out(_pool: &Pool) -> &'static str {
+    "it wants a token; give the pool credentials (docs/credentials.md), then add it"
+}
+
+/// The `era:` a 2025-era server's negotiated version names: one the gateway speaks to such
+/// servers, else the latest (a config that `check` accepts either way).
+fn era_value(version: &str) -> &'static str {
+    match version {
+        "2025-06-18" => "2025-06-18",
+        "2025-03-26" => "2025-03-26",
+        _ => "2025-11-25",
     }
 }
 
@@ -309,15 +315,20 @@ fn pool_yaml(w: &mut String, pool: &Pool) {
         let _ = writeln!(w, "  # tools: {}", some_names(&p.tools.names, 12));
     }
     if p.eras == Eras::Legacy {
-        let _ = writeln!(w, "  # It is a 2025-era server (2025-11-25, sessions): it does not answer server/discover,");
         let _ = writeln!(
             w,
-            "  # so health is a TCP connect and the federated endpoint leaves it out. A gateway with"
+            "  # It is a 2025-era server (initialize, sessions, no server/discover): `era:` below"
         );
+        let _ = writeln!(w, "  # makes the gateway hold its sessions and serve 2026 clients from it, mid-call questions");
         let _ = writeln!(
             w,
-            "  # pool eras (docs/bridge.md) serves 2026 clients from it: uncomment `era:` below."
+            "  # turned into input_required (docs/bridge.md); health is a TCP connect."
         );
+    }
+    if p.eras == Eras::Both && p.legacy_sessions {
+        let _ = writeln!(w, "  # It also keeps 2025-era clients in sessions of its own: on a pool the main endpoint routes");
+        let _ = writeln!(w, "  # initialize to (not a federated one), `legacy_clients: pass` passes them through, each");
+        let _ = writeln!(w, "  # session pinned to its instance (docs/bridge.md); otherwise the gateway is their session.");
     }
     if let Some(a) = &p.auth {
         let _ = writeln!(
@@ -345,12 +356,12 @@ fn pool_yaml(w: &mut String, pool: &Pool) {
             "    tls: {{}}               # the server is at an https URL"
         );
     }
-    if !pool.federable() {
+    if !pool.federable() || p.eras == Eras::Legacy {
         let _ = writeln!(w, "    health: {{check: tcp}}");
     }
     if p.eras == Eras::Legacy {
         let version = p.versions.first().map_or("2025-11-25", String::as_str);
-        let _ = writeln!(w, "    # era: {}", comment_text(version));
+        let _ = writeln!(w, "    era: {}", era_value(version));
     }
 }
 

@@ -142,7 +142,7 @@ fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process:
 }
 
 /// A 2025-era SDK server instance (killed on drop).
-pub(super) struct LegacyServer {
+pub(crate) struct LegacyServer {
     pub addr: std::net::SocketAddr,
     child: std::process::Child,
     kind: ServerKind,
@@ -150,13 +150,13 @@ pub(super) struct LegacyServer {
 
 /// Which 2025-era server.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum ServerKind {
+pub(crate) enum ServerKind {
     TypeScriptV1,
     PythonV1,
 }
 
 impl ServerKind {
-    pub(super) fn installed(self) -> bool {
+    pub(crate) fn installed(self) -> bool {
         match self {
             ServerKind::TypeScriptV1 => Client::TypeScriptV1.installed(),
             ServerKind::PythonV1 => Client::PythonV1.installed(),
@@ -166,7 +166,7 @@ impl ServerKind {
 
 impl LegacyServer {
     /// Start one on `port` (0: a free one) and wait until it listens.
-    pub(super) fn start(kind: ServerKind, port: u16) -> LegacyServer {
+    pub(crate) fn start(kind: ServerKind, port: u16) -> LegacyServer {
         LegacyServer::start_with(kind, port, &[])
     }
 

@@ -396,7 +396,7 @@ fn init_says_a_2025_era_server_is_one_and_lists_its_tools_the_2025_way() {
     );
     let yaml = std::fs::read_to_string(&file).unwrap();
     assert!(
-        yaml.contains("# era: 2025-11-25") && yaml.contains("health: {check: tcp}"),
+        yaml.contains("\n    era: 2025-11-25") && yaml.contains("health: {check: tcp}"),
         "{yaml}"
     );
     check(&file);
@@ -405,4 +405,63 @@ fn init_says_a_2025_era_server_is_one_and_lists_its_tools_the_2025_way() {
     assert!(!heads.is_empty());
     assert_eq!(heads[0]["mcp-protocol-version"], "2025-11-25");
     assert!(heads[0].get("mcp-method").is_none());
+}
+
+/// A real 2025-era server (TypeScript SDK v1, sessions) beside a 2026 one: `init` writes its
+/// `era:` and federates both, and the written config serves a 2026 client both servers' tools,
+/// the 2025-era one's called over the gateway's session with it.
+#[test]
+fn init_federates_a_2025_era_server_beside_a_2026_one_and_the_config_serves_both() {
+    use crate::bridge::{LegacyServer, ServerKind};
+    if !ServerKind::TypeScriptV1.installed() {
+        return;
+    }
+    let old = LegacyServer::start(ServerKind::TypeScriptV1, 0);
+    let reference =
+        mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(1)).unwrap();
+    let dir = Scratch::new();
+    let file = dir.path().join("gateway.yaml");
+    let (mcp, admin) = (free_port(), free_port());
+    let urls = [url(reference.addrs()[0]), url(old.addr)];
+    let listen = format!("127.0.0.1:{mcp}");
+    let admin_at = format!("127.0.0.1:{admin}");
+    let o = init(&urls, &file, &["--listen", &listen, "--admin", &admin_at]);
+    let report = text(&o);
+    assert!(o.status.success(), "{report}");
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    assert!(yaml.contains("\n    era: 2025-11-25"), "{yaml}");
+    assert!(!yaml.contains("left out of this endpoint"), "{yaml}");
+    check(&file);
+    let _served = serve(&file, admin_at.parse().unwrap(), &[]);
+    let mcp: SocketAddr = listen.parse().unwrap();
+    let mut tools = Vec::new();
+    let listed = support::eventually(Duration::from_secs(30), || {
+        tools =
+            std::panic::catch_unwind(|| list_all(mcp, "tools/list", "tools")).unwrap_or_default();
+        tools.iter().any(|t| t.ends_with("confirm_deploy"))
+            && tools.iter().any(|t| t.ends_with("echo"))
+    });
+    assert!(
+        listed,
+        "both servers' tools through the federated endpoint: {tools:?}"
+    );
+    let add = tools
+        .iter()
+        .find(|t| t.ends_with("add"))
+        .expect("the 2025-era server's add");
+    let r = support::http::call(
+        mcp,
+        7,
+        add,
+        json!({"a": 2, "b": 3}),
+        json!({}),
+        None,
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        support::http::first_text(&r.result()).starts_with("5 (from"),
+        "{}",
+        r.text()
+    );
 }
