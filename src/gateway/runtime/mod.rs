@@ -6,6 +6,7 @@
 pub(crate) mod admin;
 pub(crate) mod console;
 pub mod dns;
+pub(crate) mod eras;
 pub mod explain;
 pub(crate) mod pins;
 pub mod server;

@@ -428,3 +428,50 @@ fn with_auth_a_passed_session_is_the_subjects_and_rules_judge_the_body() {
         .header("www-authenticate")
         .is_some_and(|c| c.contains("insufficient_scope")));
 }
+
+/// The eras a config declares are checked against the instances when the gateway starts: the
+/// console (and the log) name a pool whose servers do not speak what it says, with the fix.
+#[test]
+fn the_era_check_at_start_names_a_pool_that_does_not_speak_its_declared_era() {
+    if !installed(Sdk::TypeScript) {
+        return;
+    }
+    let dual = Peer::start_dual(Sdk::TypeScript, "one");
+    // The TypeScript SDK v2's default handler serves 2025-era clients one request at a time.
+    let stateless = Peer::start(Sdk::TypeScript, "stateless");
+    let reference = super::backend();
+    let pools = [
+        ("dual", vec![dual.addr], "legacy_clients: pass"),
+        ("stateless", vec![stateless.addr], "legacy_clients: pass"),
+        ("wrong", reference.addrs().to_vec(), "era: 2025-11-25"),
+    ];
+    let pools: Vec<(&str, &[SocketAddr], &str)> = pools
+        .iter()
+        .map(|(n, a, e)| (*n, a.as_slice(), *e))
+        .collect();
+    let cfg = config(&pools, "default_route: {pool: dual}\n");
+    let gw = RunningGateway::start(cfg).unwrap();
+    let admin = gw.admin_addr.unwrap();
+    let mut eras = Value::Null;
+    let checked = crate::support::eventually(std::time::Duration::from_secs(20), || {
+        eras = request(admin, "GET", "/-/console.json", &[], b"").json()["eras"].clone();
+        eras["pools"]
+            .as_array()
+            .is_some_and(|p| p.iter().all(|p| p["checked"] == true))
+    });
+    assert!(checked, "{eras}");
+    let found = |pool: &str| {
+        let p = eras["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pool"] == pool);
+        p.unwrap()["found"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(found("dual"), "", "{eras}");
+    assert!(
+        found("stateless").contains("keeps no 2025-era sessions"),
+        "{eras}"
+    );
+    assert!(found("wrong").contains("remove `era:`"), "{eras}");
+}

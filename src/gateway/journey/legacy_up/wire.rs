@@ -91,9 +91,9 @@ impl Up {
         Ok(Messages::new(started))
     }
 
-    /// Open a session: `initialize` as the gateway's client, then `notifications/initialized`.
-    /// The session id and the server's `initialize` result.
-    pub(crate) async fn initialize(&self) -> Result<(String, Value), String> {
+    /// `initialize` as the gateway's client: the session id the server gave (if any) and its
+    /// result.
+    async fn open(&self) -> Result<(Option<String>, Value), String> {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": self.version,
             "capabilities": {"elicitation": {}, "sampling": {}, "roots": {"listChanged": false}},
@@ -103,16 +103,32 @@ impl Up {
             return Err(format!("initialize answered HTTP {}", m.status));
         }
         let sid = m.header(SESSION_ID).map(str::to_owned);
-        let result = loop {
+        loop {
             match m.next().await? {
-                Some(v) if v.get("result").is_some() => break v["result"].clone(),
+                Some(v) if v.get("result").is_some() => return Ok((sid, v["result"].clone())),
                 Some(v) if v.get("error").is_some() => {
                     return Err(format!("initialize refused: {}", v["error"]))
                 }
                 Some(_) => continue,
                 None => return Err("initialize: no response".into()),
             }
-        };
+        }
+    }
+
+    /// Whether the instance answers a 2025-era `initialize`, and with a session id (closed
+    /// again at once): the era check at start.
+    pub(crate) async fn answers_initialize(&self) -> Result<bool, String> {
+        let (sid, _) = self.open().await?;
+        if let Some(s) = &sid {
+            self.delete(s).await;
+        }
+        Ok(sid.is_some())
+    }
+
+    /// Open a session: `initialize` as the gateway's client, then `notifications/initialized`.
+    /// The session id and the server's `initialize` result.
+    pub(crate) async fn initialize(&self) -> Result<(String, Value), String> {
+        let (sid, result) = self.open().await?;
         let sid = sid.ok_or("initialize answered without Mcp-Session-Id (not a Streamable HTTP server with sessions)")?;
         let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         self.post(Some(&sid), done.to_string().as_bytes()).await?;

@@ -89,6 +89,9 @@ pub struct Gateway {
     pub(crate) admin_token: Option<[u8; 32]>,
     /// The protocol bridge for 2025-era clients and servers (`legacy:`, pools' `era`).
     pub(crate) bridge: crate::gateway::stages::bridge::Bridge,
+    /// What the era check found wrong with this generation's pools once it ran (pool,
+    /// finding): `gateway::runtime::eras`.
+    pub(crate) era_findings: OnceLock<Vec<(String, String)>>,
 }
 
 /// Each pool of the route table and how its instances are reached, with what a reload carries
@@ -198,6 +201,7 @@ impl Gateway {
             limit_shared.store(),
         )?;
         Ok(Gateway {
+            era_findings: OnceLock::new(),
             pins,
             pin_policies,
             seals,

@@ -39,8 +39,12 @@ pub(super) fn eras(gw: &Gateway, all: &[MetricFamily]) -> Value {
             let c = gw.config.pools.get(&p.name);
             let era = c.map(|c| c.era).unwrap_or_default();
             let pass = c.is_some_and(|c| c.legacy_clients == PoolLegacyClients::Pass);
+            let found = gw.era_findings.get().and_then(|f| {
+                f.iter().find(|(pool, _)| *pool == p.name).map(|(_, f)| f.as_str())
+            });
             json!({"pool": p.name, "era": era.legacy_version().unwrap_or(crate::mcp::PROTOCOL_VERSION),
-                "legacy_clients": if pass { "pass" } else { "bridge" }})
+                "legacy_clients": if pass { "pass" } else { "bridge" },
+                "checked": gw.era_findings.get().is_some(), "found": found})
         })
         .collect();
     let endpoints: Vec<Value> = gw

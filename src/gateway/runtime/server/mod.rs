@@ -41,8 +41,15 @@ struct HealthChecks {
 #[async_trait]
 impl BackgroundService for HealthChecks {
     async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut checked: Option<Arc<crate::gateway::journey::state::Gateway>> = None;
         loop {
             let gw = self.live.load();
+            if !checked.as_ref().is_some_and(|c| Arc::ptr_eq(c, &gw)) {
+                // A new generation (start, reload): do its pools speak their declared eras?
+                let g = gw.clone();
+                tokio::spawn(async move { crate::gateway::runtime::eras::check(&g).await });
+                checked = Some(gw.clone());
+            }
             let tick = gw
                 .pools
                 .iter()

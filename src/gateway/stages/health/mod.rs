@@ -301,5 +301,23 @@ pub(crate) async fn probe(
     )
 }
 
+/// The HTTP status one instance answers `server/discover` with, within `timeout` (`None`: it
+/// could not be reached or did not answer): what the era check at start reads.
+pub(crate) async fn discover_status(
+    peers: &PoolPeers,
+    (addr, instance): (SocketAddr, &str),
+    endpoint: &str,
+    auth: CheckAuth<'_>,
+    timeout: std::time::Duration,
+) -> Option<u16> {
+    let attempt = async {
+        let stream = peers.connect(addr, instance).await.ok()?;
+        let req = discover_request(addr, endpoint, auth);
+        let answer = oneshot::Streaming::start(stream, &req).await.ok()?;
+        Some(answer.head.status.as_u16())
+    };
+    tokio::time::timeout(timeout, attempt).await.ok().flatten()
+}
+
 #[cfg(test)]
 mod tests;

@@ -102,10 +102,12 @@ function eras(s) {
 function pools(s) {
   eras(s);
   const era = Object.fromEntries(((s.eras || {}).pools || []).map((p) => [p.pool, p.era]));
+  const found = Object.fromEntries(((s.eras || {}).pools || []).map((p) => [p.pool, p.found]));
   const list = document.getElementById("pool-list");
   list.replaceChildren();
   for (const p of s.pools) {
     list.append(el("h2", { "data-era": era[p.name] || "" }, `${p.name} (speaks ${era[p.name] || "?"}, ${p.balance}, checks every ${p.health_interval_s}s)`));
+    if (found[p.name]) list.append(el("p", { class: "era-found", "data-era-found": p.name }, `era check: ${found[p.name]}`));
     const c = p.concurrency;
     if (c) {
       const how = c.adaptive ? `adaptive ${c.min}..${c.max}${c.min_rtt_ms != null ? `, best ${fmt(c.min_rtt_ms)} ms` : ""}${c.probing ? ", probing" : ""}` : "fixed";
