@@ -44,6 +44,12 @@ pub struct LegacyConfig {
     /// (`0.0.0.0`/`::` read as loopback).
     #[serde(default)]
     pub advertise: Option<String>,
+    /// Every replica's MCP listener (`http://host:port`; this one may be listed too). A
+    /// 2025-era client's `notifications/cancelled` that reaches a replica not holding the call
+    /// it names is sent on to each of them (a cancellation names no replica, as an answer's id
+    /// does). Empty (the default): a cancellation ends only the calls of the replica it reaches.
+    #[serde(default)]
+    pub replicas: Vec<String>,
     /// How long a session id stays valid after `initialize`.
     #[serde(default = "d_session_ttl", with = "super::humantime_serde_compat")]
     pub session_ttl: Duration,
@@ -76,6 +82,7 @@ impl Default for LegacyConfig {
             refuse_on: Vec::new(),
             keys_file: None,
             advertise: None,
+            replicas: Vec::new(),
             session_ttl: d_session_ttl(),
             answer_timeout: d_answer_timeout(),
             max_waiting: d_max_waiting(),
@@ -118,16 +125,21 @@ pub(crate) fn validate(c: &LegacyConfig, pos: &Positions, file: &str) -> Result<
     if let Some(path) = &c.keys_file {
         read_keys(path).map_err(|m| err("legacy.keys_file", m))?;
     }
-    if let Some(a) = &c.advertise {
-        let ok = a
-            .strip_prefix("http://")
-            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'));
-        if !ok {
-            return Err(err(
-                "legacy.advertise",
-                format!("legacy.advertise: {a:?} must be http://host:port (no path), the address other replicas reach this one's MCP listener at"),
-            ));
-        }
+    let plain = |a: &str| {
+        a.strip_prefix("http://")
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+    };
+    if let Some(a) = c.advertise.as_deref().filter(|a| !plain(a)) {
+        return Err(err(
+            "legacy.advertise",
+            format!("legacy.advertise: {a:?} must be http://host:port (no path), the address other replicas reach this one's MCP listener at"),
+        ));
+    }
+    if let Some(a) = c.replicas.iter().find(|a| !plain(a)) {
+        return Err(err(
+            "legacy.replicas",
+            format!("legacy.replicas: {a:?} must be http://host:port (no path), a replica's MCP listener as the others reach it"),
+        ));
     }
     if c.session_ttl.is_zero()
         || c.answer_timeout.is_zero()

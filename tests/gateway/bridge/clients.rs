@@ -92,17 +92,7 @@ fn answers_posted_to_another_replica_reach_the_call_that_waits_for_them() {
     if !Client::TypeScriptV1.installed() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("mcp-edge-bridge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let keys = dir.join("session.keys");
-    std::fs::write(
-        &keys,
-        format!(
-            "{}\n",
-            mcp_edge::mcp::hex::encode(&rand::random::<[u8; 32]>())
-        ),
-    )
-    .unwrap();
+    let keys = super::keys_file();
     let extra = format!("legacy: {{ keys_file: {} }}\n", keys.display());
     let pool = backend();
     let (a, b) = (gateway(&pool, &extra), gateway(&pool, &extra));
@@ -121,7 +111,7 @@ fn answers_posted_to_another_replica_reach_the_call_that_waits_for_them() {
         sample(&scrape(&a), "mcp_edge_legacy_answers_total", &["local"]),
         8.0
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(keys.parent().unwrap());
 }
 
 #[test]

@@ -45,6 +45,21 @@ pub(super) fn gateway(pool: &Pool, extra: &str) -> RunningGateway {
     RunningGateway::start(cfg).unwrap()
 }
 
+/// A fresh sealing key file in a folder of its own (remove the folder when done), for
+/// replicas that serve each other's sessions.
+pub(super) fn keys_file() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-edge-keys-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("session.keys");
+    let key = mcp_edge::mcp::hex::encode(&rand::random::<[u8; 32]>());
+    std::fs::write(&keys, format!("{key}\n")).unwrap();
+    keys
+}
+
 fn peers() -> PathBuf {
     std::env::var_os("MCP_EDGE_LEGACY_PEERS_DIR")
         .map(PathBuf::from)

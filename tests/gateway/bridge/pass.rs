@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 
 use super::raw::{ACCEPT, JSON};
-use super::Client;
+use super::{keys_file, Client};
 use crate::peers::{installed, Peer, Sdk};
 use crate::support::http::{call, first_text, post, request, Reply, SseStream};
 use crate::support::{config, sample, scrape};
@@ -36,16 +36,6 @@ fn gateway(peers: &[Peer], extra: &str) -> RunningGateway {
         &format!("default_route: {{pool: dual}}\n{extra}"),
     );
     RunningGateway::start(cfg).unwrap()
-}
-
-/// A fresh sealing key file, for replicas that serve each other's sessions.
-fn keys_file() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcp-edge-pass-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let keys = dir.join("session.keys");
-    let key = mcp_edge::mcp::hex::encode(&rand::random::<[u8; 32]>());
-    std::fs::write(&keys, format!("{key}\n")).unwrap();
-    keys
 }
 
 /// The tools each SDK's server offers, and the calls that make it ask mid-call.

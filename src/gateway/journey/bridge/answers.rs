@@ -2,7 +2,8 @@
 //! with its session id): opened ([`AnswerId`]), checked against the session that presents it,
 //! and handed to the waiting call here, or sent on to the replica that holds the call's stream
 //! (the replica named in the id: the answer's POST, as it came, over plain HTTP; that replica
-//! checks it again and never sends it further). 202 when the call has it.
+//! checks it again and never sends it further). 202 when the call has it. A cancellation names
+//! no replica: one that ends no call here is sent on to every replica of `legacy.replicas`.
 
 use pingora::prelude::*;
 use pingora::proxy::Session;
@@ -147,4 +148,47 @@ async fn send_on(
             .await
         }
     }
+}
+
+/// A `notifications/cancelled` that ended `here` calls on this replica: when none, and the
+/// client sent it here itself, it goes on to every other replica of `legacy.replicas` (in the
+/// background; each checks the session again and sends it no further).
+pub(super) fn cancel_elsewhere(bridge: &Bridge, input: &Input, here: usize, msg: &Value) {
+    let m = &bridge.cancels;
+    if here > 0 {
+        m.with_label_values(&["local"]).inc();
+        return;
+    }
+    let others: Vec<String> = bridge
+        .replicas
+        .iter()
+        .filter(|r| **r != bridge.advertise)
+        .cloned()
+        .collect();
+    if input.hopped || others.is_empty() {
+        m.with_label_values(&["unheld"]).inc();
+        return;
+    }
+    m.with_label_values(&["sent"]).inc();
+    let body = serde_json::to_vec(msg).expect("a JSON value serializes");
+    let (path, sid, auth) = (
+        input.path.clone(),
+        input.session_id.clone(),
+        input.authorization.clone(),
+    );
+    let times = bridge.hop_times;
+    tokio::spawn(async move {
+        for replica in others {
+            let headers = [
+                ("content-type", Some("application/json")),
+                (SESSION_ID, sid.as_deref()),
+                ("authorization", auth.as_deref()),
+            ];
+            let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
+            let sent = hop::post_on((&replica, HOPPED), (&path, headers), &body, times).await;
+            if let Err(e) = sent {
+                tracing::debug!("a cancellation for another replica: {e}");
+            }
+        }
+    });
 }

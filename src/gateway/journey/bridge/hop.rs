@@ -342,10 +342,31 @@ pub(crate) async fn send_on<'a>(
     (replica, marker): (&str, &str),
     (path, headers): (&str, impl Iterator<Item = (&'a str, &'a str)>),
     body: &[u8],
-    (connect, read): (Duration, Duration),
+    times: (Duration, Duration),
 ) -> pingora::Result<Result<bool, String>> {
+    let ans = match post_on((replica, marker), (path, headers), body, times).await {
+        Ok(a) => a,
+        Err(e) => return Ok(Err(e)),
+    };
+    let ct = ans.content_type.as_deref().unwrap_or("application/json");
+    let mut resp = pingora::http::ResponseHeader::build(ans.status, Some(2))?;
+    resp.insert_header(http::header::CONTENT_TYPE, ct)?;
+    resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
+    session.write_response_header(Box::new(resp), false).await?;
+    let body = bytes::Bytes::from(ans.body);
+    session.write_response_body(Some(body), true).await?;
+    Ok(Ok(true))
+}
+
+/// [`send_on`]'s POST to another replica, its answer read whole.
+pub(crate) async fn post_on<'a>(
+    (replica, marker): (&str, &str),
+    (path, headers): (&str, impl Iterator<Item = (&'a str, &'a str)>),
+    body: &[u8],
+    (connect, read): (Duration, Duration),
+) -> Result<Answer, String> {
     let Some(target) = replica_addr(replica) else {
-        return Ok(Err(format!("{replica} cannot be addressed")));
+        return Err(format!("{replica} cannot be addressed"));
     };
     let mut head = format!("POST {path} HTTP/1.1\r\nHost: {target}\r\n{marker}: 1\r\n");
     for (k, v) in headers {
@@ -366,16 +387,7 @@ pub(crate) async fn send_on<'a>(
     ));
     let mut bytes = head.into_bytes();
     bytes.extend_from_slice(body);
-    let ans = match post(target, &bytes, None, (connect, read)).await {
-        Ok(a) => a,
-        Err(e) => return Ok(Err(format!("{replica} could not be reached: {e}"))),
-    };
-    let ct = ans.content_type.as_deref().unwrap_or("application/json");
-    let mut resp = pingora::http::ResponseHeader::build(ans.status, Some(2))?;
-    resp.insert_header(http::header::CONTENT_TYPE, ct)?;
-    resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
-    session.write_response_header(Box::new(resp), false).await?;
-    let body = bytes::Bytes::from(ans.body);
-    session.write_response_body(Some(body), true).await?;
-    Ok(Ok(true))
+    post(target, &bytes, None, (connect, read))
+        .await
+        .map_err(|e| format!("{replica} could not be reached: {e}"))
 }

@@ -311,7 +311,7 @@ async fn post(
     };
     match (method, id) {
         (None, Some(id)) => answers::deliver(session, ctx, bridge, &input, &s, msg, id).await,
-        (Some(m), None) => notified(session, bridge, &s, &m, &msg).await,
+        (Some(m), None) => notified(session, (bridge, &input), &s, &m, &msg).await,
         (Some(m), Some(id)) => match legacy::answered_at_edge(&m) {
             Some(result) if m == "logging/setLevel" => {
                 // Remembered here and sent in each later request's `_meta`.
@@ -345,18 +345,20 @@ async fn post(
     }
 }
 
-/// A client notification: `notifications/cancelled` ends the call it names (on this replica);
-/// the others (`initialized`, `roots/list_changed`) need nothing. 202 either way.
+/// A client notification: `notifications/cancelled` ends the call it names (on this replica,
+/// else on the replica holding it: [`answers::cancel_elsewhere`]); the others (`initialized`,
+/// `roots/list_changed`) need nothing. 202 either way.
 async fn notified(
     session: &mut Session,
-    bridge: &Bridge,
+    (bridge, input): (&Bridge, &Input),
     s: &LegacySession,
     method: &str,
     msg: &Value,
 ) -> Result<bool> {
     if method == "notifications/cancelled" {
         if let Some(r) = msg.pointer("/params/requestId") {
-            bridge.waiting.cancel(&s.nonce, Some(&r.to_string()));
+            let here = bridge.waiting.cancel(&s.nonce, Some(&r.to_string()));
+            answers::cancel_elsewhere(bridge, input, here, msg);
         }
     }
     answers::accepted(session).await

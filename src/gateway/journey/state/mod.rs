@@ -192,8 +192,11 @@ impl Gateway {
         };
         pins.configure(&config.pins);
         let pin_policies = table.pools.iter().map(|n| config.pools[n].pins).collect();
-        let bridge =
-            crate::gateway::stages::bridge::Bridge::build(&config, previous.map(|p| &p.bridge));
+        let bridge = crate::gateway::stages::bridge::Bridge::build(
+            &config,
+            previous.map(|p| &p.bridge),
+            metrics.bridge.cancels.clone(),
+        );
         let seals = crate::gateway::stages::seal::build_all(
             &config,
             &table.pools,

@@ -50,6 +50,12 @@ pub(crate) struct Bridge {
     /// Idle hop connections to this gateway's own listener, reused by the next translated
     /// request (a reload starts with none: the listener may have moved).
     pub(crate) kept: Arc<crate::gateway::transport::upstream_h1::Pool<tokio::net::TcpStream>>,
+    /// Every replica (`legacy.replicas`), for a cancellation that names none.
+    pub(crate) replicas: Vec<String>,
+    /// Connect and read timeouts of a request to another replica.
+    pub(crate) hop_times: (std::time::Duration, std::time::Duration),
+    /// `legacy_cancels_total`: cancellations by where they ended calls.
+    pub(crate) cancels: prometheus::IntCounterVec,
 }
 
 /// Idle hop connections kept (the bridge's requests in flight at once, at most, reuse one).
@@ -59,7 +65,11 @@ impl Bridge {
     /// The bridge for `config`; a reload keeps the waiting and paused calls, the server
     /// sessions and, when no key file is set, the process's random key (sessions survive a
     /// reload).
-    pub(crate) fn build(config: &Config, previous: Option<&Bridge>) -> Bridge {
+    pub(crate) fn build(
+        config: &Config,
+        previous: Option<&Bridge>,
+        cancels: prometheus::IntCounterVec,
+    ) -> Bridge {
         let l = &config.legacy;
         let hop = plain_listener(config);
         if hop.is_none() && l.clients == crate::config::legacy::LegacyClients::Bridge {
@@ -100,6 +110,9 @@ impl Bridge {
             hops: previous.map(|p| p.hops.clone()).unwrap_or_default(),
             streams: previous.map(|p| p.streams.clone()).unwrap_or_default(),
             kept: Arc::new(crate::gateway::transport::upstream_h1::Pool::new(KEPT_HOPS)),
+            replicas: l.replicas.clone(),
+            hop_times: (config.timeouts.connect, config.timeouts.upstream_read),
+            cancels,
         }
     }
 }

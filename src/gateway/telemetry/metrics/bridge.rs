@@ -30,6 +30,9 @@ pub struct BridgeMetrics {
     /// Messages of 2025-era clients passed through to a pool that serves both eras, by pool and
     /// kind (`initialize`, `request`, `notification`, `answer`, `stream`, `end`, `gone`).
     pub passed: prometheus::IntCounterVec,
+    /// 2025-era clients' cancellations by where they ended calls: `local`, `sent` (to the other
+    /// replicas of `legacy.replicas`), `unheld` (no call here, none to send it to).
+    pub cancels: prometheus::IntCounterVec,
 }
 
 impl BridgeMetrics {
@@ -68,6 +71,7 @@ impl BridgeMetrics {
             server_sessions_open: open,
             connections: counter("legacy_connections_total", "Connections the bridge sent a request on, by leg (hop: a 2025-era client's translated request into this gateway's own listener; server: a request to a 2025-era server) and connection (new, or kept from an earlier request).", &["leg", "connection"])?,
             passed: counter("legacy_passed_total", "Messages of 2025-era clients passed through to a pool whose instances serve both eras (legacy_clients: pass), by pool and kind: initialize, request, notification, answer (to the instance's question), stream (the standalone GET), end (DELETE), gone (the session's instance is gone: the client got 404 and opens a new session).", &["pool", "kind"])?,
+            cancels: counter("legacy_cancels_total", "2025-era clients' notifications/cancelled by where they ended calls: local (a call waiting on this replica), sent (no call here: sent on to the other replicas of legacy.replicas), unheld (no call here and none to send it to).", &["path"])?,
             server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }
