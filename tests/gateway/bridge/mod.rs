@@ -25,6 +25,7 @@ mod py_clients;
 mod raw;
 mod remote;
 mod servers;
+mod sessions;
 mod tokens;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two

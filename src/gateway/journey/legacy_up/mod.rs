@@ -2,7 +2,8 @@
 //! with the instances ([`session`]: one per instance and caller, opened, reopened, closed), the
 //! wire ([`wire`]), and the translations of what comes back into the 2026 shape. Used by the
 //! forward step of such a pool (`super::bridge::back`) and by the federation catalog, which
-//! reads a legacy pool's lists over the same sessions ([`catalog_call`]). Never answers a client
+//! reads a legacy pool's lists over the same sessions ([`catalog_call`]); idle sessions and,
+//! at the end, all of them are closed in the background ([`upkeep`]). Never answers a client
 //! itself (no import of the steps that do).
 
 use serde_json::{json, Map, Value};
@@ -12,6 +13,7 @@ use crate::gateway::stages::bridge::servers::SessionKey;
 use crate::mcp::{caching, meta, methods, result_type, PROTOCOL_VERSION};
 
 pub(crate) mod session;
+pub(crate) mod upkeep;
 pub(crate) mod wire;
 
 use wire::Up;

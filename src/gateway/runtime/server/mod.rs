@@ -251,6 +251,10 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
         crate::gateway::journey::federation::refresh::CatalogRefresh { live: live.clone() },
     ));
     server.add_service(pingora::services::background::background_service(
+        "legacy server sessions",
+        crate::gateway::journey::legacy_up::upkeep::Upkeep { live: live.clone() },
+    ));
+    server.add_service(pingora::services::background::background_service(
         "dns refresh",
         crate::gateway::runtime::dns::DnsRefresh { live: live.clone() },
     ));

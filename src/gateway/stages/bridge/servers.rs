@@ -84,16 +84,37 @@ impl ServerSessions {
         self.opening.lock().expect("opening lock").remove(key);
     }
 
-    /// The live session of `key`, if one is held (and marks it used).
+    /// The live session of `key`, if one is held (and marks it used). An idle one is not
+    /// used again; it stays to be handed back for `DELETE` ([`ServerSessions::put`],
+    /// [`ServerSessions::idle`]).
     pub(crate) fn get(&self, key: &SessionKey) -> Option<ServerSession> {
         let mut m = self.map.lock().expect("sessions lock");
         let s = m.get_mut(key)?;
         if s.used.elapsed() > self.idle {
-            m.remove(key);
             return None;
         }
         s.used = Instant::now();
         Some(s.clone())
+    }
+
+    /// Take out the sessions unused for the idle time, to `DELETE`.
+    pub(crate) fn idle(&self) -> Vec<(SessionKey, String)> {
+        let mut m = self.map.lock().expect("sessions lock");
+        let idle = self.idle;
+        let gone: Vec<SessionKey> = m
+            .iter()
+            .filter(|(_, s)| s.used.elapsed() > idle)
+            .map(|(k, _)| k.clone())
+            .collect();
+        gone.into_iter()
+            .filter_map(|k| m.remove(&k).map(|s| (k, s.id)))
+            .collect()
+    }
+
+    /// Take out every session (the gateway stops), to `DELETE`.
+    pub(crate) fn drain(&self) -> Vec<(SessionKey, String)> {
+        let mut m = self.map.lock().expect("sessions lock");
+        m.drain().map(|(k, s)| (k, s.id)).collect()
     }
 
     /// Keep a new session; the sessions dropped to make room or for being idle, to `DELETE`.
@@ -316,6 +337,27 @@ mod tests {
         s.forget(&key("a"), "s-a");
         assert!(s.get(&key("a")).is_none());
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn idle_sessions_are_handed_back_not_used_and_all_go_at_the_end() {
+        let s = ServerSessions::new(10, Duration::from_millis(30));
+        s.put(key("a"), "s-a".into(), json!({}), (None, None));
+        assert!(s.idle().is_empty());
+        std::thread::sleep(Duration::from_millis(60));
+        s.put(key("b"), "s-b".into(), json!({}), (None, None));
+        // a went idle when b came: handed back by that put, not used again.
+        assert!(s.get(&key("a")).is_none());
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(
+            s.get(&key("b")).is_none(),
+            "an idle session is not used again"
+        );
+        assert_eq!(s.idle(), vec![(key("b"), "s-b".to_string())]);
+        assert_eq!(s.len(), 0);
+        s.put(key("c"), "s-c".into(), json!({}), (None, None));
+        assert_eq!(s.drain(), vec![(key("c"), "s-c".to_string())]);
+        assert_eq!(s.len(), 0);
     }
 
     #[test]
