@@ -6,7 +6,7 @@
 //!
 //! - `initialize` walks the pipeline like any request and goes to the instance the balancer
 //!   picks; the session id in its answer is sealed, with that instance, into the one the client
-//!   sees ([`crate::gateway::stages::bridge::pass`]), by [`on_response`];
+//!   sees, on the response's head ([`crate::gateway::stages::bridge::pass::answer_head`]);
 //! - a follow-up request or notification walks the pipeline too, then goes to that instance
 //!   with the instance's own session id;
 //! - an answer to the instance's question, the standalone `GET` stream and `DELETE` go straight
@@ -78,17 +78,11 @@ pub(crate) async fn enter(
         req.insert_header(SESSION_ID, s.upstream.as_str())?;
     }
     let kind = match body {
-        None => {
-            let get = req.method == http::Method::GET;
-            if get {
-                ctx.method = Some("legacy-stream".into());
-            }
-            if get {
-                "stream"
-            } else {
-                "end"
-            }
+        None if req.method == http::Method::GET => {
+            ctx.method = Some("legacy-stream".into());
+            "stream"
         }
+        None => "end",
         Some(body) => match claim(req, ctx, body) {
             Ok(kind) => kind,
             Err((rej, id)) => return refuse(session, ctx, rej, id).await.map(Some),
