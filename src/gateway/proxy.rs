@@ -43,6 +43,22 @@ impl ProxyHttp for Proxy {
         RequestCtx::new(self.live.load())
     }
 
+    /// A request a 2025-era client's call carries through this pipeline inside the process
+    /// takes its own 2026 head here, before any phase reads one (`journey::bridge::inside`).
+    async fn early_request_filter(
+        &self,
+        session: &mut Session,
+        _ctx: &mut RequestCtx,
+    ) -> Result<()> {
+        bridge::inside::adopt(session);
+        Ok(())
+    }
+
+    /// Only a request that may be a 2025-era client's starts requests of its own.
+    fn allow_spawning_subrequest(&self, session: &Session, _ctx: &RequestCtx) -> bool {
+        bridge::inside::may_spawn(session)
+    }
+
     /// Admit, route and limit on what the headers claim, before the body.
     async fn request_filter(&self, session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
         let gw = ctx.gw.clone();

@@ -3,7 +3,8 @@
 //! 400; an answer to a question the gateway never asked, or asked on another session, is
 //! refused; a client that never answers ends its call with an error after
 //! `legacy.answer_timeout` and nothing stays waiting; an operator can refuse legacy clients;
-//! a limit keyed on `client_ip` sees each client's own address through the bridge's hop.
+//! a limit keyed on `client_ip` sees each client's own address through the bridge's hop; a
+//! client that leaves mid-call closes the upstream request.
 
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -206,8 +207,10 @@ fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
         &crate::support::call(9, "echo"),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    // The hop's connections are kept between requests, and a kept one carries each request
-    // for the client that sent it: bob's went on a connection alice's calls used before.
+    // Each call went through the pipeline inside the process (a subrequest of the client's
+    // request, which sees the client's own address); the sessions' first `server/discover`
+    // went on the loopback hop, whose connections are kept between requests, a kept one
+    // carrying each request for the client that sent it: bob's went on alice's connection.
     let m = scrape(&gw);
     let hop = |how: &str| {
         let how = format!("connection=\"{how}\"");
@@ -217,6 +220,71 @@ fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
             &["leg=\"hop\"", &how],
         )
     };
+    assert_eq!(hop("inside"), 4.0, "{m}");
     assert_eq!(hop("new"), 1.0, "{m}");
-    assert!(hop("kept") >= 3.0, "{m}");
+    assert!(hop("kept") >= 1.0, "{m}");
+}
+
+#[test]
+fn a_client_that_leaves_mid_call_closes_the_upstream_request() {
+    // A call's leg runs inside the gateway's own pipeline (a subrequest of the client's
+    // request): when the client leaves, the instance must see its request closed, as it does
+    // for a 2026 client. The upstream answers the session's `server/discover`, then holds the
+    // call and reports when the gateway closes it.
+    use crate::support::raw::{gateway, Raw};
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    let saw_close = Arc::new(AtomicUsize::new(0));
+    let seen_close = saw_close.clone();
+    let up = Raw::start(move |n, s| {
+        if n == 1 {
+            let body = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(body.as_bytes()).unwrap();
+            return true;
+        }
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut b = [0u8; 64];
+        if matches!(s.read(&mut b), Ok(0)) {
+            seen_close.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    });
+    let gw = gateway(&up, "timeouts: { upstream_read: 30s }\n");
+    let sid = open(gw.mcp_addr, None);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {}}});
+    let mut c = std::net::TcpStream::connect(gw.mcp_addr).unwrap();
+    let req = crate::support::post_bytes(&on(&sid), call.to_string().as_bytes());
+    c.write_all(&req).unwrap();
+    let arrived = crate::support::eventually(Duration::from_secs(10), || up.seen().len() == 2);
+    assert!(arrived, "the call reached the upstream");
+    assert!(
+        up.seen()[1].head.contains("mcp-method: tools/call"),
+        "{}",
+        up.seen()[1].head
+    );
+    drop(c);
+    let closed = crate::support::eventually(Duration::from_secs(10), || {
+        saw_close.load(Ordering::SeqCst) == 1
+    });
+    assert!(
+        closed,
+        "the upstream request was closed when the client left"
+    );
+    let m = scrape(&gw);
+    assert_eq!(
+        sample(
+            &m,
+            "mcp_edge_legacy_connections_total",
+            &["leg=\"hop\"", "connection=\"inside\""]
+        ),
+        1.0,
+        "{m}"
+    );
 }

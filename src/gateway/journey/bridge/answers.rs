@@ -10,7 +10,6 @@ use pingora::proxy::Session;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::hop;
 use super::session::LegacySession;
 use super::waiting::{AnswerId, Event, Undelivered};
 use super::{Bridge, Input, HOPPED};
@@ -126,7 +125,7 @@ async fn send_on(
     ];
     let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
     let t = &ctx.gw.config.timeouts;
-    let sent = hop::send_on(
+    let sent = super::replica::send_on(
         session,
         (replica, HOPPED),
         (&input.path, headers),
@@ -185,7 +184,8 @@ pub(super) fn cancel_elsewhere(bridge: &Bridge, input: &Input, here: usize, msg:
                 ("authorization", auth.as_deref()),
             ];
             let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
-            let sent = hop::post_on((&replica, HOPPED), (&path, headers), &body, times).await;
+            let sent =
+                super::replica::post_on((&replica, HOPPED), (&path, headers), &body, times).await;
             if let Err(e) = sent {
                 tracing::debug!("a cancellation for another replica: {e}");
             }

@@ -5,7 +5,6 @@
 use pingora::prelude::*;
 use pingora::proxy::Session;
 
-use super::hop;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::mcp::{codes, Rejection};
@@ -36,7 +35,7 @@ pub(super) async fn send_on(
     let t = &ctx.gw.config.timeouts;
     let read = ctx.gw.config.legacy.answer_timeout.max(t.upstream_read);
     let body = ctx.in_hand.clone();
-    let sent = hop::send_on(
+    let sent = super::replica::send_on(
         session,
         (replica, STATE_HOP),
         (path, headers),

@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::hop::{self, Answer};
+use super::legs::{carried, hop_failed, open, start_inside, unless_gone};
 use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
@@ -52,66 +53,6 @@ impl Call {
         p.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         Some(Value::Object(p))
     }
-}
-
-/// Send one 2026 request through the pipeline as the session's client; its whole answer.
-pub(super) async fn send(
-    bridge: &Bridge,
-    ctx: &RequestCtx,
-    input: &Input,
-    method: &str,
-    name: Option<&str>,
-    body: &[u8],
-    carry: Vec<(String, String)>,
-) -> Result<Answer, Rejection> {
-    let leg = open(bridge, ctx, input, (method, name), body, carry).await?;
-    leg.rest().await.map_err(hop_failed)
-}
-
-/// Send one 2026 request through the pipeline as the session's client; its answer as it
-/// arrives.
-pub(super) async fn open(
-    bridge: &Bridge,
-    ctx: &RequestCtx,
-    input: &Input,
-    (method, name): (&str, Option<&str>),
-    body: &[u8],
-    mut carry: Vec<(String, String)>,
-) -> Result<hop::Leg, Rejection> {
-    let config = &ctx.gw.config;
-    if let Some(a) = &input.authorization {
-        carry.push(("authorization".into(), a.clone()));
-    }
-    let req = hop::Request {
-        path: &input.path,
-        method,
-        name,
-        carry,
-        body,
-    };
-    let hop = bridge.hop.expect("front() passes only with a hop");
-    let bytes = req.to_bytes(hop);
-    let timeout = config
-        .legacy
-        .answer_timeout
-        .max(config.timeouts.upstream_read);
-    let speaks_for = input.client_ip.map(|ip| (&bridge.hops, ip));
-    // Kept idle for half the time the listener keeps an idle client: the listener never
-    // closes one under the bridge's feet in the common case.
-    let kept = Some((&bridge.kept, config.timeouts.client_idle / 2));
-    let times = (config.timeouts.connect, timeout);
-    let leg = hop::Leg::open((hop, kept), &bytes, speaks_for, times)
-        .await
-        .map_err(hop_failed)?;
-    let how = if leg.kept { "kept" } else { "new" };
-    let counted = &ctx.gw.metrics.bridge.connections;
-    counted.with_label_values(&["hop", how]).inc();
-    Ok(leg)
-}
-
-fn hop_failed(e: String) -> Rejection {
-    let msg = format!("The gateway could not carry the request into its pipeline: {e}");
-    Rejection::new(502, codes::GATEWAY_UPSTREAM_UNAVAILABLE, "bridge-hop", msg)
 }
 
 /// The JSON-RPC response among an answer's messages, and the notifications before it.
@@ -209,11 +150,21 @@ async fn send_leg(
         level.as_deref(),
     );
     let name = ctx.name.as_deref();
-    let carry = super::marks::param_headers(bridge, input, call, name);
-    let sent = open(bridge, ctx, input, (&call.method, name), &body, carry).await;
-    let ans = match sent {
+    let carry = carried(
+        input,
+        super::marks::param_headers(bridge, input, call, name),
+    );
+    let to = (&call.method[..], name);
+    let started = match start_inside(out.session, (bridge, input), to, &carry, &body) {
+        Ok(s) => s,
+        Err(rej) => return Ok(Err(rej)),
+    };
+    let leg = open((bridge, started), ctx, input, to, &body, carry);
+    let ans = match unless_gone(out.session, leg).await? {
         Ok(leg) if leg.is_stream() => relay_notes(out, leg).await?,
-        Ok(leg) => leg.rest().await.map_err(hop_failed),
+        Ok(leg) => unless_gone(out.session, leg.rest())
+            .await?
+            .map_err(hop_failed),
         Err(rej) => Err(rej),
     };
     if let Ok(ans) = &ans {
@@ -232,7 +183,7 @@ async fn send_leg(
 async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answer, Rejection>> {
     let (status, pass) = (leg.status(), leg.pass());
     loop {
-        let m = match leg.next_message().await {
+        let m = match unless_gone(out.session, leg.next_message()).await? {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => return Ok(Err(hop_failed(e))),

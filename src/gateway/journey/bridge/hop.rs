@@ -1,12 +1,13 @@
-//! The bridge's hop into the gateway's own pipeline: a translated 2026 request is POSTed to
-//! this gateway's plain MCP listener on loopback, so it meets every stage a 2026 client's
-//! request meets (admission, routes, the federation catalog, auth, limits, the header↔body
-//! check, the cache, balancing, credentials, metrics) with no stage knowing about eras. The
-//! price is one more HTTP exchange on loopback per translated request (measured in
-//! docs/benchmarks.md); the gain is one request path, and a bridge that cannot skip a stage.
+//! The bridge's hop into the gateway's own pipeline: a translated 2026 request meets every
+//! stage a 2026 client's request meets (admission, routes, the federation catalog, auth,
+//! limits, the header↔body check, the cache, balancing, credentials, metrics) with no stage
+//! knowing about eras. A call's legs go inside the process, as subrequests of the client's
+//! request ([`super::inside`]); the rest (a session's first `server/discover`, the tools list
+//! read to learn marks, a standalone stream) is POSTed to this gateway's plain MCP listener on
+//! loopback, on kept connections. Either way one request path, and a bridge that cannot skip a
+//! stage; what each costs is measured in docs/benchmarks.md.
 //!
-//! Also the replica-to-replica hop of an answer (`super::answers`): the same POST, sent on to
-//! the replica named in the answer id.
+//! Its [`post`] also carries a request one replica sends on to another ([`super::replica`]).
 
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
@@ -107,7 +108,7 @@ pub(crate) struct Leg {
     target: SocketAddr,
     /// The request went on a kept connection.
     pub kept: bool,
-    body: oneshot::Streaming<TcpStream>,
+    body: Body,
     /// The event stream's parser and the events it completed but not yet handed out (`None`:
     /// the answer is no event stream).
     events: Option<(sse::Parser, std::collections::VecDeque<sse::Event>)>,
@@ -117,6 +118,36 @@ pub(crate) struct Leg {
     /// A JSON-RPC response was handed out: what is left of the stream is its end.
     responded: bool,
     deadline: tokio::time::Instant,
+}
+
+/// Where a leg's answer comes from: a loopback connection, or the pipeline inside
+/// ([`super::inside`]).
+enum Body {
+    Socket(oneshot::Streaming<TcpStream>),
+    Inside(super::inside::Answer),
+}
+
+impl Body {
+    fn head(&self) -> &pingora::http::ResponseHeader {
+        match self {
+            Body::Socket(s) => &s.head,
+            Body::Inside(a) => &a.head,
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<bytes::Bytes>, String> {
+        match self {
+            Body::Socket(s) => s.next().await,
+            Body::Inside(a) => a.next().await,
+        }
+    }
+
+    fn finish(&mut self, responded: bool) {
+        match self {
+            Body::Socket(s) => s.finish(responded),
+            Body::Inside(a) => a.finish(responded),
+        }
+    }
 }
 
 /// Idle hop connections to reuse, and how long one may stay idle (`None`: a connection of its
@@ -145,7 +176,7 @@ impl Leg {
             let resumed =
                 tokio::time::timeout_at(deadline, oneshot::Streaming::resume(stream, bytes));
             if let Some(body) = resumed.await.map_err(|_| late())?? {
-                let body = body.keep_in(pool, key, idle);
+                let body = Body::Socket(body.keep_in(pool, key, idle));
                 return Ok(Leg::new((target, true), body, hop, deadline));
             }
         }
@@ -160,17 +191,34 @@ impl Leg {
         if let Some((pool, idle)) = kept {
             body = body.keep_in(pool, key, idle);
         }
-        Ok(Leg::new((target, false), body, hop, deadline))
+        Ok(Leg::new((target, false), Body::Socket(body), hop, deadline))
+    }
+
+    /// The answer of a request started through the client's own pipeline, inside the process
+    /// ([`super::inside`]): its head, read within `read_timeout`.
+    pub(crate) async fn inside(
+        started: super::inside::Started,
+        target: SocketAddr,
+        read_timeout: Duration,
+    ) -> Result<Leg, String> {
+        let deadline = tokio::time::Instant::now() + read_timeout;
+        let answer = started.answer(deadline).await?;
+        Ok(Leg::new(
+            (target, false),
+            Body::Inside(answer),
+            None,
+            deadline,
+        ))
     }
 
     fn new(
         (target, kept): (SocketAddr, bool),
-        body: oneshot::Streaming<TcpStream>,
+        body: Body,
         hop: Option<Hop>,
         deadline: tokio::time::Instant,
     ) -> Leg {
         let stream = body
-            .head
+            .head()
             .headers
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|c| sse::is_event_stream(c.as_bytes()));
@@ -241,7 +289,7 @@ impl Leg {
         while let Some(p) = self.piece().await? {
             body.extend_from_slice(&p);
         }
-        let head = &self.body.head;
+        let head = self.body.head();
         let get = |name: &str| {
             head.headers
                 .get(name)
@@ -257,14 +305,20 @@ impl Leg {
     }
 
     pub(crate) fn status(&self) -> u16 {
-        self.body.head.status.as_u16()
+        self.body.head().status.as_u16()
     }
 
     /// The headers a legacy client needs to see as they are.
     pub(crate) fn pass(&self) -> Vec<(&'static str, String)> {
         let mut pass = Vec::new();
         for k in ["www-authenticate", "retry-after"] {
-            if let Some(v) = self.body.head.headers.get(k).and_then(|v| v.to_str().ok()) {
+            if let Some(v) = self
+                .body
+                .head()
+                .headers
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+            {
                 pass.push((k, v.to_owned()));
             }
         }
@@ -324,70 +378,4 @@ async fn connect(
     let hop = hops.open(socket.local_addr()?, client);
     let stream = socket.connect(target).await?;
     Ok((stream, Some(hop)))
-}
-
-/// A replica named in a sealed token (`http://host:port`), as an address.
-pub(crate) fn replica_addr(replica: &str) -> Option<SocketAddr> {
-    let a = replica.strip_prefix("http://")?;
-    a.parse()
-        .ok()
-        .or_else(|| std::net::ToSocketAddrs::to_socket_addrs(a).ok()?.next())
-}
-
-/// Send a client's POST on to the replica that holds its call, as it came (`headers`, `body`)
-/// plus `marker` (the header that stops it going further), and write that replica's answer to
-/// the client; `Err(message)` when the replica cannot be reached (the caller refuses).
-pub(crate) async fn send_on<'a>(
-    session: &mut pingora::proxy::Session,
-    (replica, marker): (&str, &str),
-    (path, headers): (&str, impl Iterator<Item = (&'a str, &'a str)>),
-    body: &[u8],
-    times: (Duration, Duration),
-) -> pingora::Result<Result<bool, String>> {
-    let ans = match post_on((replica, marker), (path, headers), body, times).await {
-        Ok(a) => a,
-        Err(e) => return Ok(Err(e)),
-    };
-    let ct = ans.content_type.as_deref().unwrap_or("application/json");
-    let mut resp = pingora::http::ResponseHeader::build(ans.status, Some(2))?;
-    resp.insert_header(http::header::CONTENT_TYPE, ct)?;
-    resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
-    session.write_response_header(Box::new(resp), false).await?;
-    let body = bytes::Bytes::from(ans.body);
-    session.write_response_body(Some(body), true).await?;
-    Ok(Ok(true))
-}
-
-/// [`send_on`]'s POST to another replica, its answer read whole.
-pub(crate) async fn post_on<'a>(
-    (replica, marker): (&str, &str),
-    (path, headers): (&str, impl Iterator<Item = (&'a str, &'a str)>),
-    body: &[u8],
-    (connect, read): (Duration, Duration),
-) -> Result<Answer, String> {
-    let Some(target) = replica_addr(replica) else {
-        return Err(format!("{replica} cannot be addressed"));
-    };
-    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {target}\r\n{marker}: 1\r\n");
-    for (k, v) in headers {
-        let hop_by_hop = [
-            "host",
-            "content-length",
-            "connection",
-            "transfer-encoding",
-            "expect",
-        ];
-        if !hop_by_hop.iter().any(|h| k.eq_ignore_ascii_case(h)) {
-            head.push_str(&format!("{k}: {v}\r\n"));
-        }
-    }
-    head.push_str(&format!(
-        "Connection: close\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    ));
-    let mut bytes = head.into_bytes();
-    bytes.extend_from_slice(body);
-    post(target, &bytes, None, (connect, read))
-        .await
-        .map_err(|e| format!("{replica} could not be reached: {e}"))
 }

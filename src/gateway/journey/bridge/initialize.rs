@@ -9,7 +9,7 @@ use pingora::proxy::Session;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use super::call::send;
+use super::legs::send;
 use super::session::LegacySession;
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;

@@ -42,13 +42,13 @@ pub(super) async fn stream(
     let params = legacy::standalone_listen_params();
     let (caps, info) = (&s.capabilities, &s.client_info);
     let body = legacy::to_modern(SUBSCRIPTIONS_LISTEN, Some(&params), 1, caps, info, None);
-    let sent = super::call::open(
-        bridge,
+    let sent = super::legs::open(
+        (bridge, None),
         ctx,
         input,
         (SUBSCRIPTIONS_LISTEN, None),
         &body,
-        Vec::new(),
+        super::legs::carried(input, Vec::new()),
     )
     .await;
     let leg = match sent {

@@ -5,7 +5,8 @@
 
 use serde_json::{json, Value};
 
-use super::call::{send, split, Call};
+use super::call::{split, Call};
+use super::legs::send;
 use super::session::LegacySession;
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;

@@ -48,10 +48,13 @@ mod call;
 mod hop;
 mod initialize;
 mod input;
+pub(crate) mod inside;
+mod legs;
 mod listen;
 mod marks;
 mod out;
 pub(crate) mod pass;
+mod replica;
 mod round;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
