@@ -98,7 +98,7 @@ pub(super) async fn run(
             // The fleet wants an `Mcp-Param-*` header of a tool not seen in a list yet: read
             // the list, as a 2026 client would, and send the call once more.
             refreshed = true;
-            super::marks::learn_tools(bridge, ctx, input, s).await;
+            super::marks::learn_tools((bridge, out.session), ctx, input, s).await;
             leg -= 1;
             continue;
         }

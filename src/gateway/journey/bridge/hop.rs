@@ -1,10 +1,10 @@
 //! The bridge's hop into the gateway's own pipeline: a translated 2026 request meets every
 //! stage a 2026 client's request meets (admission, routes, the federation catalog, auth,
 //! limits, the header↔body check, the cache, balancing, credentials, metrics) with no stage
-//! knowing about eras. A call's legs go inside the process, as subrequests of the client's
-//! request ([`super::inside`]); the rest (a session's first `server/discover`, the tools list
-//! read to learn marks, a standalone stream) is POSTed to this gateway's plain MCP listener on
-//! loopback, on kept connections. Either way one request path, and a bridge that cannot skip a
+//! knowing about eras. A client's requests go inside the process, as subrequests of the
+//! client's request ([`super::inside`]); a standalone stream's `subscriptions/listen`, which may
+//! last hours and then leaves the pipeline on both ends, is POSTed to this gateway's plain MCP
+//! listener on loopback, on kept connections. Either way one request path, and a bridge that cannot skip a
 //! stage; what each costs is measured in docs/benchmarks.md.
 //!
 //! Its [`post`] also carries a request one replica sends on to another ([`super::replica`]).

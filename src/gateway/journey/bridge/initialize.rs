@@ -96,7 +96,7 @@ async fn discover(
     id: &RawValue,
 ) -> Result<std::result::Result<Value, bool>> {
     let body = legacy::to_modern(DISCOVER, None, 1, capabilities, info, None);
-    let ans = match send(bridge, ctx, input, DISCOVER, None, &body, Vec::new()).await {
+    let ans = match send((bridge, Some(session)), ctx, input, (DISCOVER, None), &body).await {
         Ok(a) => a,
         Err(rej) => {
             return refuse(session, ctx, rej, Some(id.to_owned()))

@@ -1,7 +1,7 @@
-//! How a 2025-era session's requests enter the gateway's own pipeline as 2026 requests: a
-//! call's legs inside the process, as subrequests of the client's request ([`super::inside`]),
-//! every other request on the loopback hop ([`super::hop`]); and a leg given up when the client
-//! goes away ([`unless_gone`]).
+//! How a 2025-era session's requests enter the gateway's own pipeline as 2026 requests: inside
+//! the process, as subrequests of the client's request ([`super::inside`]), when that request
+//! is at hand; a standalone stream's listen on the loopback hop ([`super::hop`]); and a leg
+//! given up when the client goes away ([`unless_gone`]).
 
 use bytes::Bytes;
 use pingora::prelude::*;
@@ -12,18 +12,22 @@ use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::{codes, Rejection};
 
-/// Send one 2026 request through the pipeline as the session's client; its whole answer.
+/// Send one 2026 request through the pipeline as the session's client; its whole answer: inside
+/// the client's own pipeline when its `session` is at hand, else on the loopback hop.
 pub(super) async fn send(
-    bridge: &Bridge,
+    (bridge, session): (&Bridge, Option<&Session>),
     ctx: &RequestCtx,
     input: &Input,
-    method: &str,
-    name: Option<&str>,
+    (method, name): (&str, Option<&str>),
     body: &[u8],
-    carry: Vec<(String, String)>,
 ) -> Result<Answer, Rejection> {
-    let carry = carried(input, carry);
-    let leg = open((bridge, None), ctx, input, (method, name), body, carry).await?;
+    let carry = carried(input, Vec::new());
+    let to = (method, name);
+    let started = match session {
+        Some(s) => start_inside(s, (bridge, input), to, &carry, body)?,
+        None => None,
+    };
+    let leg = open((bridge, started), ctx, input, to, body, carry).await?;
     leg.rest().await.map_err(hop_failed)
 }
 

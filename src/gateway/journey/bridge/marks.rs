@@ -11,6 +11,7 @@ use super::session::LegacySession;
 use super::{Bridge, Input};
 use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::{codes, legacy, methods};
+use pingora::proxy::Session;
 
 /// The `Mcp-Param-*` headers of a `tools/call` ([`super::params`]).
 pub(super) fn param_headers(
@@ -50,7 +51,7 @@ pub(super) fn needs_marks(
 
 /// Read the endpoint's whole `tools/list` (at most 20 pages) as this client, learning marks.
 pub(super) async fn learn_tools(
-    bridge: &Bridge,
+    (bridge, session): (&Bridge, &Session),
     ctx: &RequestCtx,
     input: &Input,
     s: &LegacySession,
@@ -67,13 +68,11 @@ pub(super) async fn learn_tools(
             None,
         );
         let Ok(ans) = send(
-            bridge,
+            (bridge, Some(session)),
             ctx,
             input,
-            methods::TOOLS_LIST,
-            None,
+            (methods::TOOLS_LIST, None),
             &body,
-            Vec::new(),
         )
         .await
         else {
