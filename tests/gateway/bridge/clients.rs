@@ -1,7 +1,7 @@
 //! The official 2025-era SDK clients through the bridge to the 2026-only reference backend:
 //! every tool listed, every multi round-trip tool completed with the client's own handlers
-//! answering the questions the backend's `input_required` carried, through one gateway and
-//! with the answers POSTed to a second replica.
+//! answering the questions the backend's `input_required` carried, through one gateway, with
+//! the answers POSTed to a second replica, and through a gateway whose only listener is TLS.
 
 use serde_json::Value;
 
@@ -148,4 +148,54 @@ fn a_federated_endpoint_serves_the_v1_client_its_merged_tools_and_their_question
         "Ada's favorite color is Ada"
     );
     assert_eq!(out["asked"].as_array().unwrap().len(), 5, "{out}");
+}
+
+#[test]
+fn a_gateway_whose_only_listener_is_tls_bridges_the_v1_clients() {
+    // A call's legs run inside the process: no plain listener is needed to carry them. The
+    // session goes without a standalone stream (405, which both clients take in their stride).
+    use crate::support::tls::{tls_listener, Ca, TempDir};
+    let clients: Vec<Client> = [Client::TypeScriptV1, Client::PythonV1]
+        .into_iter()
+        .filter(|c| c.installed())
+        .collect();
+    if clients.is_empty() {
+        return;
+    }
+    let pool = backend();
+    let dir = TempDir::new("bridge-tls");
+    let ca = Ca::new("bridge CA");
+    let (cert, key) = ca.server("gateway", &["localhost"], 30).write(&dir, "gw");
+    let ca_file = dir.write("ca.pem", &ca.pem);
+    let tls = std::net::SocketAddr::from(([127, 0, 0, 1], crate::support::free_port()));
+    let list: Vec<String> = pool.addrs().iter().map(|a| a.to_string()).collect();
+    let y = format!(
+        // Work stealing, as every test gateway (tests start and stop many in one process).
+        "work_stealing: true\nlisten:\n  mcp: {}\n  admin: 127.0.0.1:{}\npools:\n  fleet:\n    instances: [{}]\ndefault_route: {{ pool: fleet }}\n",
+        tls_listener(tls, &cert, &key, ""),
+        crate::support::free_port(),
+        list.join(", ")
+    );
+    let cfg = mcp_edge::config::Config::parse(&y, "bridge-tls.yaml").unwrap();
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let url = format!("https://localhost:{}/mcp", tls.port());
+    for c in &clients {
+        // Each trusts the test CA the way its HTTP stack reads one from the environment.
+        let env = [
+            ("NODE_EXTRA_CA_CERTS", ca_file.as_path()),
+            ("SSL_CERT_FILE", ca_file.as_path()),
+        ];
+        let out = c.run_with(&url, CALLS, None, &env);
+        assert_completed(*c, &out);
+    }
+    let m = scrape(&gw);
+    let inside = &["leg=\"hop\"", "connection=\"inside\""];
+    assert!(
+        sample(&m, "mcp_edge_legacy_connections_total", inside) > 0.0,
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "mcp_edge_legacy_flows_total", &["completed"]),
+        5.0 * clients.len() as f64
+    );
 }

@@ -109,6 +109,17 @@ impl Client {
     /// Run it against `url`, calling `calls`; `answers_to`: POST its answers to that URL
     /// instead. What it printed, parsed.
     pub(super) fn run(self, url: &str, calls: &str, answers_to: Option<&str>) -> Value {
+        self.run_with(url, calls, answers_to, &[])
+    }
+
+    /// [`Client::run`] with more environment (a CA to trust, say).
+    pub(super) fn run_with(
+        self,
+        url: &str,
+        calls: &str,
+        answers_to: Option<&str>,
+        env: &[(&str, &std::path::Path)],
+    ) -> Value {
         let d = peers();
         let mut cmd = match self {
             Client::TypeScriptV1 => {
@@ -126,6 +137,7 @@ impl Client {
             }
         };
         cmd.args([url, calls]);
+        cmd.envs(env.iter().copied());
         if let Some(a) = answers_to {
             cmd.env("MCP_EDGE_ANSWERS_URL", a);
         }

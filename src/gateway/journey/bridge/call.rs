@@ -155,7 +155,7 @@ async fn send_leg(
         super::marks::param_headers(bridge, input, call, name),
     );
     let to = (&call.method[..], name);
-    let started = match start_inside(out.session, (bridge, input), to, &carry, &body) {
+    let started = match start_inside(out.session, input, to, &carry, &body) {
         Ok(s) => s,
         Err(rej) => return Ok(Err(rej)),
     };

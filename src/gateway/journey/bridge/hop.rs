@@ -105,7 +105,8 @@ pub(crate) struct Leg {
     /// when the rest of the answer is read in the background and the connection goes back
     /// sooner, the newer registration holds: `Hops` numbers them).
     _hop: Option<Hop>,
-    target: SocketAddr,
+    /// Where the request went (`None`: inside this process).
+    target: Option<SocketAddr>,
     /// The request went on a kept connection.
     pub kept: bool,
     body: Body,
@@ -177,7 +178,7 @@ impl Leg {
                 tokio::time::timeout_at(deadline, oneshot::Streaming::resume(stream, bytes));
             if let Some(body) = resumed.await.map_err(|_| late())?? {
                 let body = Body::Socket(body.keep_in(pool, key, idle));
-                return Ok(Leg::new((target, true), body, hop, deadline));
+                return Ok(Leg::new((Some(target), true), body, hop, deadline));
             }
         }
         let (stream, hop) = tokio::time::timeout(connect_timeout, connect(target, speaks_for))
@@ -191,28 +192,28 @@ impl Leg {
         if let Some((pool, idle)) = kept {
             body = body.keep_in(pool, key, idle);
         }
-        Ok(Leg::new((target, false), Body::Socket(body), hop, deadline))
+        Ok(Leg::new(
+            (Some(target), false),
+            Body::Socket(body),
+            hop,
+            deadline,
+        ))
     }
 
     /// The answer of a request started through the client's own pipeline, inside the process
     /// ([`super::inside`]): its head, read within `read_timeout`.
     pub(crate) async fn inside(
         started: super::inside::Started,
-        target: SocketAddr,
         read_timeout: Duration,
     ) -> Result<Leg, String> {
         let deadline = tokio::time::Instant::now() + read_timeout;
         let answer = started.answer(deadline).await?;
-        Ok(Leg::new(
-            (target, false),
-            Body::Inside(answer),
-            None,
-            deadline,
-        ))
+        let body = Body::Inside(answer);
+        Ok(Leg::new((None, false), body, None, deadline))
     }
 
     fn new(
-        (target, kept): (SocketAddr, bool),
+        (target, kept): (Option<SocketAddr>, bool),
         body: Body,
         hop: Option<Hop>,
         deadline: tokio::time::Instant,
@@ -272,7 +273,9 @@ impl Leg {
 
     /// The next piece of the body, within the deadline and the size bound.
     async fn piece(&mut self) -> Result<Option<bytes::Bytes>, String> {
-        let target = self.target;
+        let target = self
+            .target
+            .map_or_else(|| "this gateway's pipeline".to_owned(), |t| t.to_string());
         let piece = tokio::time::timeout_at(self.deadline, self.body.next())
             .await
             .map_err(|_| format!("{target} did not finish its answer in time"))??;

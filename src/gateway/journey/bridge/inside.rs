@@ -60,20 +60,24 @@ pub(crate) fn adopt(session: &mut Session) {
 }
 
 /// The 2026 head of a leg: what [`crate::gateway::transport::upstream_h1::oneshot::mcp_post`]
-/// writes for the loopback hop, as a parsed head: `Host` as the client sent it (else the
-/// hop's address), the MCP headers of `method` and `name`, the `carry` headers (the caller's
-/// `Authorization`, `Mcp-Param-*` marks) and the body's length.
+/// writes for the loopback hop, as a parsed head: `Host` as the client sent it (or its
+/// request's authority), the MCP headers of `method` and `name`, the `carry` headers (the
+/// caller's `Authorization`, `Mcp-Param-*` marks) and the body's length.
 pub(crate) fn head(
     session: &Session,
-    (path, hop): (&str, std::net::SocketAddr),
+    path: &str,
     (method, name): (&str, Option<&str>),
     carry: &[(String, String)],
     body_len: usize,
 ) -> pingora::Result<RequestHeader> {
     let mut h = RequestHeader::build("POST", path.as_bytes(), Some(8 + carry.len()))?;
-    match session.req_header().headers.get(http::header::HOST) {
+    let req = session.req_header();
+    match req.headers.get(http::header::HOST) {
         Some(host) => h.insert_header(http::header::HOST, host.clone())?,
-        None => h.insert_header(http::header::HOST, hop.to_string())?,
+        None => {
+            let authority = req.uri.authority().map_or("localhost", |a| a.as_str());
+            h.insert_header(http::header::HOST, authority)?
+        }
     }
     h.insert_header(http::header::CONTENT_TYPE, "application/json")?;
     h.insert_header(http::header::ACCEPT, "application/json, text/event-stream")?;

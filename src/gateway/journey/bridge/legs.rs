@@ -24,7 +24,7 @@ pub(super) async fn send(
     let carry = carried(input, Vec::new());
     let to = (method, name);
     let started = match session {
-        Some(s) => start_inside(s, (bridge, input), to, &carry, body)?,
+        Some(s) => start_inside(s, input, to, &carry, body)?,
         None => None,
     };
     let leg = open((bridge, started), ctx, input, to, body, carry).await?;
@@ -51,7 +51,6 @@ pub(super) async fn open(
     carry: Vec<(String, String)>,
 ) -> Result<hop::Leg, Rejection> {
     let config = &ctx.gw.config;
-    let hop = bridge.hop.expect("front() passes only with a hop");
     let timeout = config
         .legacy
         .answer_timeout
@@ -59,10 +58,11 @@ pub(super) async fn open(
     let counted = &ctx.gw.metrics.bridge.connections;
     if let Some(started) = started {
         counted.with_label_values(&["hop", "inside"]).inc();
-        return hop::Leg::inside(started, hop, timeout)
-            .await
-            .map_err(hop_failed);
+        return hop::Leg::inside(started, timeout).await.map_err(hop_failed);
     }
+    let Some(hop) = bridge.hop else {
+        return Err(hop_failed("this gateway has no plain MCP listener".into()));
+    };
     let req = hop::Request {
         path: &input.path,
         method,
@@ -88,14 +88,12 @@ pub(super) async fn open(
 /// one; the loopback hop carries it).
 pub(super) fn start_inside(
     session: &Session,
-    (bridge, input): (&Bridge, &Input),
+    input: &Input,
     (method, name): (&str, Option<&str>),
     carry: &[(String, String)],
     body: &[u8],
 ) -> Result<Option<super::inside::Started>, Rejection> {
-    let hop = bridge.hop.expect("front() passes only with a hop");
-    let head = (input.path.as_str(), hop);
-    let head = super::inside::head(session, head, (method, name), carry, body.len())
+    let head = super::inside::head(session, &input.path, (method, name), carry, body.len())
         .map_err(|e| hop_failed(e.to_string()))?;
     let body = Bytes::copy_from_slice(body);
     Ok(super::inside::start(session, head, body))

@@ -3,7 +3,8 @@
 //! session's client (so a federated endpoint's merged listen stream serves it too), and relays
 //! each list change and resource update as it arrives, without the 2026 subscription id
 //! (`mcp::legacy::to_standalone`). A fleet that offers no listen stream leaves the session
-//! without one: `405`, as the 2025 spec allows. A comment line every [`KEEPALIVE`] keeps
+//! without one: `405`, as the 2025 spec allows; so does a gateway with no plain MCP listener,
+//! which the listen request goes to on loopback ([`super::hop`]). A comment line every [`KEEPALIVE`] keeps
 //! intermediaries from closing an idle stream and finds a client that left. At most
 //! `legacy.max_streams` are open on a replica (`stages::bridge::streams`); past it a `GET` gets
 //! 503 + `Retry-After` + -31007.
@@ -35,6 +36,9 @@ pub(super) async fn stream(
     s: &LegacySession,
 ) -> Result<bool> {
     let gw = ctx.gw.clone();
+    if bridge.hop.is_none() {
+        return no_listener(session, ctx).await;
+    }
     let max = gw.config.legacy.max_streams;
     let Some(_slot) = bridge.streams.take(max, &gw.metrics.bridge.streams) else {
         return too_many(session, ctx, max).await;
@@ -162,6 +166,15 @@ async fn not_offered(session: &mut Session, ctx: &mut RequestCtx, status: u16) -
     let msg = format!(
         "This endpoint offers no standalone stream (the fleet answered its listen request with HTTP {status}): use POST"
     );
+    let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
+    ctx.extra_headers.push(("allow", "POST, DELETE".into()));
+    refuse(session, ctx, rej, None).await
+}
+
+/// No plain MCP listener to carry the stream's listen request on: the session goes without a
+/// standalone stream (`405`, as the 2025 spec allows), its requests still served.
+async fn no_listener(session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
+    let msg = "This gateway offers no standalone stream without a plain MCP listener (it carries a stream's listen request on one): use POST";
     let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
     ctx.extra_headers.push(("allow", "POST, DELETE".into()));
     refuse(session, ctx, rej, None).await

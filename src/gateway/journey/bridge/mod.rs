@@ -96,10 +96,6 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
     };
     let req = session.req_header();
     let passes = pass::takes(&gw, &input);
-    if bridge.hop.is_none() && !passes {
-        // Bridged needs the hop into this gateway's listener; passed through does not.
-        return Ok(None);
-    }
     match req.method {
         http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,
         http::Method::POST => {

@@ -22,9 +22,7 @@ pub(super) async fn explain(
 ) -> Option<Value> {
     let path = parts.uri.path();
     let era = legacy::era_of(&parts.method, &parts.headers);
-    let bridged = gw.bridge.hop.is_some()
-        && bridge_steps::addressed(&gw.config, path)
-        && gw.config.legacy.bridges(path);
+    let bridged = bridge_steps::addressed(&gw.config, path) && gw.config.legacy.bridges(path);
     if era == Era::Modern || !bridged {
         return None;
     }
