@@ -7,7 +7,7 @@
 //! 127.0.0.1.
 
 use crate::support;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -52,11 +52,7 @@ fn a_client_that_leaves_mid_answer_closes_the_upstream_request() {
     let saw_close = Arc::new(AtomicUsize::new(0));
     let seen_close = saw_close.clone();
     let up = Raw::start(move |_, s| {
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut b = [0u8; 64];
-        if matches!(s.read(&mut b), Ok(0)) {
-            seen_close.fetch_add(1, Ordering::SeqCst);
-        }
+        crate::support::raw::hold_until_closed(s, &seen_close);
         false
     });
     let gw = gateway(&up, "timeouts: { upstream_read: 30s }\n");

@@ -128,6 +128,17 @@ pub fn ok_json(s: &mut TcpStream, id: usize) {
     s.write_all(body.as_bytes()).unwrap();
 }
 
+/// Hold the request on `s` without answering, and count it in `closed` when the gateway closes
+/// the connection (within 20 s): what a test of cancellation watches for.
+pub fn hold_until_closed(s: &mut TcpStream, closed: &std::sync::atomic::AtomicUsize) {
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut b = [0u8; 64];
+    if matches!(std::io::Read::read(s, &mut b), Ok(0)) {
+        closed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// The setting that sends every request through pingora's proxy pipe and client.
 pub const IN_PINGORAS_PIPE: &str = "connections: { upstream_leg: pingora }\n";
 

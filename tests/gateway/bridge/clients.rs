@@ -55,10 +55,7 @@ fn assert_completed(client: Client, out: &Value) {
 
 #[test]
 fn the_typescript_and_python_v1_clients_complete_every_mrtr_tool_through_the_bridge() {
-    let clients: Vec<Client> = [Client::TypeScriptV1, Client::PythonV1]
-        .into_iter()
-        .filter(|c| c.installed())
-        .collect();
+    let clients = Client::installed_ones();
     if clients.is_empty() {
         return;
     }
@@ -155,10 +152,7 @@ fn a_gateway_whose_only_listener_is_tls_bridges_the_v1_clients() {
     // A call's legs run inside the process: no plain listener is needed to carry them. The
     // session goes without a standalone stream (405, which both clients take in their stride).
     use crate::support::tls::{tls_listener, Ca, TempDir};
-    let clients: Vec<Client> = [Client::TypeScriptV1, Client::PythonV1]
-        .into_iter()
-        .filter(|c| c.installed())
-        .collect();
+    let clients = Client::installed_ones();
     if clients.is_empty() {
         return;
     }

@@ -230,7 +230,7 @@ fn a_client_that_leaves_mid_call_closes_the_upstream_request() {
     // for a 2026 client. The upstream answers the session's `server/discover`, then holds the
     // call and reports when the gateway closes it.
     use crate::support::raw::{gateway, Raw};
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
@@ -247,11 +247,7 @@ fn a_client_that_leaves_mid_call_closes_the_upstream_request() {
             s.write_all(body.as_bytes()).unwrap();
             return true;
         }
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut b = [0u8; 64];
-        if matches!(s.read(&mut b), Ok(0)) {
-            seen_close.fetch_add(1, Ordering::SeqCst);
-        }
+        crate::support::raw::hold_until_closed(s, &seen_close);
         false
     });
     let gw = gateway(&up, "timeouts: { upstream_read: 30s }\n");

@@ -81,6 +81,14 @@ pub(super) enum Client {
 }
 
 impl Client {
+    /// The 2025-era SDK clients that can run here (each missing one skipped loudly).
+    pub(super) fn installed_ones() -> Vec<Client> {
+        [Client::TypeScriptV1, Client::PythonV1]
+            .into_iter()
+            .filter(|c| c.installed())
+            .collect()
+    }
+
     /// Whether it can run here (else skipped loudly, or a failure under MCP_EDGE_REQUIRE_PEERS).
     pub(super) fn installed(self) -> bool {
         let d = peers();
