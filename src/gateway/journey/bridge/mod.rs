@@ -174,7 +174,10 @@ fn head_ok(req: &pingora::http::RequestHeader, config: &Config) -> Result<(), Re
 }
 
 /// The session the request presents, verified; the legacy server's answers otherwise.
-pub(crate) fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Rejection> {
+pub(crate) fn verify(
+    bridge: &Bridge,
+    input: &Input,
+) -> Result<std::sync::Arc<LegacySession>, Rejection> {
     let Some(id) = input.session_id.as_deref() else {
         let msg = "Bad Request: no session id (Mcp-Session-Id); send initialize first";
         return Err(Rejection::new(
@@ -184,7 +187,10 @@ pub(crate) fn verify(bridge: &Bridge, input: &Input) -> Result<LegacySession, Re
             msg,
         ));
     };
-    LegacySession::verify(&bridge.sealer, id, &input.caller, &input.path)
+    let binding = (input.caller.as_str(), input.path.as_str());
+    bridge
+        .opened
+        .verify(&bridge.sealer, id, binding)
         .and_then(|s| match bridge.ended.has(&s) {
             true => Err(session::Refused::Ended),
             false => Ok(s),

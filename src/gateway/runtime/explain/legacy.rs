@@ -114,7 +114,7 @@ async fn verify(
     gw: &Gateway,
     q: &Question,
     parts: &http::request::Parts,
-) -> Result<crate::gateway::stages::bridge::session::LegacySession, Rejection> {
+) -> Result<std::sync::Arc<crate::gateway::stages::bridge::session::LegacySession>, Rejection> {
     let (path, ip) = (parts.uri.path(), q.client_ip);
     let input = Input::read(&parts.headers, path, ip, gw.auth.as_ref())
         .await

@@ -33,6 +33,8 @@ pub(crate) struct Bridge {
     /// Where the other replicas reach this one.
     pub(crate) advertise: String,
     pub(crate) waiting: Arc<Waiting>,
+    /// Session ids opened recently here (per generation: a reload may change the keys).
+    pub(crate) opened: session::Opened,
     /// Sessions ended by `DELETE` here (carried over reloads).
     pub(crate) ended: Arc<session::Ended>,
     /// Log levels set by sessions' clients here (carried over reloads).
@@ -102,6 +104,7 @@ impl Bridge {
             hop,
             advertise,
             waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
+            opened: session::Opened::default(),
             ended: previous.map(|p| p.ended.clone()).unwrap_or_default(),
             levels: previous.map(|p| p.levels.clone()).unwrap_or_default(),
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),
