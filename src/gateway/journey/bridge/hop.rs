@@ -4,8 +4,8 @@
 //! knowing about eras. A client's requests go inside the process, as subrequests of the
 //! client's request ([`super::inside`]); a standalone stream's `subscriptions/listen`, which may
 //! last hours and then leaves the pipeline on both ends, is POSTed to this gateway's plain MCP
-//! listener on loopback, on kept connections. Either way one request path, and a bridge that cannot skip a
-//! stage; what each costs is measured in docs/benchmarks.md.
+//! listener on loopback, on kept connections. Either way one request path, and a bridge that
+//! cannot skip a stage; what each costs is measured in docs/benchmarks.md.
 //!
 //! Its [`post`] also carries a request one replica sends on to another ([`super::replica`]).
 

@@ -28,7 +28,8 @@ use pingora::proxy::Session;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-use crate::mcp::{header, PROTOCOL_VERSION};
+use crate::gateway::transport::upstream_h1::oneshot::mcp_post_headers;
+use crate::mcp::header;
 
 /// The longest the rest of a stream is read after the leg was dropped.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -60,7 +61,7 @@ pub(crate) fn adopt(session: &mut Session) {
 }
 
 /// The 2026 head of a leg: what [`crate::gateway::transport::upstream_h1::oneshot::mcp_post`]
-/// writes for the loopback hop, as a parsed head: `Host` as the client sent it (or its
+/// writes for the loopback hop (the same [`mcp_post_headers`]), as a parsed head: `Host` as the client sent it (or its
 /// request's authority), the MCP headers of `method` and `name`, the `carry` headers (the
 /// caller's `Authorization`, `Mcp-Param-*` marks) and the body's length.
 pub(crate) fn head(
@@ -79,10 +80,9 @@ pub(crate) fn head(
             h.insert_header(http::header::HOST, authority)?
         }
     }
-    h.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    h.insert_header(http::header::ACCEPT, "application/json, text/event-stream")?;
-    h.insert_header(header::PROTOCOL_VERSION, PROTOCOL_VERSION)?;
-    h.insert_header(header::METHOD, method)?;
+    for (k, v) in mcp_post_headers(method) {
+        h.insert_header(k, v)?;
+    }
     if let Some(n) = name {
         h.insert_header(header::NAME, &*header::encode_value(n))?;
     }

@@ -114,6 +114,7 @@ pub(super) async fn unless_gone<T>(
     }
 }
 
+/// A request the bridge could not carry into the pipeline: 502, the gateway's fault.
 pub(super) fn hop_failed(e: String) -> Rejection {
     let msg = format!("The gateway could not carry the request into its pipeline: {e}");
     Rejection::new(502, codes::GATEWAY_UPSTREAM_UNAVAILABLE, "bridge-hop", msg)

@@ -4,8 +4,8 @@
 //! each list change and resource update as it arrives, without the 2026 subscription id
 //! (`mcp::legacy::to_standalone`). A fleet that offers no listen stream leaves the session
 //! without one: `405`, as the 2025 spec allows; so does a gateway with no plain MCP listener,
-//! which the listen request goes to on loopback ([`super::hop`]). A comment line every [`KEEPALIVE`] keeps
-//! intermediaries from closing an idle stream and finds a client that left. At most
+//! which the listen request goes to on loopback ([`super::hop`]). A comment line every
+//! [`KEEPALIVE`] keeps intermediaries from closing an idle stream and finds a client that left. At most
 //! `legacy.max_streams` are open on a replica (`stages::bridge::streams`); past it a `GET` gets
 //! 503 + `Retry-After` + -31007.
 
@@ -163,18 +163,20 @@ async fn too_many(session: &mut Session, ctx: &mut RequestCtx, max: usize) -> Re
 
 /// No standalone stream: the fleet answered the listen request with `status` and no stream.
 async fn not_offered(session: &mut Session, ctx: &mut RequestCtx, status: u16) -> Result<bool> {
-    let msg = format!(
-        "This endpoint offers no standalone stream (the fleet answered its listen request with HTTP {status}): use POST"
-    );
-    let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
-    ctx.extra_headers.push(("allow", "POST, DELETE".into()));
-    refuse(session, ctx, rej, None).await
+    let why = format!("the fleet answered its listen request with HTTP {status}");
+    no_stream(session, ctx, &why).await
 }
 
 /// No plain MCP listener to carry the stream's listen request on: the session goes without a
-/// standalone stream (`405`, as the 2025 spec allows), its requests still served.
+/// standalone stream, its requests still served.
 async fn no_listener(session: &mut Session, ctx: &mut RequestCtx) -> Result<bool> {
-    let msg = "This gateway offers no standalone stream without a plain MCP listener (it carries a stream's listen request on one): use POST";
+    let why = "this gateway has no plain MCP listener to carry the stream's listen request on";
+    no_stream(session, ctx, why).await
+}
+
+/// The session goes without a standalone stream: `405` and `Allow`, as the 2025 spec allows.
+async fn no_stream(session: &mut Session, ctx: &mut RequestCtx, why: &str) -> Result<bool> {
+    let msg = format!("This endpoint offers no standalone stream ({why}): use POST");
     let rej = Rejection::new(405, codes::INVALID_REQUEST, "method-not-allowed", msg);
     ctx.extra_headers.push(("allow", "POST, DELETE".into()));
     refuse(session, ctx, rej, None).await

@@ -1,8 +1,9 @@
 //! The protocol bridge's state and rules (its steps are `gateway::journey::bridge`): the
-//! sealed session of a 2025-era client ([`session`]), the calls waiting for a client's answers
-//! on this replica and the sealed ids of the questions they asked ([`waiting`]), whom a hop
-//! into the pipeline speaks for ([`hops`]), the `x-mcp-header` marks learned from lists
-//! ([`params`]), the standalone streams open ([`streams`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
+//! sealed session of a 2025-era client ([`session`]) and the ids opened recently ([`opened`]),
+//! the calls waiting for a client's answers on this replica and the sealed ids of the questions
+//! they asked ([`waiting`]), whom a hop into the pipeline speaks for ([`hops`]), the
+//! `x-mcp-header` marks learned from lists ([`params`]), the standalone streams open
+//! ([`streams`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
 //! functions: no session, no socket.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -13,6 +14,7 @@ use crate::mcp::seal::{Sealer, StateKeys};
 
 pub(crate) mod hops;
 pub(crate) mod messages;
+pub(crate) mod opened;
 pub(crate) mod params;
 pub(crate) mod pass;
 pub(crate) mod servers;
@@ -34,7 +36,7 @@ pub(crate) struct Bridge {
     pub(crate) advertise: String,
     pub(crate) waiting: Arc<Waiting>,
     /// Session ids opened recently here (per generation: a reload may change the keys).
-    pub(crate) opened: session::Opened,
+    pub(crate) opened: opened::Opened,
     /// Sessions ended by `DELETE` here (carried over reloads).
     pub(crate) ended: Arc<session::Ended>,
     /// Log levels set by sessions' clients here (carried over reloads).
@@ -104,7 +106,7 @@ impl Bridge {
             hop,
             advertise,
             waiting: previous.map(|p| p.waiting.clone()).unwrap_or_default(),
-            opened: session::Opened::default(),
+            opened: opened::Opened::default(),
             ended: previous.map(|p| p.ended.clone()).unwrap_or_default(),
             levels: previous.map(|p| p.levels.clone()).unwrap_or_default(),
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),

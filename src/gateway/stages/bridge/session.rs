@@ -197,7 +197,7 @@ pub(crate) fn open_bound<T: Bound>(
 }
 
 /// Whether an opened session is `caller`'s, on `path`, and unexpired now.
-fn check_bound<T: Bound>(s: &T, (caller, path): (&str, &str)) -> Result<(), Refused> {
+pub(super) fn check_bound<T: Bound>(s: &T, (caller, path): (&str, &str)) -> Result<(), Refused> {
     if now_ms() >= s.expires_at_ms() {
         return Err(Refused::Expired);
     }
@@ -208,49 +208,6 @@ fn check_bound<T: Bound>(s: &T, (caller, path): (&str, &str)) -> Result<(), Refu
         return Err(Refused::OtherCaller);
     }
     Ok(())
-}
-
-/// The most session ids one gateway generation keeps opened.
-const MAX_OPENED: usize = 4096;
-
-/// Session ids opened recently on this replica, by their exact text: a session's every request
-/// presents the same id, and opening it (decrypting, parsing its JSON) is most of what checking
-/// it costs. The binding (caller, endpoint, expiry) is still checked on each request; only
-/// what the keys said is remembered. Per gateway generation (a reload may change the keys);
-/// bounded: when full, it starts again empty.
-#[derive(Default)]
-pub(crate) struct Opened {
-    by_id: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<LegacySession>>>,
-}
-
-impl Opened {
-    /// [`LegacySession::verify`], remembering what opened.
-    pub(crate) fn verify(
-        &self,
-        sealer: &Sealer,
-        id: &str,
-        (caller, path): (&str, &str),
-    ) -> Result<std::sync::Arc<LegacySession>, Refused> {
-        let known = self.lock().get(id).cloned();
-        if let Some(s) = known {
-            check_bound(&*s, (caller, path))?;
-            return Ok(s);
-        }
-        let s = std::sync::Arc::new(LegacySession::verify(sealer, id, caller, path)?);
-        let mut by_id = self.lock();
-        if by_id.len() >= MAX_OPENED {
-            by_id.clear();
-        }
-        by_id.insert(id.to_owned(), s.clone());
-        Ok(s)
-    }
-
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, std::sync::Arc<LegacySession>>>
-    {
-        self.by_id.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 #[cfg(test)]
@@ -300,68 +257,6 @@ mod tests {
             Err(Refused::Expired)
         );
         assert_eq!(caller_of(None), "");
-    }
-
-    #[test]
-    fn an_opened_session_is_remembered_but_its_binding_checked_on_every_request() {
-        let sealer = Sealer::new(StateKeys::random());
-        let alice = caller_of(Some(b"Bearer a"));
-        let s = LegacySession::open(
-            "2025-11-25",
-            json!({}),
-            json!({}),
-            alice.clone(),
-            "/mcp",
-            60_000,
-        );
-        let id = s.seal(&sealer).unwrap();
-        let opened = Opened::default();
-        assert_eq!(*opened.verify(&sealer, &id, (&alice, "/mcp")).unwrap(), s);
-        assert_eq!(opened.lock().len(), 1);
-        // Remembered: the same id now opens without the keys, yet for its caller and endpoint
-        // only.
-        let no_keys = Sealer::new(StateKeys::random());
-        assert_eq!(*opened.verify(&no_keys, &id, (&alice, "/mcp")).unwrap(), s);
-        let bob = caller_of(Some(b"Bearer b"));
-        let refused = opened.verify(&sealer, &id, (&bob, "/mcp"));
-        assert_eq!(refused.unwrap_err(), Refused::OtherCaller);
-        let refused = opened.verify(&sealer, &id, (&alice, "/fed"));
-        assert_eq!(refused.unwrap_err(), Refused::OtherEndpoint);
-        // Another text is another id: an altered one is opened, and refused.
-        let mut altered = id.clone();
-        altered.push('A');
-        assert!(opened.verify(&sealer, &altered, (&alice, "/mcp")).is_err());
-        // Expiry is checked on the remembered session too.
-        let brief = LegacySession {
-            expires_at_ms: now_ms() + 30,
-            ..s
-        };
-        let brief_id = brief.seal(&sealer).unwrap();
-        assert!(opened.verify(&sealer, &brief_id, (&alice, "/mcp")).is_ok());
-        if let Some(b) = opened.lock().get_mut(&brief_id) {
-            let lapsed = LegacySession {
-                expires_at_ms: 1,
-                ..(**b).clone()
-            };
-            *b = std::sync::Arc::new(lapsed);
-        }
-        let refused = opened.verify(&sealer, &brief_id, (&alice, "/mcp"));
-        assert_eq!(refused.unwrap_err(), Refused::Expired);
-        // Bounded.
-        for _ in 0..MAX_OPENED + 3 {
-            let s = LegacySession::open(
-                "2025-11-25",
-                json!({}),
-                json!({}),
-                alice.clone(),
-                "/mcp",
-                60_000,
-            );
-            opened
-                .verify(&sealer, &s.seal(&sealer).unwrap(), (&alice, "/mcp"))
-                .unwrap();
-        }
-        assert!(opened.lock().len() <= MAX_OPENED);
     }
 }
 

@@ -13,6 +13,19 @@ use std::time::Duration;
 use super::wire::{decode, parse_head, Decoded, Framing, Head};
 use super::Pool;
 
+/// The JSON and MCP headers of a 2026 POST of `method` the gateway sends on its own, in order:
+/// one list for the bytes [`mcp_post`] writes and the parsed head of a bridged leg
+/// (`journey::bridge::inside`).
+pub(crate) fn mcp_post_headers(method: &str) -> [(&'static str, &str); 4] {
+    use crate::mcp::{header, PROTOCOL_VERSION};
+    [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        (header::PROTOCOL_VERSION, PROTOCOL_VERSION),
+        (header::METHOD, method),
+    ]
+}
+
 /// A whole MCP POST the gateway sends on its own (a health check, a catalog page, a bridged
 /// request): the request line for `path`, `Host`, the JSON and MCP headers for `method`, `extra`
 /// headers, `Connection: close` unless the connection is `kept` for the next request, and the
@@ -24,13 +37,8 @@ pub(crate) fn mcp_post(
     body: &[u8],
     kept: bool,
 ) -> Vec<u8> {
-    use crate::mcp::{header, PROTOCOL_VERSION};
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{}: {PROTOCOL_VERSION}\r\n{}: {method}\r\n",
-        header::PROTOCOL_VERSION,
-        header::METHOD,
-    );
-    for (k, v) in extra {
+    let mut head = format!("POST {path} HTTP/1.1\r\nHost: {host}\r\n");
+    for (k, v) in mcp_post_headers(method).iter().chain(extra) {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     if !kept {
