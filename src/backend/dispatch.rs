@@ -191,7 +191,7 @@ fn discover_result() -> Value {
         "capabilities": {
             "tools": {"listChanged": true},
             "prompts": {"listChanged": true},
-            "resources": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true},
             "completions": {},
             "logging": {},
             "extensions": { tasks::EXTENSION: {} },

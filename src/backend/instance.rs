@@ -16,11 +16,13 @@ use super::state::StateCodec;
 use super::tasks::TaskStore;
 use crate::mcp::{meta, result_body, result_type};
 
-/// A list-changed event, fanned out to the listen streams of every instance of a pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A change fanned out to the listen streams of every instance of a pool: a list changed, or
+/// the resource with this URI did (a cart charged: `charges://<cart>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
     Tools,
     Prompts,
+    Resource(Arc<str>),
 }
 
 /// What the instances of one pool share.

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::instance::Instance;
+use super::instance::{Change, Instance};
 use super::respond::{in_band, json_response, missing_caps, reject, Body};
 use super::state::{request_digest, StateCodec, StateError, StatePayload};
 use super::tasks::serve as tasks;
@@ -208,7 +208,13 @@ async fn answer(leg: Leg<'_>, flow: &Flow<'_>, outcome: Outcome) -> Response<Bod
         }
         Outcome::Task(job) => tasks::inline(inst, job, id).await,
         Outcome::Ledger(op) => match tools::settle(op, &inst.shared.ledger).await {
-            Ok(result) => inst.ok(id, result),
+            Ok((result, updated)) => {
+                if let Some(uri) = updated {
+                    // No listener is no error: the change is only announced.
+                    let _ = inst.shared.changes.send(Change::Resource(uri.into()));
+                }
+                inst.ok(id, result)
+            }
             Err(msg) => in_band(id, codes::INTERNAL_ERROR, &msg, None),
         },
     }

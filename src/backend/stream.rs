@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 use super::instance::{Change, Instance};
 use super::respond::{in_band, send_frame, sse_response, Body, KEEPALIVE};
 use super::tools::Special;
+use crate::mcp::caching::RESOURCES_UPDATED;
 use crate::mcp::methods::*;
 use crate::mcp::mrtr::RESULT_TYPE;
 use crate::mcp::response::SSE_KEEPALIVE;
@@ -127,33 +128,80 @@ pub(super) async fn special(
 // ---------------------------------------------------------------------------------------------
 // subscriptions/listen
 
+/// Most resource URIs one listen request subscribes to; past it the rest are not honoured.
+const MAX_RESOURCE_SUBSCRIPTIONS: usize = 64;
+
+/// What a listen request asked for (`params.notifications`) and this server honours: the list
+/// changes, and the resources it has among `resourceSubscriptions`.
+struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<String>,
+}
+
+impl Filter {
+    fn read(params: &Map<String, Value>) -> Filter {
+        let filter = params.get("notifications").and_then(Value::as_object);
+        let wants = |k: &str| filter.and_then(|f| f.get(k)).and_then(Value::as_bool) == Some(true);
+        let uris = filter
+            .and_then(|f| f.get("resourceSubscriptions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|u| super::tools::read_resource(u).is_some())
+            .take(MAX_RESOURCE_SUBSCRIPTIONS)
+            .map(str::to_owned)
+            .collect();
+        Filter {
+            tools: wants("toolsListChanged"),
+            prompts: wants("promptsListChanged"),
+            resources: wants("resourcesListChanged"),
+            uris,
+        }
+    }
+
+    /// The subset honoured, as the acknowledgement carries it.
+    fn honoured(&self) -> Map<String, Value> {
+        let mut honoured = Map::new();
+        for (k, on) in [
+            ("toolsListChanged", self.tools),
+            ("promptsListChanged", self.prompts),
+            ("resourcesListChanged", self.resources),
+        ] {
+            if on {
+                honoured.insert(k.into(), Value::Bool(true));
+            }
+        }
+        if !self.uris.is_empty() {
+            honoured.insert("resourceSubscriptions".into(), json!(self.uris));
+        }
+        honoured
+    }
+
+    /// The notification `change` makes on this stream (method and params), if it asked for it.
+    fn notification(&self, change: &Change, sub_meta: &Value) -> Option<Value> {
+        let method = match change {
+            Change::Tools if self.tools => NOTIFY_TOOLS_CHANGED,
+            Change::Prompts if self.prompts => NOTIFY_PROMPTS_CHANGED,
+            Change::Resource(uri) if self.uris.iter().any(|u| **u == **uri) => {
+                return Some(json!({"jsonrpc": "2.0", "method": RESOURCES_UPDATED,
+                    "params": {"uri": &**uri, "_meta": sub_meta}}));
+            }
+            _ => return None,
+        };
+        Some(json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": sub_meta}}))
+    }
+}
+
 pub(super) fn listen(
     inst: &Arc<Instance>,
     params: &Map<String, Value>,
     id: &RawValue,
 ) -> Response<Body> {
-    let filter = params.get("notifications").and_then(Value::as_object);
-    let wants = |k: &str| {
-        filter
-            .and_then(|f| f.get(k))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    let (tools_on, prompts_on, resources_on) = (
-        wants("toolsListChanged"),
-        wants("promptsListChanged"),
-        wants("resourcesListChanged"),
-    );
-    let mut honoured = Map::new();
-    for (k, on) in [
-        ("toolsListChanged", tools_on),
-        ("promptsListChanged", prompts_on),
-        ("resourcesListChanged", resources_on),
-    ] {
-        if on {
-            honoured.insert(k.into(), Value::Bool(true));
-        }
-    }
+    let filter = Filter::read(params);
+    let honoured = filter.honoured();
     let sub_id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
     let sub_meta = json!({ meta::SUBSCRIPTION_ID: sub_id });
     let ack = json!({"jsonrpc": "2.0", "method": NOTIFY_SUBSCRIPTIONS_ACKNOWLEDGED,
@@ -176,13 +224,14 @@ pub(super) fn listen(
             }
             tokio::select! {
                 ch = changes.recv() => {
-                    let method = match ch {
-                        Ok(Change::Tools) if tools_on => NOTIFY_TOOLS_CHANGED,
-                        Ok(Change::Prompts) if prompts_on => NOTIFY_PROMPTS_CHANGED,
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    let n = match ch {
+                        Ok(change) => match filter.notification(&change, &sub_meta) {
+                            Some(n) => n,
+                            None => continue,
+                        },
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(broadcast::error::RecvError::Closed) => { send_frame(&mut tx, &end).await; return; }
                     };
-                    let n = json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": sub_meta}});
                     if !send_frame(&mut tx, n.to_string().as_bytes()).await { return; }
                 }
                 r = shutdown.changed() => {

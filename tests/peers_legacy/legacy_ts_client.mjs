@@ -5,17 +5,24 @@
 // person and a model would, and prints one JSON line: what it saw.
 // MCP_EDGE_ANSWERS_URL (optional): POST the client's answers to this URL instead (another gateway
 // replica), while everything else goes to argv[2].
+// MCP_EDGE_SUBSCRIBE (optional): a resource URI to subscribe to once the standalone stream is
+// open (a tool change announced then reached it), before the calls; the URIs of the
+// notifications/resources/updated that arrive (waiting at most 10 s for one of that URI after
+// the calls) are printed as `updated`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   ElicitRequestSchema,
   CreateMessageRequestSchema,
   ListRootsRequestSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 const url = new URL(process.argv[2]);
 const calls = (process.argv[3] || "").split(";").filter(Boolean);
 const answersUrl = process.env.MCP_EDGE_ANSWERS_URL;
+const subscribeTo = process.env.MCP_EDGE_SUBSCRIBE;
 const asked = [];
 let answersSentElsewhere = 0;
 
@@ -53,6 +60,29 @@ client.setRequestHandler(ListRootsRequestSchema, async () => {
   return { roots: [{ uri: "file:///work", name: "work" }] };
 });
 
+// Notifications on the standalone stream: each wakes whoever waits for the next one.
+const updated = [];
+let toolChanges = 0;
+let wake = () => {};
+const nextNotification = (ms) =>
+  new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    wake = () => { clearTimeout(t); resolve(); };
+  });
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { updated.push(n.params.uri); wake(); });
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => { toolChanges++; wake(); });
+
+// The standalone stream opens in the background after initialize: it is open once a tool change
+// announced now reaches it (at most 20 tries of 500 ms).
+async function streamOpen() {
+  for (let i = 0; i < 20 && toolChanges === 0; i++) {
+    const heard = nextNotification(500);
+    await client.callTool({ name: "test_trigger_tool_change", arguments: {} });
+    await heard;
+  }
+  return toolChanges > 0;
+}
+
 const transport = new StreamableHTTPClientTransport(url, { fetch: fetchSplit });
 const out = { ok: true };
 try {
@@ -62,11 +92,22 @@ try {
   out.server = client.getServerVersion();
   const tools = await client.listTools();
   out.tools = tools.tools.map((t) => t.name);
+  if (subscribeTo) {
+    out.streamOpen = await streamOpen();
+    await client.subscribeResource({ uri: subscribeTo });
+  }
   out.results = {};
   for (const c of calls) {
     const [name, args] = c.includes("=") ? [c.slice(0, c.indexOf("=")), JSON.parse(c.slice(c.indexOf("=") + 1))] : [c, {}];
     const r = await client.callTool({ name, arguments: args });
     out.results[name] = { isError: !!r.isError, text: (r.content || []).map((x) => x.text).join(" ") };
+  }
+  if (subscribeTo) {
+    const until = Date.now() + 10000;
+    while (!updated.includes(subscribeTo) && Date.now() < until) {
+      await nextNotification(until - Date.now());
+    }
+    await client.unsubscribeResource({ uri: subscribeTo });
   }
   await client.ping();
   await transport.terminateSession();
@@ -75,6 +116,7 @@ try {
   out.error = String(e && e.stack ? e.stack : e);
 }
 out.asked = asked;
+out.updated = updated;
 out.answersSentElsewhere = answersSentElsewhere;
 console.log(JSON.stringify(out));
 await client.close().catch(() => {});

@@ -215,8 +215,9 @@ fn charge_count(c: &Call) -> Step {
     }))
 }
 
-/// Carry out a ledger operation of `charge` / `charge_count` and build the tool result.
-pub async fn settle(op: LedgerOp, ledger: &Ledger) -> Result<Value, String> {
+/// Carry out a ledger operation of `charge` / `charge_count` and build the tool result, with
+/// the URI of the resource it changed (`charges://<cart>` when a charge was made now).
+pub async fn settle(op: LedgerOp, ledger: &Ledger) -> Result<(Value, Option<String>), String> {
     Ok(match op {
         LedgerOp::Charge {
             cart,
@@ -225,17 +226,20 @@ pub async fn settle(op: LedgerOp, ledger: &Ledger) -> Result<Value, String> {
             expires_at_ms,
         } => {
             let (now, charges) = ledger.charge(&cart, &nonce, expires_at_ms).await?;
-            json!({
+            let updated = now.then(|| format!("charges://{cart}"));
+            let result = json!({
                 "content": [text(format!("Charged {amount} to cart {cart}"))],
                 "structuredContent": {"cart_id": cart, "amount": amount, "charges": charges, "alreadyCharged": !now},
-            })
+            });
+            (result, updated)
         }
         LedgerOp::Count { cart } => {
             let n = ledger.count(&cart).await?;
-            json!({
+            let result = json!({
                 "content": [text(format!("Cart {cart} has been charged {n} time(s)"))],
                 "structuredContent": {"cart_id": cart, "charges": n},
-            })
+            });
+            (result, None)
         }
     })
 }

@@ -81,13 +81,24 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 }
 
 /// Methods of the 2025 era the gateway answers itself, for a session, without a 2026 request.
+/// (`resources/subscribe` and `resources/unsubscribe` have none either: the bridge keeps the
+/// URIs for the session's listen request, `resourceSubscriptions`.)
 pub fn answered_at_edge(method: &str) -> Option<Value> {
     match method {
-        // `ping` and the session-scoped settings of 2025 have no 2026 request: log levels are
-        // per request in `_meta`, subscriptions are `subscriptions/listen`.
-        "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
-            Some(json!({}))
-        }
+        // `ping` and the log level of 2025 have no 2026 request: log levels are per request
+        // in `_meta`.
+        "ping" | "logging/setLevel" => Some(json!({})),
+        _ => None,
+    }
+}
+
+/// `resources/subscribe` (`Some(true)`) and `resources/unsubscribe` (`Some(false)`): a 2025
+/// session's resource subscriptions, which a 2026 fleet takes as a listen request's
+/// `resourceSubscriptions`.
+pub fn subscribes(method: &str) -> Option<bool> {
+    match method {
+        "resources/subscribe" => Some(true),
+        "resources/unsubscribe" => Some(false),
         _ => None,
     }
 }
@@ -169,14 +180,18 @@ pub fn to_legacy_error(error: &mut Value) {
 }
 
 /// The params of the 2026 `subscriptions/listen` that serves a 2025-era client's standalone
-/// stream: every list change (a 2025 server sends them all on that stream; a 2025 client's
-/// resource subscriptions are not carried, the gateway keeps no session state for them).
-pub fn standalone_listen_params() -> Value {
-    json!({"notifications": {
+/// stream: every list change (a 2025 server sends them all on that stream), and the resources
+/// the session's client subscribed to (`uris`, the 2025 `resources/subscribe`).
+pub fn standalone_listen_params(uris: &[String]) -> Value {
+    let mut n = json!({
         "toolsListChanged": true,
         "promptsListChanged": true,
         "resourcesListChanged": true,
-    }})
+    });
+    if !uris.is_empty() {
+        n["resourceSubscriptions"] = json!(uris);
+    }
+    json!({ "notifications": n })
 }
 
 /// A message of a 2026 listen stream as a 2025-era standalone stream sends it: list changes and

@@ -157,3 +157,59 @@ fn listen_stream_acknowledges_notifies_and_ends_on_shutdown() {
         "the stream closes after the final result"
     );
 }
+
+/// `resourceSubscriptions`: the resources the server has are honoured (the acknowledgement
+/// says which); a charge made on another instance of the pool announces `charges://<cart>`
+/// once, and replaying its confirmation announces nothing.
+#[test]
+fn listen_stream_carries_updates_of_the_resources_subscribed() {
+    let p = mcp_edge::backend::Pool::start(mcp_edge::backend::PoolOptions::local(2)).unwrap();
+    let a = p.addrs();
+    let h = good_headers("subscriptions/listen", None);
+    let asked = json!({"toolsListChanged": true,
+        "resourceSubscriptions": ["charges://cart-s", "nothing://here", 7]});
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen",
+        "params": {"notifications": asked, "_meta": meta(json!({}))}});
+    let mut s = SseStream::open(a[0], &hdrs(&h), &body.to_string());
+    assert_eq!(s.status, 200);
+    let ack = s.next_message().unwrap();
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["charges://cart-s"]})
+    );
+    let charge = |id: i64, cart: &str, extra: Value| {
+        let args = json!({"cart_id": cart, "amount": 3});
+        let caps = json!({"elicitation": {}});
+        call(a[1], id, "charge", args, caps, None, extra).result()
+    };
+    let yes = |st: &Value| json!({"inputResponses": {"confirm_charge": {"action": "accept", "content": {"confirm": true}}}, "requestState": st});
+    // Another cart's charge is not announced here; this cart's is, with its URI.
+    let other = charge(1, "cart-o", json!({}));
+    charge(2, "cart-o", yes(&other["requestState"]));
+    let first = charge(3, "cart-s", json!({}));
+    let done = charge(4, "cart-s", yes(&first["requestState"]));
+    assert_eq!(done["structuredContent"]["alreadyCharged"], false, "{done}");
+    let n = s.next_message().unwrap();
+    assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+    assert_eq!(n["params"]["uri"], "charges://cart-s", "{n}");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        4
+    );
+    // A replayed confirmation charges nothing, so nothing is announced: the next message is
+    // the tool change that follows it.
+    charge(5, "cart-s", yes(&first["requestState"]));
+    let trigger = json!({});
+    call(
+        a[1],
+        6,
+        "test_trigger_tool_change",
+        trigger,
+        json!({}),
+        None,
+        json!({}),
+    )
+    .result();
+    let n = s.next_message().unwrap();
+    assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
+}

@@ -26,6 +26,7 @@ mod raw;
 mod remote;
 mod servers;
 mod sessions;
+mod subscriptions;
 mod tokens;
 
 /// The MRTR tools every client completes: elicitation, sampling, roots, three at once, two
@@ -59,6 +60,42 @@ pub(super) fn keys_file() -> PathBuf {
     let key = mcp_edge::mcp::hex::encode(&rand::random::<[u8; 32]>());
     std::fs::write(&keys, format!("{key}\n")).unwrap();
     keys
+}
+
+/// Two gateway replicas in front of `pool` that know each other (`legacy.replicas`) and share
+/// a sealing key file (its folder: removed on drop), with `legacy` settings `more` (YAML flow
+/// entries after `keys_file`, say `, answer_timeout: 20s`).
+pub(super) struct Replicas {
+    pub a: RunningGateway,
+    pub b: RunningGateway,
+    keys: PathBuf,
+}
+
+impl Replicas {
+    pub(super) fn start(pool: &Pool, more: &str) -> Replicas {
+        let keys = keys_file();
+        let extra = format!(
+            "default_route: {{pool: fleet}}\nlegacy: {{ keys_file: {}{more} }}\n",
+            keys.display()
+        );
+        let fleet = [("fleet", pool.addrs(), "balance: round_robin")];
+        let (mut ca, mut cb) = (config(&fleet, &extra), config(&fleet, &extra));
+        let all = vec![
+            format!("http://{}", ca.listen.mcp),
+            format!("http://{}", cb.listen.mcp),
+        ];
+        ca.legacy.replicas = all.clone();
+        cb.legacy.replicas = all;
+        let a = RunningGateway::start(ca).unwrap();
+        let b = RunningGateway::start(cb).unwrap();
+        Replicas { a, b, keys }
+    }
+}
+
+impl Drop for Replicas {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.keys.parent().unwrap());
+    }
 }
 
 fn peers() -> PathBuf {

@@ -271,23 +271,9 @@ fn explain_follows_a_2025_era_request_through_the_bridge() {
 /// on the replica holding the call when it reaches another one (`legacy.replicas`).
 #[test]
 fn a_cancellation_ends_the_call_here_or_on_the_replica_that_holds_it() {
-    use crate::support::config;
-    let keys = super::keys_file();
     let pool = backend();
-    let extra = format!(
-        "default_route: {{pool: fleet}}\nlegacy: {{ keys_file: {}, answer_timeout: 20s }}\n",
-        keys.display()
-    );
-    let fleet = [("fleet", pool.addrs(), "balance: round_robin")];
-    let (mut ca, mut cb) = (config(&fleet, &extra), config(&fleet, &extra));
-    let all = vec![
-        format!("http://{}", ca.listen.mcp),
-        format!("http://{}", cb.listen.mcp),
-    ];
-    ca.legacy.replicas = all.clone();
-    cb.legacy.replicas = all;
-    let a = mcp_edge::gateway::RunningGateway::start(ca).unwrap();
-    let b = mcp_edge::gateway::RunningGateway::start(cb).unwrap();
+    let replicas = super::Replicas::start(&pool, ", answer_timeout: 20s");
+    let (a, b) = (&replicas.a, &replicas.b);
     let sid = open(a.mcp_addr, None);
     for (id, to) in [(5, a.mcp_addr), (6, b.mcp_addr)] {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -308,7 +294,7 @@ fn a_cancellation_ends_the_call_here_or_on_the_replica_that_holds_it() {
             "{end}"
         );
     }
-    let (ma, mb) = (scrape(&a), scrape(&b));
+    let (ma, mb) = (scrape(a), scrape(b));
     assert_eq!(
         sample(&ma, "mcp_edge_legacy_flows_total", &["cancelled"]),
         2.0
@@ -318,5 +304,4 @@ fn a_cancellation_ends_the_call_here_or_on_the_replica_that_holds_it() {
         2.0
     );
     assert_eq!(sample(&mb, "mcp_edge_legacy_cancels_total", &["sent"]), 1.0);
-    let _ = std::fs::remove_dir_all(keys.parent().unwrap());
 }

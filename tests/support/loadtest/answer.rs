@@ -227,7 +227,7 @@ pub(super) async fn handle(
     let outcome = match (t.run)(&call).unwrap_or_else(|e| e) {
         // charge and charge_count: the backend's own ledger, in this process's memory.
         tools::Outcome::Ledger(op) => match tools::settle(op, &s.ledger).await {
-            Ok(r) => tools::Outcome::Complete(r),
+            Ok((r, _)) => tools::Outcome::Complete(r),
             Err(e) => tools::Outcome::Error(codes::INTERNAL_ERROR, e),
         },
         other => other,

@@ -158,37 +158,11 @@ pub(super) fn cancel_elsewhere(bridge: &Bridge, input: &Input, here: usize, msg:
         m.with_label_values(&["local"]).inc();
         return;
     }
-    let others: Vec<String> = bridge
-        .replicas
-        .iter()
-        .filter(|r| **r != bridge.advertise)
-        .cloned()
-        .collect();
-    if input.hopped || others.is_empty() {
-        m.with_label_values(&["unheld"]).inc();
-        return;
-    }
-    m.with_label_values(&["sent"]).inc();
-    let body = serde_json::to_vec(msg).expect("a JSON value serializes");
-    let (path, sid, auth) = (
-        input.path.clone(),
-        input.session_id.clone(),
-        input.authorization.clone(),
-    );
-    let times = bridge.hop_times;
-    tokio::spawn(async move {
-        for replica in others {
-            let headers = [
-                ("content-type", Some("application/json")),
-                (SESSION_ID, sid.as_deref()),
-                ("authorization", auth.as_deref()),
-            ];
-            let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
-            let sent =
-                super::replica::post_on((&replica, HOPPED), (&path, headers), &body, times).await;
-            if let Err(e) = sent {
-                tracing::debug!("a cancellation for another replica: {e}");
-            }
+    match super::replica::tell_others(bridge, input, msg) {
+        Some(sending) => {
+            m.with_label_values(&["sent"]).inc();
+            tokio::spawn(sending);
         }
-    });
+        None => m.with_label_values(&["unheld"]).inc(),
+    }
 }

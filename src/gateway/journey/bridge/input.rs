@@ -9,6 +9,7 @@ use crate::auth::Auth;
 use crate::mcp::legacy::SESSION_ID;
 
 /// What the bridge reads of a legacy request's head.
+#[derive(Clone)]
 pub(crate) struct Input {
     pub path: String,
     pub session_id: Option<String>,

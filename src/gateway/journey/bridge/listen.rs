@@ -1,8 +1,10 @@
 //! The standalone stream of a 2025-era session (`GET` with its session id): the gateway opens
-//! the 2026 `subscriptions/listen` for every list change through its own pipeline as the
-//! session's client (so a federated endpoint's merged listen stream serves it too), and relays
-//! each list change and resource update as it arrives, without the 2026 subscription id
-//! (`mcp::legacy::to_standalone`). A fleet that offers no listen stream leaves the session
+//! the 2026 `subscriptions/listen` for every list change and the resources the session
+//! subscribed to through its own pipeline as the session's client (so a federated endpoint's
+//! merged listen stream serves it too), and relays each list change and resource update as it
+//! arrives, without the 2026 subscription id (`mcp::legacy::to_standalone`). When the
+//! session's subscriptions change ([`super::subscribe`]) it opens the listen again with them,
+//! and drops the old one once the new one is open. A fleet that offers no listen stream leaves the session
 //! without one: `405`, as the 2025 spec allows; so does a gateway with no plain MCP listener,
 //! which the listen request goes to on loopback ([`super::hop`]). A comment line every
 //! [`KEEPALIVE`] keeps intermediaries from closing an idle stream and finds a client that left. At most
@@ -22,6 +24,7 @@ use crate::gateway::journey::detached;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::bridge::streams::StreamSlot;
+use crate::gateway::stages::bridge::subscribed::Watch;
 use crate::mcp::methods::SUBSCRIPTIONS_LISTEN;
 use crate::mcp::{codes, legacy, Rejection};
 
@@ -43,19 +46,12 @@ pub(super) async fn stream(
     let Some(_slot) = bridge.streams.take(max, &gw.metrics.bridge.streams) else {
         return too_many(session, ctx, max).await;
     };
-    let params = legacy::standalone_listen_params();
-    let (caps, info) = (&s.capabilities, &s.client_info);
-    let body = legacy::to_modern(SUBSCRIPTIONS_LISTEN, Some(&params), 1, caps, info, None);
-    let sent = super::legs::open(
-        (bridge, None),
-        ctx,
-        input,
-        (SUBSCRIPTIONS_LISTEN, None),
-        &body,
-        super::legs::carried(input, Vec::new()),
-    )
-    .await;
-    let leg = match sent {
+    let mut follow = Follow {
+        watch: bridge.subscribed.follow(s),
+        input: input.clone(),
+        session: s.clone(),
+    };
+    let leg = match follow.open(bridge, ctx).await {
         Ok(leg) if leg.is_stream() => leg,
         Ok(leg) => return not_offered(session, ctx, leg.status()).await,
         Err(rej) => return refuse(session, ctx, rej, None).await,
@@ -70,6 +66,7 @@ pub(super) async fn stream(
         // the slot, not the pipeline's state.
         let relay = Relay {
             leg,
+            follow,
             beat: keepalive().await,
             _slot,
         };
@@ -78,7 +75,69 @@ pub(super) async fn stream(
             .map_err(|e| e.into_down())?;
         return Ok(true);
     }
-    relay(out, leg).await
+    relay(out, ctx, leg, follow).await
+}
+
+/// What a stream follows of its session's resource subscriptions, and what it needs to open
+/// its listen again when they change.
+struct Follow {
+    /// `None`: this replica follows the most sessions it may; the stream keeps the URIs it
+    /// started with.
+    watch: Option<Watch>,
+    input: Input,
+    session: LegacySession,
+}
+
+impl Follow {
+    /// The session's subscriptions changed (never, when none are followed).
+    async fn changed(&mut self) {
+        if let Some(w) = &mut self.watch {
+            if w.uris.changed().await.is_ok() {
+                return;
+            }
+        }
+        std::future::pending().await
+    }
+
+    /// Open the listen request for every list change and the URIs subscribed now, through the
+    /// pipeline as the session's client; the change is then taken (asked for, or the stream
+    /// ends for want of a listen).
+    async fn open(&mut self, bridge: &Bridge, ctx: &RequestCtx) -> Result<Leg, Rejection> {
+        let uris = match &mut self.watch {
+            Some(w) => w.uris.borrow_and_update().clone(),
+            None => Default::default(),
+        };
+        let params = legacy::standalone_listen_params(&uris.list);
+        let (caps, info) = (&self.session.capabilities, &self.session.client_info);
+        let body = legacy::to_modern(SUBSCRIPTIONS_LISTEN, Some(&params), 1, caps, info, None);
+        let carry = super::legs::carried(&self.input, Vec::new());
+        let to = (SUBSCRIPTIONS_LISTEN, None);
+        let leg = super::legs::open((bridge, None), ctx, &self.input, to, &body, carry).await;
+        if let Some(w) = &self.watch {
+            w.took(uris.version);
+        }
+        leg
+    }
+
+    /// The listen again, after a change: `None` when the fleet gave no stream (this one ends;
+    /// the client's reconnection asks again).
+    async fn reopen(&mut self, ctx: &RequestCtx) -> Option<Leg> {
+        let gw = ctx.gw.clone();
+        match self.open(&gw.bridge, ctx).await {
+            Ok(leg) if leg.is_stream() => Some(leg),
+            Ok(leg) => {
+                tracing::debug!(
+                    "a standalone stream's listen, reopened: HTTP {}",
+                    leg.status()
+                );
+                None
+            }
+            Err(rej) => {
+                tracing::debug!("a standalone stream's listen, reopened: {}", rej.message);
+                None
+            }
+        }
+    }
 }
 
 /// A beat every [`KEEPALIVE`], its first tick past.
@@ -93,14 +152,22 @@ async fn keepalive() -> tokio::time::Interval {
 /// watched by the stream's pump.
 struct Relay {
     leg: Leg,
+    follow: Follow,
     beat: tokio::time::Interval,
     _slot: StreamSlot,
 }
 
 impl detached::Source for Relay {
-    async fn piece(&mut self, _: &mut RequestCtx) -> Result<(Option<Bytes>, bool), detached::Cut> {
+    async fn piece(
+        &mut self,
+        ctx: &mut RequestCtx,
+    ) -> Result<(Option<Bytes>, bool), detached::Cut> {
         loop {
             tokio::select! {
+                _ = self.follow.changed() => match self.follow.reopen(ctx).await {
+                    Some(leg) => self.leg = leg,
+                    None => return Ok((None, true)),
+                },
                 m = self.leg.next_message() => match m {
                     Ok(Some(m)) => {
                         if let Some(n) = legacy::to_standalone(m) {
@@ -122,12 +189,24 @@ impl detached::Source for Relay {
 const COMMENT: &[u8] = b": keepalive\n\n";
 
 /// Relay the listen stream's list changes until it ends or the client leaves.
-async fn relay(mut out: Out<'_>, mut leg: Leg) -> Result<bool> {
+async fn relay(
+    mut out: Out<'_>,
+    ctx: &RequestCtx,
+    mut leg: Leg,
+    mut follow: Follow,
+) -> Result<bool> {
     let mut beat = keepalive().await;
     loop {
-        // `next_message` only waits inside a socket read, which loses nothing when the beat
-        // wins the race.
+        // `next_message` only waits inside a socket read, which loses nothing when another
+        // branch wins the race.
         tokio::select! {
+            _ = follow.changed() => match follow.reopen(ctx).await {
+                Some(l) => leg = l,
+                None => {
+                    out.session.write_response_body(None, true).await?;
+                    return Ok(true);
+                }
+            },
             m = leg.next_message() => match m {
                 Ok(Some(m)) => {
                     if let Some(n) = legacy::to_standalone(m) {

@@ -8,7 +8,8 @@
 //! - The gateway *is* the session: `initialize` is answered from the fleet's `server/discover`
 //!   ([`initialize`]); the session id is sealed and self-contained ([`session`], in the stages
 //!   layer with the rest of the bridge's state, [`Bridge`]), so any replica
-//!   serves it; `ping` and the session-scoped settings are answered here.
+//!   serves it; `ping` and the session-scoped settings are answered here, resource
+//!   subscriptions kept for the session's standalone stream ([`subscribe`]).
 //! - Every other request becomes a 2026 request (the `_meta` from the session, `Mcp-Method` /
 //!   `Mcp-Name` from the body, never from the legacy request's headers) sent through this
 //!   gateway's own pipeline ([`hop`]), so routes, auth, limits, the check, the cache and
@@ -56,6 +57,7 @@ mod out;
 pub(crate) mod pass;
 mod replica;
 mod round;
+mod subscribe;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
 pub(crate) use input::{Input, HOPPED};
@@ -210,6 +212,7 @@ async fn on_session(
         return listen::stream(session, ctx, (bridge, input), s).await;
     }
     bridge.waiting.cancel(&s.nonce, None);
+    bridge.subscribed.end(s);
     bridge.ended.end(s);
     respond(session, 200, Vec::new(), &[]).await?;
     Ok(true)
@@ -317,6 +320,10 @@ async fn post(
     match (method, id) {
         (None, Some(id)) => answers::deliver(session, ctx, bridge, &input, &s, msg, id).await,
         (Some(m), None) => notified(session, (bridge, &input), &s, &m, &msg).await,
+        (Some(m), Some(id)) if legacy::subscribes(&m).is_some() => {
+            let on = legacy::subscribes(&m) == Some(true);
+            subscribe::run(session, ctx, (bridge, &input), &s, (&msg, id, on)).await
+        }
         (Some(m), Some(id)) => match legacy::answered_at_edge(&m) {
             Some(result) if m == "logging/setLevel" => {
                 // Remembered here and sent in each later request's `_meta`.

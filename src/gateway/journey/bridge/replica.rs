@@ -1,5 +1,6 @@
 //! Requests one replica sends on to another: a client's answer or retry for a call another
-//! replica holds, sent as it came plus a marker header that stops it going further.
+//! replica holds, sent as it came plus a marker header that stops it going further; and a
+//! message every other replica of `legacy.replicas` is told of ([`tell_others`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -70,4 +71,51 @@ pub(crate) async fn post_on<'a>(
     post(target, &bytes, None, (connect, read))
         .await
         .map_err(|e| format!("{replica} could not be reached: {e}"))
+}
+
+/// Tell every other replica of `legacy.replicas` of a session's message `msg` (a cancellation
+/// that ended no call here, a change of its resource subscriptions), as the client POSTed it
+/// with its session id and `Authorization` (each replica checks the session again, and sends
+/// it no further); done when each answered or failed. `None`: there are none to tell, or
+/// another replica sent this message here.
+pub(super) fn tell_others(
+    bridge: &super::Bridge,
+    input: &super::Input,
+    msg: &serde_json::Value,
+) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    use crate::mcp::legacy::SESSION_ID;
+    let others: Vec<String> = bridge
+        .replicas
+        .iter()
+        .filter(|r| **r != bridge.advertise)
+        .cloned()
+        .collect();
+    if input.hopped || others.is_empty() {
+        return None;
+    }
+    let body = serde_json::to_vec(msg).expect("a JSON value serializes");
+    let (path, sid, auth) = (
+        input.path.clone(),
+        input.session_id.clone(),
+        input.authorization.clone(),
+    );
+    let times = bridge.hop_times;
+    Some(async move {
+        let sends = others.iter().map(|replica| {
+            let headers = [
+                ("content-type", Some("application/json")),
+                (SESSION_ID, sid.as_deref()),
+                ("authorization", auth.as_deref()),
+            ];
+            let headers = headers.into_iter().filter_map(|(k, v)| Some((k, v?)));
+            let (marker, path, body) = (super::HOPPED, &path, &body);
+            async move {
+                let sent = post_on((replica, marker), (path, headers), body, times).await;
+                if let Err(e) = sent {
+                    tracing::debug!("a session's message for another replica: {e}");
+                }
+            }
+        });
+        futures::future::join_all(sends).await;
+    })
 }

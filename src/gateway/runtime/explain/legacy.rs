@@ -54,6 +54,11 @@ pub(super) async fn explain(
         let detail = json!({"session": "valid", "answers": "a notification or a response to the bridge's question: 202, or handed to the call waiting for it"});
         return Some(said("answered", detail));
     };
+    if legacy::subscribes(method).is_some() {
+        let detail = json!({"session": "valid", "answers": method,
+            "keeps": "the URI for the session's standalone stream, whose listen request asks the fleet for it (resourceSubscriptions); the other replicas of legacy.replicas are told"});
+        return Some(said("answered", detail));
+    }
     if legacy::answered_at_edge(method).is_some() {
         return Some(said(
             "answered",

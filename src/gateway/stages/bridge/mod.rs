@@ -3,7 +3,7 @@
 //! the calls waiting for a client's answers on this replica and the sealed ids of the questions
 //! they asked ([`waiting`]), whom a hop into the pipeline speaks for ([`hops`]), the
 //! `x-mcp-header` marks learned from lists ([`params`]), the standalone streams open
-//! ([`streams`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
+//! ([`streams`]) and the resources their sessions subscribed to ([`subscribed`]), and [`Bridge`], what one gateway generation holds of them all. Plain data and
 //! functions: no session, no socket.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -20,6 +20,7 @@ pub(crate) mod pass;
 pub(crate) mod servers;
 pub(crate) mod session;
 pub(crate) mod streams;
+pub(crate) mod subscribed;
 pub(crate) mod waiting;
 
 use waiting::Waiting;
@@ -41,6 +42,9 @@ pub(crate) struct Bridge {
     pub(crate) ended: Arc<session::Ended>,
     /// Log levels set by sessions' clients here (carried over reloads).
     pub(crate) levels: Arc<session::Levels>,
+    /// Resources sessions' clients subscribed to, as this replica knows them (carried over
+    /// reloads).
+    pub(crate) subscribed: Arc<subscribed::Subscribed>,
     /// The `x-mcp-header` marks of the tools seen in lists (carried over reloads).
     pub(crate) params: Arc<params::ParamHeaders>,
     /// Sessions with 2025-era servers (pools with a legacy `era`).
@@ -109,6 +113,7 @@ impl Bridge {
             opened: opened::Opened::default(),
             ended: previous.map(|p| p.ended.clone()).unwrap_or_default(),
             levels: previous.map(|p| p.levels.clone()).unwrap_or_default(),
+            subscribed: previous.map(|p| p.subscribed.clone()).unwrap_or_default(),
             params: previous.map(|p| p.params.clone()).unwrap_or_default(),
             servers,
             paused: previous.map(|p| p.paused.clone()).unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! The protocol bridge's metrics (2025-era clients served by the gateway): sessions opened,
 //! multi round-trip flows run for a legacy client and how they ended, answers that crossed
-//! replicas, the calls waiting for their clients now, the standalone streams open, and the
-//! connections its requests went on.
+//! replicas, the calls waiting for their clients now, the standalone streams open, the
+//! resource subscriptions of sessions, and the connections its requests went on.
 
 /// The bridge's metrics (registered once, carried over reloads with the registry).
 pub struct BridgeMetrics {
@@ -33,6 +33,9 @@ pub struct BridgeMetrics {
     /// 2025-era clients' cancellations by where they ended calls: `local`, `sent` (to the other
     /// replicas of `legacy.replicas`), `unheld` (no call here, none to send it to).
     pub cancels: prometheus::IntCounterVec,
+    /// 2025-era clients' `resources/subscribe` and `resources/unsubscribe`, by change
+    /// (`subscribe`, `unsubscribe`, `refused`).
+    pub subscriptions: prometheus::IntCounterVec,
 }
 
 impl BridgeMetrics {
@@ -72,6 +75,7 @@ impl BridgeMetrics {
             connections: counter("legacy_connections_total", "Connections the bridge sent a request on, by leg (hop: a 2025-era client's translated request into this gateway's own pipeline; server: a request to a 2025-era server) and connection (new, or kept from an earlier request; inside: a call's leg carried inside the process, on no connection).", &["leg", "connection"])?,
             passed: counter("legacy_passed_total", "Messages of 2025-era clients passed through to a pool whose instances serve both eras (legacy_clients: pass), by pool and kind: initialize, request, notification, answer (to the instance's question), stream (the standalone GET), end (DELETE), gone (the session's instance is gone: the client got 404 and opens a new session).", &["pool", "kind"])?,
             cancels: counter("legacy_cancels_total", "2025-era clients' notifications/cancelled by where they ended calls: local (a call waiting on this replica), sent (no call here: sent on to the other replicas of legacy.replicas), unheld (no call here and none to send it to).", &["path"])?,
+            subscriptions: counter("legacy_subscriptions_total", "2025-era clients' resources/subscribe and resources/unsubscribe, by change: subscribe, unsubscribe, refused (no URI, too long, too many for the session, or this replica follows the most sessions it may).", &["change"])?,
             server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }
