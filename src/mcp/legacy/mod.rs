@@ -14,6 +14,9 @@ use super::meta;
 use super::methods::{self, name_field, NameField};
 use super::PROTOCOL_VERSION;
 
+mod wire;
+pub use wire::legacy_result;
+
 /// The 2025-era revisions the gateway speaks to legacy clients, newest first.
 pub const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
@@ -114,26 +117,14 @@ pub fn to_modern(
     client_info: &Value,
     log_level: Option<&str>,
 ) -> Vec<u8> {
-    let mut params = match params {
-        Some(Value::Object(p)) => p.clone(),
-        _ => Map::new(),
+    let body = wire::ModernBody {
+        id,
+        method,
+        params,
+        capabilities,
+        client_info,
+        log_level,
     };
-    let m = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !m.is_object() {
-        *m = Value::Object(Map::new());
-    }
-    let m = m.as_object_mut().expect("made an object above");
-    m.insert(meta::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into());
-    m.insert(meta::CLIENT_CAPABILITIES.into(), capabilities.clone());
-    if !client_info.is_null() {
-        m.insert(meta::CLIENT_INFO.into(), client_info.clone());
-    }
-    if let Some(l) = log_level {
-        m.insert(meta::LOG_LEVEL.into(), l.into());
-    }
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     serde_json::to_vec(&body).expect("a JSON value serializes")
 }
 

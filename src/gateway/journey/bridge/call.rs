@@ -93,6 +93,12 @@ pub(super) async fn run(
             Ok(a) => a,
             Err(rej) => return fail(out, ctx, rej, &call.id).await,
         };
+        if let Some(body) = completed(&ans, &call.id) {
+            if leg > 1 || refreshed {
+                flow_ended(ctx, &extra, "completed");
+            }
+            return out.last(200, body, &ans.pass).await;
+        }
         let (response, notes) = split(ans.messages());
         if !refreshed && super::marks::needs_marks(bridge, input, &call, response.as_ref()) {
             // The fleet wants an `Mcp-Param-*` header of a tool not seen in a list yet: read
@@ -209,6 +215,17 @@ async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answ
         content_type,
         body: Vec::new(),
     }))
+}
+
+/// The answer as the client's, when it is one JSON-RPC response with a `complete` result (most
+/// answers: written from the bytes, no value tree); `None`: the value path reads it.
+fn completed(ans: &Answer, id: &RawValue) -> Option<Vec<u8>> {
+    let ct = ans.content_type.as_deref();
+    let stream = ct.is_some_and(|c| sse::is_event_stream(c.as_bytes()));
+    if stream {
+        return None;
+    }
+    legacy::legacy_result(&ans.body, id)
 }
 
 /// The `input_required` result of a response, if it is one.
