@@ -148,3 +148,28 @@ fn the_v1_clients_hear_of_a_subscribed_resources_change() {
     let count = |c: &str| sample(&m, "mcp_edge_legacy_subscriptions_total", &[&label(c)]);
     assert_eq!((count("subscribe"), count("unsubscribe")), (n, n));
 }
+
+/// On a federated endpoint the stream's listen is the merged one: the subscription reaches
+/// every pool, and the pool whose resource changed announces it.
+#[test]
+fn a_federated_endpoints_stream_carries_a_subscribed_resources_change() {
+    let (p1, p2) = (backend(), backend());
+    let cfg = crate::support::config(
+        &[("a", p1.addrs(), ""), ("b", p2.addrs(), "")],
+        "federation:\n  endpoints:\n    - { path: /mcp, pools: [a, b], collisions: prefix }\n",
+    );
+    let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
+    let a = gw.mcp_addr;
+    let sid = open(a, None);
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
+    );
+    let mut stream = SseStream::send(a, get.as_bytes());
+    assert_eq!(stream.status, 200);
+    let r = subscription(a, &sid, "resources/subscribe", &json!("charges://cart-f"));
+    assert_eq!(r["result"], json!({}), "{r}");
+    charge(p2.addrs()[1], "cart-f");
+    let n = stream.next_message().expect("the resource's update");
+    assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+    assert_eq!(n["params"]["uri"], "charges://cart-f", "{n}");
+}
