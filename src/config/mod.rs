@@ -29,6 +29,7 @@ pub(crate) use cache::CacheConfig;
 pub(crate) mod adaptive;
 pub(crate) mod concurrency;
 pub(crate) mod connections;
+#[path = "../gateway/federation/config.rs"]
 pub(crate) mod federation;
 pub(crate) mod flows;
 pub(crate) mod legacy;

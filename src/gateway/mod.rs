@@ -20,7 +20,7 @@
 //! 1. the whole HTTP/1 head has arrived in time ([`transport::head_deadline`], below pingora);
 //! 2. **admit** the head ([`stages::admission`]);
 //! 3. **route** on the claimed `Mcp-Method`/`Mcp-Name` ([`stages::route`]; on a federated
-//!    endpoint by the pools' catalogs, [`stages::federation`]);
+//!    endpoint by the pools' catalogs, [`federation::stages`]);
 //! 4. **authenticate** ([`journey::auth`]) and **limit** ([`stages::limit`] through
 //!    [`journey::limit`], [`stages::concurrency`] through [`journey::concurrency`]), still on
 //!    the claims; only then `100 Continue`;
@@ -28,7 +28,7 @@
 //!    [`journey::pipeline::body`]) and **validate** it against the headers
 //!    ([`stages::validate`]), then the **body stages** ([`stages::body`]: the argument policy,
 //!    [`stages::policy`]); a federated endpoint may answer here (merged lists, discovery:
-//!    [`journey::federation::on_checked`]);
+//!    [`federation::journey::on_checked`]);
 //! 6. **cache**: a hit is answered here ([`journey::cache`] over [`stages::cache`]); each
 //!    returns a [`stages::answer::Verdict`]; the pool's own credential
 //!    ([`journey::credentials`]);
@@ -59,6 +59,7 @@
 //! `/metrics`, `/healthz`, `/readyz`, `/ui`, `POST /-/reload`, `POST /-/explain` and
 //! `POST /-/cache/purge`.
 
+pub(crate) mod federation;
 pub mod journey;
 pub(crate) mod proxy;
 pub mod runtime;

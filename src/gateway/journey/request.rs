@@ -115,7 +115,7 @@ pub struct RequestCtx {
     pub route: Option<RouteRef>,
     pub pool: usize,
     /// On a federated endpoint: which one, and what federation does with the request.
-    pub federated: Option<Box<crate::gateway::stages::federation::Federated>>,
+    pub federated: Option<Box<crate::gateway::federation::stages::Federated>>,
 
     // Authenticate and limit.
     /// The caller verified by `auth` (`None`: auth off, or no token where none is required).

@@ -144,11 +144,11 @@ impl ServeHttp for AdminApp {
             }
             "/metrics" => {
                 gw.sweep_flows();
-                crate::gateway::journey::federation::refresh::publish(&gw);
+                crate::gateway::federation::journey::refresh::publish(&gw);
                 gw.publish_pools();
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
-            "/catalog" => text(200, "application/json", crate::gateway::journey::federation::report::catalog_json(&gw)),
+            "/catalog" => text(200, "application/json", crate::gateway::federation::journey::report::catalog_json(&gw)),
             "/" => Response::builder()
                 .status(302)
                 .header(http::header::LOCATION, "/ui")

@@ -74,9 +74,9 @@ pub struct Gateway {
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
     /// The federated endpoints (`federation:`), when configured.
-    pub federation: Option<crate::gateway::stages::federation::Federation>,
+    pub federation: Option<crate::gateway::federation::stages::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
-    pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    pub catalogs: Arc<crate::gateway::federation::stages::catalog::Store>,
     /// Pinned tool and prompt definitions (kept across reloads; `config::pins`).
     pub(crate) pins: Arc<crate::gateway::stages::pins::PinBook>,
     /// Each pool's `pins` policy, indexed like `pools`.
@@ -183,7 +183,7 @@ impl Gateway {
         let credentials = build_credentials(&config, &table, &metrics, previous)?;
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
-            crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
+            crate::gateway::federation::stages::Federation::build(&config, &table, &catalogs);
         let pins = match previous {
             Some(p) => p.pins.clone(),
             None => Arc::new(crate::gateway::stages::pins::PinBook::new(
