@@ -23,6 +23,7 @@ pub(crate) mod redis;
 pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
 pub(crate) mod auth;
 mod auth_keys;
+#[path = "../gateway/cache/config.rs"]
 pub(crate) mod cache;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;

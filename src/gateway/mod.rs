@@ -29,7 +29,7 @@
 //!    ([`stages::validate`]), then the **body stages** ([`stages::body`]: the argument policy,
 //!    [`stages::policy`]); a federated endpoint may answer here (merged lists, discovery:
 //!    [`federation::journey::on_checked`]);
-//! 6. **cache**: a hit is answered here ([`journey::cache`] over [`stages::cache`]); each
+//! 6. **cache**: a hit is answered here ([`cache::journey`] over [`cache::stages`]); each
 //!    returns a [`stages::answer::Verdict`]; the pool's own credential
 //!    ([`journey::credentials`]);
 //! 7. **forward** on the direct leg ([`journey::direct`]): it runs the stages pingora's later
@@ -59,6 +59,7 @@
 //! `/metrics`, `/healthz`, `/readyz`, `/ui`, `POST /-/reload`, `POST /-/explain` and
 //! `POST /-/cache/purge`.
 
+pub(crate) mod cache;
 pub(crate) mod federation;
 pub mod journey;
 pub(crate) mod proxy;

@@ -30,7 +30,7 @@ const LAYERS: &[&str] = &[
 
 /// The component folders under `src/gateway/`, each with its layers inside it: a new one is a
 /// line here.
-pub(crate) const COMPONENTS: &[&str] = &["federation"];
+pub(crate) const COMPONENTS: &[&str] = &["federation", "cache"];
 
 pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -43,7 +43,7 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module path of a file under `src/gateway/` (`stages/cache/flow.rs` -> stages, cache, flow).
+/// The module path of a file under `src/gateway/` (`stages/route/index.rs` -> stages, route, index).
 pub(crate) fn module_of(root: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(root).unwrap().with_extension("");
     let mut m: Vec<String> = rel

@@ -11,8 +11,8 @@
 //!    [`super::federation::journey`] on a federated endpoint; [`limit`] asks the rate limits and
 //!    [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
-//! 3. [`seal`] (a sealing pool's retry state opened), then [`cache`], or
-//!    [`super::federation`]'s own answers, right after the body check.
+//! 3. [`seal`] (a sealing pool's retry state opened), then [`super::cache::journey`], or
+//!    [`super::federation::journey`]'s own answers, right after the body check.
 //! 4. [`forward`]: balance, the head's hop-by-hop policy and the peer; on the default path the
 //!    [`direct`] leg sends head and body and streams the answer back ([`detached`]: a long
 //!    stream handed to its own task).
@@ -23,7 +23,6 @@
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod credentials;
 pub mod detached;

@@ -140,7 +140,7 @@ pub struct RequestCtx {
 
     // Cache and credentials, after the check.
     /// The edge cache's state of this request.
-    pub cache: crate::gateway::stages::cache::Flow,
+    pub cache: crate::gateway::cache::stages::Flow,
     /// On a pool that seals `requestState`: who calls with which arguments, and the response's
     /// rewriting ([`crate::gateway::stages::seal`]).
     pub seal: Option<Box<crate::gateway::stages::seal::Leg>>,

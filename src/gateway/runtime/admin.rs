@@ -163,7 +163,7 @@ impl ServeHttp for AdminApp {
             "/-/pins" => text(200, "application/json", crate::gateway::runtime::pins::list(&gw, session.req_header().uri.query())),
             "/-/cache/purge" | "/-/reload" | "/-/pins/approve" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
-                let (status, msg) = crate::gateway::stages::cache::purge_endpoint(&gw.cache, session.req_header().uri.query());
+                let (status, msg) = crate::gateway::cache::stages::purge_endpoint(&gw.cache, session.req_header().uri.query());
                 text(status, "text/plain", msg)
             }
             "/-/pins/approve" if post => {

@@ -18,7 +18,8 @@
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
 //!    then the body stages ([`body`]: plain functions over the parsed body, e.g. [`policy`]).
 //! 5. [`seal`] (a sealing pool's `requestState` opened on the retry, sealed on the way
-//!    back), then [`cache`], or [`super::federation`]'s own answers (merged lists, discovery, listen streams).
+//!    back), then [`super::cache::stages`], or [`super::federation::stages`]'s own answers
+//!    (merged lists, discovery, listen streams).
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
@@ -27,7 +28,6 @@ pub(crate) mod answer;
 pub mod balance;
 pub(crate) mod body;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod health;
 pub(crate) mod inspect;

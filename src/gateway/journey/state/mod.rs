@@ -38,8 +38,8 @@ pub struct Gateway {
     /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
     pub limit_shared: limit::Shared,
     pub metrics: Arc<Metrics>,
-    /// The edge cache's stores (kept across reloads per route, see [`crate::gateway::stages::cache`]).
-    pub cache: crate::gateway::stages::cache::CacheSet,
+    /// The edge cache's stores (kept across reloads per route, see [`crate::gateway::cache::stages`]).
+    pub cache: crate::gateway::cache::stages::CacheSet,
     /// Concurrency limits, in config order ([`concurrency`]).
     pub concurrency: Vec<Arc<ConcurrencyLimit>>,
     /// Each pool's own concurrency limit (`pools.<name>.concurrency`), indexed like
@@ -155,7 +155,7 @@ impl Gateway {
         let (pools, peers) = build_pools(&config, &table, previous)?;
         let metrics = carry_metrics(&config, &pools, previous)?;
         let (limit_shared, limits) = build_limits(&config, &metrics, previous)?;
-        let cache = crate::gateway::stages::cache::CacheSet::build(
+        let cache = crate::gateway::cache::stages::CacheSet::build(
             &config,
             &table,
             &metrics.registry,

@@ -12,7 +12,6 @@ pub use super::outcome::Outcome;
 
 pub(crate) mod balance;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod limits;
 pub(crate) mod listeners;
