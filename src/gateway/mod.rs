@@ -8,9 +8,18 @@
 //! | [`runtime`]    | the process: server, reload, admin endpoints and console, DNS, `explain`       |
 //! | [`proxy`]      | the pingora phases, calling the journey's steps in order                       |
 //! | [`journey`]    | one request carried through the stages: its context, the gateway it runs on, a step per stage, the direct leg, the one place a refusal is written, observing |
-//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, limit, inspect, validate, cache, balance, health, federation, answer |
+//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, limit, inspect, validate, balance, health, answer |
 //! | [`transport`]  | how bytes move: listeners, TLS, the head deadline, parked connections, the upstream HTTP/1.1 client |
 //! | [`telemetry`]  | what is recorded: metrics, flows, traces, the refusal ring                     |
+//!
+//! **A component** is one folder holding its layers: [`federation`] and [`cache`]. Inside it
+//! each file or subfolder is named by its layer (`stages/`, `journey/`, `telemetry.rs`) and is
+//! in that layer, under the same rules as the layer folders; its `mod.rs` says what the
+//! component owns and names only its own parts; its `config.rs` is its `gateway.yaml` section,
+//! included into `crate::config` by path (the config stays below the gateway); its metric
+//! families are its `telemetry.rs` ([`telemetry`] says where). Everything else keeps to the
+//! layer folders. A new component is a folder like these and one line in
+//! `tests/project/layers.rs` (`COMPONENTS`).
 //!
 //! **The default path** (a plain HTTP/1.1 pool, `connections.upstream_leg: direct`, the body
 //! checked) runs whole in pingora's first phase, `request_filter` ([`proxy`]), in the order of

@@ -1,6 +1,7 @@
 //! The gateway's metrics: the Prometheus registry, its families (each component's in its own
-//! submodule: the rule is stated in [`super`]), one [`Outcome`] per finished request, and the
-//! access-log line (the observe stage, `journey::observe`, fills them in).
+//! telemetry file, a submodule here or a component folder's `telemetry.rs`: the rule is stated
+//! in [`super`]), one [`Outcome`] per finished request, and the access-log line (the observe
+//! stage, `journey::observe`, fills them in).
 //!
 //! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
 //! `name` takes the names written in the config plus the first `metrics.name_label_limit` other
