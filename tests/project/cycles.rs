@@ -9,9 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::layers::{
-    code_of, module_named, module_of, named_paths_from, rust_files, test_files, COMPONENTS,
-};
+use super::layers::COMPONENTS;
+use super::source::{code_of, module_named, module_of, named_paths_from, rust_files, test_files};
 
 type Graph = BTreeMap<String, BTreeMap<String, String>>;
 
