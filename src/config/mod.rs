@@ -10,7 +10,9 @@
 //! bound), `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and
 //! tracing), `redis`, `federation`, `audit`. Across topics: `validate` (cross-key checks with
 //! positions) and `describe` (what `mcp-edge check` prints); durations are read by
-//! `crate::values`.
+//! `crate::values`. A gateway component's section is the `config.rs` of its folder
+//! (`src/gateway/cache/`, `src/gateway/federation/`), included here by path: it is a module of
+//! the config, which never imports the gateway.
 
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -23,12 +25,14 @@ pub(crate) mod redis;
 pub(crate) use redis::{OnStoreError, RedisConfig, Scope};
 pub(crate) mod auth;
 mod auth_keys;
+#[path = "../gateway/cache/config.rs"]
 pub(crate) mod cache;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;
 pub(crate) mod adaptive;
 pub(crate) mod concurrency;
 pub(crate) mod connections;
+#[path = "../gateway/federation/config.rs"]
 pub(crate) mod federation;
 pub(crate) mod flows;
 pub(crate) mod legacy;

@@ -8,9 +8,18 @@
 //! | [`runtime`]    | the process: server, reload, admin endpoints and console, DNS, `explain`       |
 //! | [`proxy`]      | the pingora phases, calling the journey's steps in order                       |
 //! | [`journey`]    | one request carried through the stages: its context, the gateway it runs on, a step per stage, the direct leg, the one place a refusal is written, observing |
-//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, limit, inspect, validate, cache, balance, health, federation, answer |
+//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, limit, inspect, validate, balance, health, answer |
 //! | [`transport`]  | how bytes move: listeners, TLS, the head deadline, parked connections, the upstream HTTP/1.1 client |
 //! | [`telemetry`]  | what is recorded: metrics, flows, traces, the refusal ring                     |
+//!
+//! **A component** is one folder holding its layers: [`federation`] and [`cache`]. Inside it
+//! each file or subfolder is named by its layer (`stages/`, `journey/`, `telemetry.rs`) and is
+//! in that layer, under the same rules as the layer folders; its `mod.rs` says what the
+//! component owns and names only its own parts; its `config.rs` is its `gateway.yaml` section,
+//! included into `crate::config` by path (the config stays below the gateway); its metric
+//! families are its `telemetry.rs` ([`telemetry`] says where). Everything else keeps to the
+//! layer folders. A new component is a folder like these and one line in
+//! `tests/project/layers.rs` (`COMPONENTS`).
 //!
 //! **The default path** (a plain HTTP/1.1 pool, `connections.upstream_leg: direct`, the body
 //! checked) runs whole in pingora's first phase, `request_filter` ([`proxy`]), in the order of
@@ -20,7 +29,7 @@
 //! 1. the whole HTTP/1 head has arrived in time ([`transport::head_deadline`], below pingora);
 //! 2. **admit** the head ([`stages::admission`]);
 //! 3. **route** on the claimed `Mcp-Method`/`Mcp-Name` ([`stages::route`]; on a federated
-//!    endpoint by the pools' catalogs, [`stages::federation`]);
+//!    endpoint by the pools' catalogs, [`federation::stages`]);
 //! 4. **authenticate** ([`journey::auth`]) and **limit** ([`stages::limit`] through
 //!    [`journey::limit`], [`stages::concurrency`] through [`journey::concurrency`]), still on
 //!    the claims; only then `100 Continue`;
@@ -28,8 +37,8 @@
 //!    [`journey::pipeline::body`]) and **validate** it against the headers
 //!    ([`stages::validate`]), then the **body stages** ([`stages::body`]: the argument policy,
 //!    [`stages::policy`]); a federated endpoint may answer here (merged lists, discovery:
-//!    [`journey::federation::on_checked`]);
-//! 6. **cache**: a hit is answered here ([`journey::cache`] over [`stages::cache`]); each
+//!    [`federation::journey::on_checked`]);
+//! 6. **cache**: a hit is answered here ([`cache::journey`] over [`cache::stages`]); each
 //!    returns a [`stages::answer::Verdict`]; the pool's own credential
 //!    ([`journey::credentials`]);
 //! 7. **forward** on the direct leg ([`journey::direct`]): it runs the stages pingora's later
@@ -59,6 +68,8 @@
 //! `/metrics`, `/healthz`, `/readyz`, `/ui`, `POST /-/reload`, `POST /-/explain` and
 //! `POST /-/cache/purge`.
 
+pub(crate) mod cache;
+pub(crate) mod federation;
 pub mod journey;
 pub(crate) mod proxy;
 pub mod runtime;

@@ -4,11 +4,21 @@
 //! modules also form no import cycle. A new module must be listed in a
 //! layer folder; a path that goes up a layer fails here with the file that wrote it.
 //!
+//! A component ([`COMPONENTS`]) is one folder with its layers inside it, each a subfolder or a
+//! file named by its layer (`federation/stages/`, `federation/journey/`,
+//! `federation/telemetry.rs`): a module there is in the layer its second segment names, under
+//! the same rules. The component's root `mod.rs` names only its own submodules, and nothing
+//! names the root alone (a path must reach a layer, or its layer could not be read). Its
+//! `config.rs` is `crate::config::<component>`, included by path: no gateway module, not read
+//! here (`cycles` reads it as the config module it is).
+//!
 //! Paths are read the way the compiler resolves them: `crate::gateway::…`, `super::…` (from the
 //! file's own module), and brace groups. Comments and `#[cfg(test)] mod tests` are skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use super::source::{code_of, module_named, module_of, named_paths_from, rust_files, test_files};
 
 /// Bottom to top: a layer may name its own and those before it.
 const LAYERS: &[&str] = &[
@@ -20,94 +30,9 @@ const LAYERS: &[&str] = &[
     "runtime",
 ];
 
-pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// The module path of a file under `src/gateway/` (`stages/cache/flow.rs` -> stages, cache, flow).
-pub(crate) fn module_of(root: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(root).unwrap().with_extension("");
-    let mut m: Vec<String> = rel
-        .iter()
-        .map(|s| s.to_string_lossy().into_owned())
-        .collect();
-    if m.last().is_some_and(|l| l == "mod") {
-        m.pop();
-    }
-    m
-}
-
-/// The source without comments and without its inline unit-test module (`mod tests { .. }`
-/// at the end; a `mod tests;` declaration is skipped as a file of its own, [`test_files`]).
-pub(crate) fn code_of(text: &str) -> String {
-    let cut = text.find("#[cfg(test)]\nmod tests {").unwrap_or(text.len());
-    text[..cut]
-        .lines()
-        .map(|l| match l.find("//") {
-            Some(i) if !l[..i].contains('"') => &l[..i],
-            _ => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The files of unit-test modules declared out of line (`#[cfg(test)]`, an optional
-/// `#[path = ".."]`, then `mod name;`): test code may reach any layer, so it is not read.
-pub(crate) fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).unwrap();
-        let lines: Vec<&str> = text.lines().map(str::trim).collect();
-        for (i, l) in lines.iter().enumerate() {
-            if *l != "#[cfg(test)]" && !l.starts_with("#[path = ") {
-                continue;
-            }
-            let mut j = i + 1;
-            let mut path = l
-                .strip_prefix("#[path = \"")
-                .and_then(|r| r.strip_suffix("\"]"));
-            if path.is_none() {
-                if let Some(p) = lines.get(j).and_then(|n| n.strip_prefix("#[path = \"")) {
-                    path = p.strip_suffix("\"]");
-                    j += 1;
-                }
-            }
-            let cfg_test = *l == "#[cfg(test)]" || (i > 0 && lines[i - 1] == "#[cfg(test)]");
-            let Some(name) = lines
-                .get(j)
-                .and_then(|n| n.strip_prefix("mod ")?.strip_suffix(';'))
-            else {
-                continue;
-            };
-            if !cfg_test {
-                continue;
-            }
-            let dir = f.parent().unwrap();
-            match path {
-                Some(p) => {
-                    out.insert(dir.join(p));
-                }
-                None => {
-                    let base = if f.file_name().is_some_and(|n| n == "mod.rs") {
-                        dir.to_path_buf()
-                    } else {
-                        f.with_extension("")
-                    };
-                    out.insert(base.join(format!("{name}.rs")));
-                    out.insert(base.join(name).join("mod.rs"));
-                }
-            }
-        }
-    }
-    out
-}
+/// The component folders under `src/gateway/`, each with its layers inside it: a new one is a
+/// line here.
+pub(crate) const COMPONENTS: &[&str] = &["federation", "cache"];
 
 /// Every path the code names that starts at `crate::gateway` or `super`, resolved to a module
 /// path under the gateway (brace groups spread out; only the leading segments matter).
@@ -115,102 +40,32 @@ fn named_paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
     named_paths_from(code, me, "crate::gateway::")
 }
 
-/// Every path the code names that starts at `prefix` (the root the module paths are under),
-/// `super` or `self`, resolved to a module path under that root.
-pub(crate) fn named_paths_from(code: &str, me: &[String], prefix: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let bytes = code.as_bytes();
-    let mut i = 0;
-    while i < code.len() {
-        let rest = &code[i..];
-        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
-        let start = if !boundary {
-            None
-        } else if let Some(r) = rest.strip_prefix(prefix) {
-            Some((Vec::new(), r, i + prefix.len()))
-        } else if let Some(r) = rest.strip_prefix("self::") {
-            Some((me.to_vec(), r, i + "self::".len()))
-        } else if rest.starts_with("super::") {
-            let mut base = me.to_vec();
-            let mut r = rest;
-            while let Some(x) = r.strip_prefix("super::") {
-                base.pop();
-                r = x;
-            }
-            Some((base, r, code.len() - r.len()))
-        } else {
-            None
-        };
-        match start {
-            Some((base, r, at)) => {
-                for tail in spread(r) {
-                    let mut p = base.clone();
-                    p.extend(tail);
-                    out.push(p);
-                }
-                i = at;
-            }
-            None => i += rest.chars().next().map_or(1, char::len_utf8),
-        }
+/// What the checks read a module as: `layer/module` (its first two segments), or for a component
+/// `component/layer`, or the component's root alone (`component`); `None` for a component's
+/// `config.rs`, which is `crate::config::<component>`, not a gateway module.
+fn unit_of(m: &[String]) -> Option<String> {
+    let component = m.first().is_some_and(|c| COMPONENTS.contains(&c.as_str()));
+    if component && m.get(1).is_some_and(|s| s == "config") {
+        return None;
     }
-    out
+    Some(m.iter().take(2).cloned().collect::<Vec<_>>().join("/"))
 }
 
-/// `a::b::{c, d::e}` -> [a b c], [a b d e] (the first path expression of `s`).
-fn spread(s: &str) -> Vec<Vec<String>> {
-    let mut segs = Vec::new();
-    let mut r = s;
-    loop {
-        let n = r
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(r.len());
-        if n == 0 {
-            break;
-        }
-        segs.push(r[..n].to_string());
-        r = &r[n..];
-        match r.strip_prefix("::") {
-            Some(x) => r = x,
-            None => break,
-        }
-    }
-    if !r.starts_with('{') {
-        return vec![segs];
-    }
-    // A brace group: split its top level on commas.
-    let (mut depth, mut item, mut out) = (0, String::new(), Vec::new());
-    for c in r[1..].chars() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(std::mem::take(&mut item));
-                continue;
-            }
-            _ => {}
-        }
-        item.push(c);
-    }
-    out.push(item);
-    out.iter()
-        .flat_map(|it| spread(it.trim()))
-        .map(|t| segs.iter().cloned().chain(t).collect())
+/// The units the code of module `me` names, other than its own.
+fn units_named(root: &Path, me: &[String], code: &str) -> BTreeSet<String> {
+    let Some(mine) = unit_of(me) else {
+        return BTreeSet::new();
+    };
+    named_paths(code, me)
+        .into_iter()
+        .map(|p| module_named(root, &p))
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| unit_of(&t))
+        .filter(|t| *t != mine)
         .collect()
 }
 
-/// The longest prefix of `path` that is a module (a file or a folder) under the gateway.
-pub(crate) fn module_named(root: &Path, path: &[String]) -> Vec<String> {
-    for n in (1..=path.len()).rev() {
-        let p: PathBuf = path[..n].iter().collect();
-        if root.join(&p).with_extension("rs").is_file() || root.join(&p).is_dir() {
-            return path[..n].to_vec();
-        }
-    }
-    Vec::new()
-}
-
-/// Module (as `layer/module`) -> the modules it names, with the files that name them.
+/// Module (as a unit, [`unit_of`]) -> the modules it names, with the files that name them.
 fn graph(root: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let mut files = Vec::new();
     rust_files(root, &mut files);
@@ -221,17 +76,15 @@ fn graph(root: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
         if me.is_empty() || tests.contains(&f) {
             continue; // gateway/mod.rs: the map and its re-exports
         }
-        let key = |m: &[String]| m.iter().take(2).cloned().collect::<Vec<_>>().join("/");
+        let Some(mine) = unit_of(&me) else {
+            continue; // a component's config.rs
+        };
         let code = code_of(&std::fs::read_to_string(&f).unwrap());
-        for p in named_paths(&code, &me) {
-            let target = module_named(root, &p);
-            if target.is_empty() || key(&target) == key(&me) {
-                continue;
-            }
+        for target in units_named(root, &me, &code) {
             let shown = f.strip_prefix(root).unwrap().display().to_string();
-            g.entry(key(&me))
+            g.entry(mine.clone())
                 .or_default()
-                .entry(key(&target))
+                .entry(target)
                 .or_default()
                 .insert(shown);
         }
@@ -239,11 +92,39 @@ fn graph(root: &Path) -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     g
 }
 
-fn layer_rank(module: &str) -> usize {
-    let layer = module.split('/').next().unwrap().trim_end_matches(".rs");
+fn layer_of(unit: &str) -> &str {
+    let mut segs = unit.split('/');
+    let first = segs.next().unwrap().trim_end_matches(".rs");
+    if !COMPONENTS.contains(&first) {
+        return first;
+    }
+    match segs.next() {
+        Some(layer) => layer.trim_end_matches(".rs"),
+        None => panic!("src/gateway/{unit}/mod.rs, a component's root, is in no layer"),
+    }
+}
+
+fn layer_rank(unit: &str) -> usize {
+    let layer = layer_of(unit);
     LAYERS.iter().position(|l| *l == layer).unwrap_or_else(|| {
-        panic!("src/gateway/{module} is in no layer: move it into one of {LAYERS:?}")
+        panic!("src/gateway/{unit} is in no layer: move it into one of {LAYERS:?}")
     })
+}
+
+/// What is wrong with `from` naming `to`, if anything: a layer above, a component's root naming
+/// anything but its own submodules, or a path that stops at a component's root.
+fn offence(from: &str, to: &str) -> Option<String> {
+    if COMPONENTS.contains(&from) {
+        return (!to.starts_with(&format!("{from}/"))).then(|| {
+            format!("{from} -> {to}: a component's mod.rs names only its own submodules")
+        });
+    }
+    if COMPONENTS.contains(&to) {
+        return Some(format!(
+            "{from} -> {to}: name the component's layer module ({to}::stages, {to}::journey, ...), not its root"
+        ));
+    }
+    (layer_rank(to) > layer_rank(from)).then(|| format!("{from} -> {to}: up a layer"))
 }
 
 #[test]
@@ -252,8 +133,8 @@ fn no_module_names_a_layer_above_its_own() {
     let mut up = Vec::new();
     for (from, targets) in graph(&root) {
         for (to, files) in targets {
-            if layer_rank(&to) > layer_rank(&from) {
-                up.push(format!("{from} -> {to} (in {files:?})"));
+            if let Some(why) = offence(&from, &to) {
+                up.push(format!("{why} (in {files:?})"));
             }
         }
     }
@@ -269,8 +150,9 @@ fn no_layer_has_an_import_cycle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/gateway");
     let g = graph(&root);
     for layer in ["telemetry", "transport", "stages", "journey", "runtime"] {
-        // Depth-first search for a back edge among this layer's modules.
-        let inside = |m: &str| m.starts_with(&format!("{layer}/"));
+        // Depth-first search for a back edge among this layer's modules (a component's root
+        // is in no layer).
+        let inside = |m: &str| !COMPONENTS.contains(&m) && layer_of(m) == layer;
         let mut state: BTreeMap<&str, u8> = BTreeMap::new();
         fn visit<'a>(
             m: &'a str,
@@ -332,4 +214,40 @@ fn the_reader_sees_a_path_going_up() {
     let code =
         code_of("fn f() {}\n#[cfg(test)]\nmod tests {\n    use crate::gateway::journey::x;\n}");
     assert!(!code.contains("journey"), "{code}");
+}
+
+#[test]
+fn a_component_keeps_the_layer_rules() {
+    // A component's stage naming its own journey goes up a layer, as a stage naming the
+    // journey does; its journey naming its stages or a layer folder's stage does not.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/gateway");
+    let c = COMPONENTS[0];
+    let me: Vec<String> = [c, "stages", "x"].map(String::from).to_vec();
+    let named = units_named(&root, &me, "use super::super::journey::y;");
+    assert_eq!(named, BTreeSet::from([format!("{c}/journey")]));
+    let up = offence(&format!("{c}/stages"), &format!("{c}/journey"));
+    assert!(up.is_some_and(|m| m.contains("up a layer")));
+    assert!(offence(&format!("{c}/stages"), "journey/steps").is_some());
+    assert!(offence("stages/route", &format!("{c}/journey")).is_some());
+    assert_eq!(
+        offence(&format!("{c}/journey"), &format!("{c}/stages")),
+        None
+    );
+    assert_eq!(offence(&format!("{c}/journey"), "stages/route"), None);
+    assert_eq!(
+        offence("telemetry/metrics", &format!("{c}/telemetry")),
+        None
+    );
+    // The root names only its own submodules; a path that stops at the root is refused, as its
+    // layer cannot be read; the component's config.rs is the config's, not the gateway's.
+    assert_eq!(offence(c, &format!("{c}/journey")), None);
+    assert!(offence(c, "stages/route").is_some());
+    assert!(offence("journey/steps", c).is_some());
+    let me: Vec<String> = ["journey", "steps"].map(String::from).to_vec();
+    let code = format!("use crate::gateway::{c};");
+    assert_eq!(
+        units_named(&root, &me, &code),
+        BTreeSet::from([c.to_string()])
+    );
+    assert_eq!(unit_of(&[c, "config"].map(String::from)), None);
 }

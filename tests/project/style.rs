@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::layers::rust_files;
+use super::source::rust_files;
 
 #[test]
 fn a_module_with_submodules_is_a_folder_with_its_mod_rs() {

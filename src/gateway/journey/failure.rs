@@ -7,7 +7,7 @@
 use pingora::proxy::{FailToProxy, Session};
 use pingora::{Error, ErrorType};
 
-use crate::gateway::journey::cache;
+use crate::gateway::cache::journey as cache;
 use crate::gateway::journey::request::Progress;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::stages::answer::{self, respond, Refusal};

@@ -226,7 +226,7 @@ pub(crate) fn upstream_headers(upstream: &mut RequestHeader, ctx: &mut RequestCt
 fn federated_head(
     upstream: &mut RequestHeader,
     ctx: &RequestCtx,
-    f: &crate::gateway::stages::federation::Federated,
+    f: &crate::gateway::federation::stages::Federated,
 ) -> Result<()> {
     let endpoint = ctx.gw.config.endpoint.as_str();
     if upstream.uri.path() != endpoint {

@@ -8,11 +8,11 @@
 //! 0. [`pipeline`]: the runner of the one list of stages (`stages::pipeline::STAGES`): the
 //!    head stages, the body stages where the body is in hand, the pool's.
 //! 1. [`steps`]: refusing, reading the body, `100 Continue` (the route step consults
-//!    [`federation`] on a federated endpoint; [`limit`] asks the rate limits and
+//!    [`super::federation::journey`] on a federated endpoint; [`limit`] asks the rate limits and
 //!    [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
-//! 3. [`seal`] (a sealing pool's retry state opened), then [`cache`], or [`federation`]'s own
-//!    answers, right after the body check.
+//! 3. [`seal`] (a sealing pool's retry state opened), then [`super::cache::journey`], or
+//!    [`super::federation::journey`]'s own answers, right after the body check.
 //! 4. [`forward`]: balance, the head's hop-by-hop policy and the peer; on the default path the
 //!    [`direct`] leg sends head and body and streams the answer back ([`detached`]: a long
 //!    stream handed to its own task).
@@ -23,13 +23,11 @@
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
 pub(crate) mod credentials;
 pub mod detached;
 pub(crate) mod direct;
 pub(crate) mod failure;
-pub(crate) mod federation;
 pub(crate) mod forward;
 pub(crate) mod legacy_up;
 pub(crate) mod limit;

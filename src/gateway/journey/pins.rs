@@ -10,8 +10,8 @@
 //!   pool) are read whole at the end of the response (bounded like auth's list filter), the
 //!   book learns them, and on a `hold` pool the changed entries are taken out. Such a list is
 //!   asked for as plain JSON and is never served from, nor stored in, the edge cache.
-//! - Federated pools are read from their catalogs (`federation::refresh`) and their parts of
-//!   merged lists (`federation::answer`).
+//! - Federated pools are read from their catalogs (`federation::journey::refresh`) and their
+//!   parts of merged lists (`federation::journey::answer`).
 
 use bytes::Bytes;
 use pingora::http::{RequestHeader, ResponseHeader};

@@ -115,7 +115,7 @@ pub struct RequestCtx {
     pub route: Option<RouteRef>,
     pub pool: usize,
     /// On a federated endpoint: which one, and what federation does with the request.
-    pub federated: Option<Box<crate::gateway::stages::federation::Federated>>,
+    pub federated: Option<Box<crate::gateway::federation::stages::Federated>>,
 
     // Authenticate and limit.
     /// The caller verified by `auth` (`None`: auth off, or no token where none is required).
@@ -140,7 +140,7 @@ pub struct RequestCtx {
 
     // Cache and credentials, after the check.
     /// The edge cache's state of this request.
-    pub cache: crate::gateway::stages::cache::Flow,
+    pub cache: crate::gateway::cache::stages::Flow,
     /// On a pool that seals `requestState`: who calls with which arguments, and the response's
     /// rewriting ([`crate::gateway::stages::seal`]).
     pub seal: Option<Box<crate::gateway::stages::seal::Leg>>,

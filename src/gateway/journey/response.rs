@@ -15,7 +15,8 @@ use pingora::Result;
 use crate::mcp::methods::name_field;
 use crate::mcp::result_scan::ResultScanner;
 
-use crate::gateway::journey::{auth, cache, pins, seal};
+use crate::gateway::cache::journey as cache;
+use crate::gateway::journey::{auth, pins, seal};
 
 use crate::gateway::journey::request::RequestCtx;
 

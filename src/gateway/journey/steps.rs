@@ -214,6 +214,6 @@ pub(crate) fn select_route(
     else {
         return gw.table.select_ref(method, name);
     };
-    let decision = crate::gateway::journey::federation::route(gw, fed, e, method, name);
-    Some(crate::gateway::journey::federation::enter(ctx, e, decision))
+    let decision = crate::gateway::federation::journey::route(gw, fed, e, method, name);
+    Some(crate::gateway::federation::journey::enter(ctx, e, decision))
 }

@@ -144,11 +144,11 @@ impl ServeHttp for AdminApp {
             }
             "/metrics" => {
                 gw.sweep_flows();
-                crate::gateway::journey::federation::refresh::publish(&gw);
+                crate::gateway::federation::journey::refresh::publish(&gw);
                 gw.publish_pools();
                 text(200, "text/plain; version=0.0.4", gw.metrics.render())
             }
-            "/catalog" => text(200, "application/json", crate::gateway::journey::federation::report::catalog_json(&gw)),
+            "/catalog" => text(200, "application/json", crate::gateway::federation::journey::report::catalog_json(&gw)),
             "/" => Response::builder()
                 .status(302)
                 .header(http::header::LOCATION, "/ui")
@@ -163,7 +163,7 @@ impl ServeHttp for AdminApp {
             "/-/pins" => text(200, "application/json", crate::gateway::runtime::pins::list(&gw, session.req_header().uri.query())),
             "/-/cache/purge" | "/-/reload" | "/-/pins/approve" if post && !may_change_state(&gw, &session.req_header().headers) => unauthorized(),
             "/-/cache/purge" if post => {
-                let (status, msg) = crate::gateway::stages::cache::purge_endpoint(&gw.cache, session.req_header().uri.query());
+                let (status, msg) = crate::gateway::cache::stages::purge_endpoint(&gw.cache, session.req_header().uri.query());
                 text(status, "text/plain", msg)
             }
             "/-/pins/approve" if post => {

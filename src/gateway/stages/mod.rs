@@ -11,14 +11,15 @@
 //!    admission: its requests re-enter as 2026 requests).
 //! 1. [`admission`]: what the head alone decides (MCP headers, version, framing).
 //! 2. [`route`]: the claimed `Mcp-Method`/`Mcp-Name` to a pool; on a federated endpoint by the
-//!    pools' catalogs ([`federation`]).
+//!    pools' catalogs ([`super::federation::stages`]).
 //! 3. [`limit`], [`concurrency`]: rate and in-flight limits on the claims (the caller's token
 //!    and the pool's credential are `crate::auth` and `crate::credentials`).
 //!    [`pins`]: a call of a tool whose definition changed since it was pinned is held.
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
 //!    then the body stages ([`body`]: plain functions over the parsed body, e.g. [`policy`]).
 //! 5. [`seal`] (a sealing pool's `requestState` opened on the retry, sealed on the way
-//!    back), then [`cache`], or [`federation`]'s own answers (merged lists, discovery, listen streams).
+//!    back), then [`super::cache::stages`], or [`super::federation::stages`]'s own answers
+//!    (merged lists, discovery, listen streams).
 //! 6. [`balance`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
@@ -27,9 +28,7 @@ pub(crate) mod answer;
 pub mod balance;
 pub(crate) mod body;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
-pub(crate) mod federation;
 pub(crate) mod health;
 pub(crate) mod inspect;
 pub mod limit;

@@ -13,12 +13,17 @@
 //!   console's charts, read from the metrics.
 //!
 //! **Where a metric family goes (one rule):** every family the gateway registers is declared in
-//! [`metrics`]: the request-level ones (requests, durations, outcomes) in `metrics/mod.rs`, a
-//! component's in `metrics/<component>.rs` (a struct of its families with its `register`, or a
-//! function that makes one), whichever layer records into it. Here is the lowest layer, so every
-//! stage, journey step and transport may name them; a new family never goes beside the code that
-//! counts it. The components outside the gateway (`crate::auth`, `crate::credentials`) keep
-//! theirs in their own `metrics.rs`, registered on the gateway's registry.
+//! the telemetry layer, whichever layer records into it, never beside the code that counts it:
+//! the request-level ones (requests, durations, outcomes) in `metrics/mod.rs`; a component's in
+//! its own telemetry file (a struct of its families with its `register`, or a function that
+//! makes one), which is `<component>/telemetry.rs` for a component folder
+//! ([`super::federation`], [`super::cache`]: the rule is in [`super`]) and
+//! `metrics/<component>.rs` for the others. [`metrics`] names them to build the one
+//! [`metrics::Metrics`] and register it (the cache's families are registered by its stores'
+//! shared part, which outlives reloads). Telemetry is the lowest layer, so every stage, journey
+//! step and transport may name them. The components outside the gateway (`crate::auth`,
+//! `crate::credentials`) keep theirs in their own `metrics.rs`, registered on the gateway's
+//! registry.
 
 pub mod audit;
 pub(crate) mod expiring;

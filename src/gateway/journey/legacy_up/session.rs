@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use super::wire::Up;
+use crate::gateway::federation::stages::catalog::Store;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::bridge::messages::Messages;
 use crate::gateway::stages::bridge::servers::{Notes, ServerSession, SessionKey, SideRequests};
 use crate::gateway::stages::bridge::Bridge;
-use crate::gateway::stages::federation::catalog::Store;
 use crate::mcp::{codes, Rejection};
 use serde_json::Value;
 

@@ -15,10 +15,12 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use crate::config::pins::PinPolicy;
+use crate::gateway::cache::journey as cache;
+use crate::gateway::federation::journey as federation;
+use crate::gateway::journey::direct;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::{cut_off, invite_body, read_in_hand, refuse, refuse_with_id};
-use crate::gateway::journey::{cache, direct, federation};
 use crate::gateway::stages::answer::{self, envelope_rejection, too_large, Refusal, Verdict};
 use crate::gateway::stages::body::{Input, Scope};
 use crate::gateway::stages::inspect::{self, BodyHold, Plan, Read};

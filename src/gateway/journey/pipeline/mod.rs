@@ -83,7 +83,7 @@ async fn admit(session: &mut Session, ctx: &mut RequestCtx, gw: &Gateway) -> Res
 }
 
 /// Route on the claims: by the route table, or on a federated endpoint by what the catalog
-/// says each pool serves (`federation::route`).
+/// says each pool serves (`federation::journey::route`).
 async fn on_route(
     session: &mut Session,
     ctx: &mut RequestCtx,

@@ -38,8 +38,8 @@ pub struct Gateway {
     /// The rate limits' shared tier (Redis client and its metrics), kept across reloads.
     pub limit_shared: limit::Shared,
     pub metrics: Arc<Metrics>,
-    /// The edge cache's stores (kept across reloads per route, see [`crate::gateway::stages::cache`]).
-    pub cache: crate::gateway::stages::cache::CacheSet,
+    /// The edge cache's stores (kept across reloads per route, see [`crate::gateway::cache::stages`]).
+    pub cache: crate::gateway::cache::stages::CacheSet,
     /// Concurrency limits, in config order ([`concurrency`]).
     pub concurrency: Vec<Arc<ConcurrencyLimit>>,
     /// Each pool's own concurrency limit (`pools.<name>.concurrency`), indexed like
@@ -74,9 +74,9 @@ pub struct Gateway {
     /// Each instance's metric handles, indexed like `pools[p].instances[i]`, resolved on first use.
     upstream_metrics: Vec<Vec<OnceLock<UpstreamMetrics>>>,
     /// The federated endpoints (`federation:`), when configured.
-    pub federation: Option<crate::gateway::stages::federation::Federation>,
+    pub federation: Option<crate::gateway::federation::stages::Federation>,
     /// What each federated pool serves, by pool name (kept across reloads).
-    pub catalogs: Arc<crate::gateway::stages::federation::catalog::Store>,
+    pub catalogs: Arc<crate::gateway::federation::stages::catalog::Store>,
     /// Pinned tool and prompt definitions (kept across reloads; `config::pins`).
     pub(crate) pins: Arc<crate::gateway::stages::pins::PinBook>,
     /// Each pool's `pins` policy, indexed like `pools`.
@@ -155,7 +155,7 @@ impl Gateway {
         let (pools, peers) = build_pools(&config, &table, previous)?;
         let metrics = carry_metrics(&config, &pools, previous)?;
         let (limit_shared, limits) = build_limits(&config, &metrics, previous)?;
-        let cache = crate::gateway::stages::cache::CacheSet::build(
+        let cache = crate::gateway::cache::stages::CacheSet::build(
             &config,
             &table,
             &metrics.registry,
@@ -183,7 +183,7 @@ impl Gateway {
         let credentials = build_credentials(&config, &table, &metrics, previous)?;
         let catalogs = previous.map_or_else(Default::default, |p| p.catalogs.clone());
         let federation =
-            crate::gateway::stages::federation::Federation::build(&config, &table, &catalogs);
+            crate::gateway::federation::stages::Federation::build(&config, &table, &catalogs);
         let pins = match previous {
             Some(p) => p.pins.clone(),
             None => Arc::new(crate::gateway::stages::pins::PinBook::new(

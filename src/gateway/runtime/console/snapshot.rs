@@ -248,7 +248,7 @@ pub(crate) fn snapshot(live: &Live) -> String {
     let all = gw.metrics.registry.gather();
     let catalog: Value = match &gw.federation {
         Some(_) => serde_json::from_str(
-            &crate::gateway::journey::federation::report::catalog_json(&gw),
+            &crate::gateway::federation::journey::report::catalog_json(&gw),
         )
         .unwrap_or(Value::Null),
         None => Value::Null,

@@ -187,7 +187,7 @@ pub(super) fn cache(x: &Explaining) -> Said {
     let method = env.method.as_deref().unwrap_or("");
     let (headers, body) = (&x.parts.headers, x.q.body.as_bytes());
     let gw: &Gateway = x.gw;
-    match crate::gateway::journey::cache::would_hit(gw, r, x.ctx.pool, method, headers, body) {
+    match crate::gateway::cache::journey::would_hit(gw, r, x.ctx.pool, method, headers, body) {
         Some(true) => Said::Answered(json!({"by": "the edge cache (a fresh entry)"})),
         Some(false) => Said::Pass(json!({"hit": false})),
         None => Said::Pass(json!({"cached": false})),

@@ -248,7 +248,7 @@ pub fn build_server(config: Config, opts: StartOptions) -> anyhow::Result<(Serve
     ));
     server.add_service(pingora::services::background::background_service(
         "federation catalogs",
-        crate::gateway::journey::federation::refresh::CatalogRefresh { live: live.clone() },
+        crate::gateway::federation::journey::refresh::CatalogRefresh { live: live.clone() },
     ));
     server.add_service(pingora::services::background::background_service(
         "legacy server sessions",

@@ -46,7 +46,7 @@ pub struct RouteTable {
     /// Finds the first match among `routes` (built from them in [`RouteTable::from_config`]).
     pub index: RouteIndex,
     /// One learned route per pool, indexed like `pools`: where a federated endpoint sends a
-    /// call its catalog routes ([`crate::gateway::stages::federation`]). Never matched by claims alone.
+    /// call its catalog routes ([`crate::gateway::federation::stages`]). Never matched by claims alone.
     pub learned: Vec<Route>,
 }
 

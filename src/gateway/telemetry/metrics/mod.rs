@@ -1,6 +1,7 @@
 //! The gateway's metrics: the Prometheus registry, its families (each component's in its own
-//! submodule: the rule is stated in [`super`]), one [`Outcome`] per finished request, and the
-//! access-log line (the observe stage, `journey::observe`, fills them in).
+//! telemetry file, a submodule here or a component folder's `telemetry.rs`: the rule is stated
+//! in [`super`]), one [`Outcome`] per finished request, and the access-log line (the observe
+//! stage, `journey::observe`, fills them in).
 //!
 //! Label values are bounded: `method` takes the methods of the protocol (others are `_other`),
 //! `name` takes the names written in the config plus the first `metrics.name_label_limit` other
@@ -12,9 +13,7 @@ pub use super::outcome::Outcome;
 
 pub(crate) mod balance;
 pub(crate) mod bridge;
-pub(crate) mod cache;
 pub(crate) mod concurrency;
-pub(crate) mod federation;
 pub(crate) mod limits;
 pub(crate) mod listeners;
 pub(crate) mod pins;
@@ -28,6 +27,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::config::Config;
 use crate::config::Pattern;
+use crate::gateway::federation::telemetry::FederationMetrics;
 
 pub(crate) use crate::gateway::telemetry::labels::{code_label, method_label, NameLabels};
 use crate::gateway::telemetry::labels::{method_index, METHOD_LABELS};
@@ -106,7 +106,7 @@ pub struct Metrics {
     pub flows: crate::gateway::telemetry::flows::FlowMetrics,
     /// Concurrency-limit metrics ([`crate::gateway::stages::concurrency`]).
     pub concurrency: concurrency::ConcurrencyMetrics,
-    pub federation: federation::FederationMetrics,
+    pub federation: FederationMetrics,
     pub bridge: bridge::BridgeMetrics,
     /// The requestState seal's metrics ([`crate::gateway::stages::seal`]).
     pub seal: seal::SealMetrics,
@@ -201,7 +201,7 @@ impl Metrics {
             task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
             flows: crate::gateway::telemetry::flows::FlowMetrics::register(&registry)?,
             concurrency: concurrency::ConcurrencyMetrics::register(&registry)?,
-            federation: federation::FederationMetrics::register(&registry)?,
+            federation: FederationMetrics::register(&registry)?,
             bridge: bridge::BridgeMetrics::register(&registry)?,
             seal: seal::SealMetrics::register(&registry)?,
             audit: crate::gateway::telemetry::audit::AuditMetrics::register(&registry)?,

@@ -5,8 +5,8 @@
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
+use crate::gateway::federation::stages::catalog::{Discover, Kind, List, PoolCatalog};
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::federation::catalog::{Discover, Kind, List, PoolCatalog};
 use crate::gateway::transport::upstream_h1::oneshot::mcp_post;
 use crate::mcp::{caching, meta, methods, sse, PROTOCOL_VERSION};
 

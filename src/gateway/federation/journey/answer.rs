@@ -15,12 +15,12 @@ use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
 use super::fetch;
+use crate::gateway::federation::stages::catalog::{Discover, Kind, List, PoolCatalog};
+use crate::gateway::federation::stages::cursor;
+use crate::gateway::federation::stages::view::{self, Contribution};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::federation::catalog::{Discover, Kind, List, PoolCatalog};
-use crate::gateway::stages::federation::cursor;
-use crate::gateway::stages::federation::view::{self, Contribution};
 use crate::gateway::stages::route::RouteRef;
 use crate::mcp::{caching, codes, meta, methods, result_type, Rejection, PROTOCOL_VERSION};
 

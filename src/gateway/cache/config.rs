@@ -1,5 +1,5 @@
 //! `routes[].cache` / `default_route.cache`: the edge cache of one route (see
-//! `src/gateway/stages/cache`). On by default; bounded in bytes and entries.
+//! `src/gateway/cache/`). On by default; bounded in bytes and entries.
 
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;

@@ -4,11 +4,11 @@
 
 use std::time::Instant;
 
+use crate::gateway::federation::stages::catalog::Kind;
+use crate::gateway::federation::stages::view::View;
+use crate::gateway::federation::stages::{Endpoint, Federated, Federation};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::federation::catalog::Kind;
-use crate::gateway::stages::federation::view::View;
-use crate::gateway::stages::federation::{Endpoint, Federated, Federation};
 use crate::gateway::stages::route::RouteRef;
 use crate::mcp::{codes, methods, Rejection};
 
@@ -79,7 +79,7 @@ fn answered_here(method: &str) -> bool {
 
 /// The pool serving what a named method names, and the server's own name if it differs.
 fn target(view: &View, ep: &Endpoint, method: &str, n: &str) -> Option<(usize, Option<String>)> {
-    let renamed = |t: &crate::gateway::stages::federation::view::Target| {
+    let renamed = |t: &crate::gateway::federation::stages::view::Target| {
         (t.pool, (t.name != n).then(|| t.name.clone()))
     };
     match method {

@@ -2,7 +2,7 @@
 //! result and every page of its four lists, each with the freshness and scope the server gave.
 //!
 //! The store outlives a config (it is carried over on reload, by pool name) so that a reload
-//! never forgets what the fleet serves; the refresh loop ([`crate::gateway::journey::federation::refresh`]) keeps it current.
+//! never forgets what the fleet serves; the refresh loop ([`crate::gateway::federation::journey::refresh`]) keeps it current.
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 use std::time::Instant;
 
+use crate::gateway::federation::stages::catalog::Kind;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::federation::catalog::Kind;
 
 /// The report, as JSON text.
 pub(crate) fn catalog_json(gw: &Gateway) -> String {

@@ -1,5 +1,5 @@
 //! Federation's steps in a request's journey, and the fetching behind them (the endpoints, the
-//! catalogs and the merged views are `stages::federation`):
+//! catalogs and the merged views are [`super::stages`]):
 //!
 //! - [`route`]: in `request_filter`'s route step, the pool that serves a claimed name;
 //! - [`on_checked`], right after the body check: answer ([`answer`]: a merged list,

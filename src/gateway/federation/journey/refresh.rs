@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::pins::PinPolicy;
+use crate::gateway::federation::stages::catalog::{Kind, List, State};
 use crate::gateway::journey::live::Live;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::federation::catalog::{Kind, List, State};
 
 /// The background service.
 pub(crate) struct CatalogRefresh {
@@ -108,7 +108,7 @@ pub(crate) fn store_list(gw: &Gateway, p: usize, kind: Kind, list: List) {
 fn learn_params(
     gw: &Gateway,
     p: usize,
-    cat: &crate::gateway::stages::federation::catalog::PoolCatalog,
+    cat: &crate::gateway::federation::stages::catalog::PoolCatalog,
 ) {
     if let Some(tools) = cat.list(Kind::Tools) {
         let pool: Arc<str> = gw.table.pools[p].as_str().into();

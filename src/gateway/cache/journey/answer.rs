@@ -7,10 +7,10 @@ use pingora::proxy::Session;
 use pingora::Result;
 use std::time::Instant;
 
+use crate::gateway::cache::stages::entry::Entry;
+use crate::gateway::cache::stages::flow::CACHE_HEADER;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::cache::entry::Entry;
-use crate::gateway::stages::cache::flow::CACHE_HEADER;
 
 /// The `Mcp-Param-*` header check of a `tools/call`: a known tool's headers against its
 /// arguments (a mismatch is refused, counted here).
@@ -23,7 +23,7 @@ pub(super) fn check_params(headers: &http::HeaderMap, ctx: &RequestCtx, body: &[
     let Some(params) = tool.and_then(|t| shared.params.get(pool, t)) else {
         return Verdict::Next;
     };
-    match crate::gateway::stages::cache::params::check(headers, &params, body) {
+    match crate::gateway::cache::stages::params::check(headers, &params, body) {
         Ok(()) => Verdict::Next,
         Err(rej) => {
             shared.metrics.param_refusals.inc();

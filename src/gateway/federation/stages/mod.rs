@@ -1,25 +1,8 @@
-//! Federation: one endpoint in front of several *different* MCP servers, each its own pool.
-//!
-//! The gateway learns what each pool serves from the pool itself ([`catalog`]: the lists as
-//! fetched, their freshness), and from that one fact it does three things (the steps that do
-//! them to a request, and the fetching, are `journey::federation`):
-//! - **routes** `tools/call`, `prompts/get` and `resources/read` (by URI, also through a
-//!   pool's URI templates) to the pool that serves the name, by hash lookup in the endpoint's
-//!   [`view::View`] — after the explicit routes of `gateway.yaml`, which still come first;
-//! - **answers** `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`
-//!   and `server/discover` itself, merging the pools' results: a pool's list is served from
-//!   the catalog only while the pool's own `ttlMs`/`cacheScope` allow it, and fetched again for
-//!   the answer otherwise; the merged result carries the smallest remaining freshness and
-//!   `private` when any part was private or the list was filtered per caller ([`cursor`]
-//!   pages it);
-//! - **merges** `subscriptions/listen`: one client stream carrying every pool's notifications;
-//! - **names** entries under the endpoint's collision policy (`prefix`, `priority`,
-//!   `refuse`); with `prefix`, a call's `Mcp-Name` and body name are set back to the server's
-//!   name after the header↔body check ([`crate::mcp::rewrite`]), the one body edit the gateway
-//!   makes.
-//!
-//! This module owns the endpoints of one generation ([`Federation`], [`Endpoint`]) and what a
-//! request on one is to become ([`Federated`]).
+//! Federation's stage (the component is described in [`super`]): the endpoints of one
+//! generation ([`Federation`], [`Endpoint`]) and what a request on one is to become
+//! ([`Federated`]), from what each pool serves ([`catalog`]: the lists as fetched, their
+//! freshness), merged into each endpoint's routing [`view::View`] and paged by [`cursor`]. The
+//! steps that apply them to a request, and the fetching, are [`super::journey`].
 
 pub(crate) mod catalog;
 pub(crate) mod cursor;

@@ -1,17 +1,13 @@
-//! The edge cache: stored `complete` results of the six cacheable methods, served while their
-//! `ttlMs` lasts (spec §Caching), and the `x-mcp-header` parameters learned from `tools/list`
-//! for the `Mcp-Param-*` header check ([`params`]).
+//! The edge cache's stage (the component is described in [`super`]):
 //!
 //! - [`key`]: what of a request decides its result; [`entry`]: one stored response, and how a
 //!   hit is rendered from it; [`sse`]: invalidating notifications spotted on proxied streams;
 //!   [`flow`]: one request's cache state and the rules for a lookup and a miss's response
-//!   (the steps that apply them to a request, and write a hit, are `journey::cache`).
-//! - Each route has its own store ([`RouteCache`], a `moka` cache bounded by bytes and
-//!   entries). A reload keeps a route's store when the route, its pool's instances and its
-//!   cache settings did not change, and drops it otherwise.
+//!   (the steps that apply them to a request, and write a hit, are [`super::journey`]);
+//!   [`params`]: the `x-mcp-header` parameters learned and the `Mcp-Param-*` check.
+//! - Each route has its own store ([`RouteCache`]); a reload keeps or drops it ([`CacheSet`]).
 //! - What outlives every reload is [`Shared`]: metrics, requests in flight per key (for
-//!   coalescing), per-pool generations (an invalidation makes in-flight fetches unstorable),
-//!   the learned tool parameters, and every live store (for invalidations and purges).
+//!   coalescing), per-pool generations, the learned tool parameters, and every live store.
 
 pub(crate) mod entry;
 pub(crate) mod flow;
@@ -30,8 +26,8 @@ use crate::mcp::caching::Invalidation;
 use crate::mcp::methods::RESOURCES_READ;
 use crate::mcp::query::decode_component;
 
+pub(crate) use crate::gateway::cache::telemetry::CacheMetrics;
 use crate::gateway::stages::route::{RouteRef, RouteTable};
-pub(crate) use crate::gateway::telemetry::metrics::cache::CacheMetrics;
 pub(crate) use entry::Entry;
 pub(crate) use flow::Flow;
 pub(crate) use key::Key;

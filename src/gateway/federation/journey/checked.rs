@@ -3,9 +3,9 @@
 //! `ref`, and put the server's own name back into a prefixed call's body.
 
 use super::answer;
+use crate::gateway::federation::stages::Federated;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::federation::Federated;
 use crate::gateway::stages::route::RouteRef;
 use crate::mcp::{codes, methods, Rejection};
 

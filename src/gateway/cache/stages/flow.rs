@@ -2,7 +2,7 @@
 //! the stale entry kept in reserve) and the rules the journey's cache steps apply to it: which
 //! stored entry answers a key (`fresh`, `stale`) and what a miss's whole response becomes
 //! (`finish`: stored, learned from, or the list's pages dropped). The steps themselves, which
-//! read and write the request's context, are `journey::cache`.
+//! read and write the request's context, are `cache::journey`.
 
 use bytes::Bytes;
 use std::sync::Arc;

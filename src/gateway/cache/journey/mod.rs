@@ -10,7 +10,7 @@
 //!    stored if it is storable, `tools/list` teaches the tool parameters, and an invalid
 //!    cursor drops the list's pages.
 //!
-//! The store, its keys and the rules for an entry are the stage's own, `stages::cache`.
+//! The store, its keys and the rules for an entry are the stage's own, [`super::stages`].
 
 mod answer;
 
@@ -23,13 +23,13 @@ use std::sync::Arc;
 use crate::mcp::header;
 use crate::mcp::methods::{TOOLS_CALL, TOOLS_LIST};
 
-use crate::gateway::journey::request::RequestCtx;
-use crate::gateway::stages::answer::Verdict;
-use crate::gateway::stages::cache::flow::{
+use crate::gateway::cache::stages::flow::{
     finish, fresh, look_up, static_method, Pending, CACHE_HEADER,
 };
-use crate::gateway::stages::cache::key;
-use crate::gateway::stages::cache::sse::NotificationScanner;
+use crate::gateway::cache::stages::key;
+use crate::gateway::cache::stages::sse::NotificationScanner;
+use crate::gateway::journey::request::RequestCtx;
+use crate::gateway::stages::answer::Verdict;
 
 pub(crate) use answer::serve_stale;
 use answer::{check_params, framing, serve};
