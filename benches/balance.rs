@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::stages::balance::{load, Pool, Tried};
+use mcp_edge::gateway::balance::stages::{load, Pool, Tried};
 
 fn pool(n: usize, body: &str) -> Pool {
     let mut y = String::from("pools:\n  p:\n    instances: [");

@@ -30,6 +30,8 @@ pub(crate) mod cache;
 pub(crate) mod tls;
 pub(crate) use cache::CacheConfig;
 pub(crate) mod adaptive;
+#[path = "../gateway/balance/config.rs"]
+pub(crate) mod balance;
 pub(crate) mod concurrency;
 pub(crate) mod connections;
 #[path = "../gateway/federation/config.rs"]
@@ -44,7 +46,6 @@ mod describe;
 mod limits;
 mod listen;
 pub(crate) mod mrtr;
-pub(crate) mod outliers;
 mod pattern;
 pub(crate) mod pins;
 pub(crate) mod policy;

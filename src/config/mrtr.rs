@@ -1,5 +1,5 @@
 //! `pools.<name>.mrtr`: what the gateway does for a pool's multi round-trip calls: where retry
-//! legs land (`retry_landing`, `gateway::stages::balance`), and `seal`: every `requestState` the pool's servers return is sealed by the gateway (bound
+//! legs land (`retry_landing`, `gateway::balance::stages`), and `seal`: every `requestState` the pool's servers return is sealed by the gateway (bound
 //! to the caller, the tool and the arguments, with an expiry) and opened again on the retry,
 //! for servers that do not protect their own state. Off by default. The gateway's side is
 //! `gateway::stages::seal`; the envelope is `mcp::state_seal`.

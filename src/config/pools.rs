@@ -1,6 +1,6 @@
 //! `pools:` and `retries:`: the upstream instances of each pool, how requests are balanced over
 //! them (round robin, least loaded, or consistent hash with its key and load bound; weights and
-//! slow start), active health checks, passive ejection (latency outliers in [`super::outliers`]), which failed requests are tried on
+//! slow start), active health checks, passive ejection (latency outliers in [`super::balance`]), which failed requests are tried on
 //! another instance, and (in `credentials`) how the gateway authenticates to the instances.
 
 use serde::{Deserialize, Deserializer};
@@ -49,10 +49,10 @@ pub struct PoolConfig {
     /// Passive ejection of instances that fail requests.
     #[serde(default)]
     pub ejection: EjectionConfig,
-    /// Ejection of instances much slower than the rest of the pool ([`super::outliers`]).
+    /// Ejection of instances much slower than the rest of the pool ([`super::balance`]).
     /// Absent: off.
     #[serde(default)]
-    pub outliers: Option<super::outliers::OutlierConfig>,
+    pub outliers: Option<super::balance::OutlierConfig>,
     /// Connect to the instances over TLS ([`tls::UpstreamTls`]).
     #[serde(default)]
     pub tls: Option<tls::UpstreamTls>,

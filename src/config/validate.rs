@@ -140,7 +140,7 @@ impl Config {
             ));
         }
         super::pools::check_balance(name, pool).map_err(|(key, msg)| err(&key, msg))?;
-        super::outliers::check(name, pool).map_err(|(key, msg)| err(&key, msg))?;
+        super::balance::check(name, pool).map_err(|(key, msg)| err(&key, msg))?;
         if pool.mrtr.retry_landing == super::RetryLanding::Elsewhere && !self.flows.enabled {
             return Err(err(
                 &format!("pools.{name}.mrtr.retry_landing"),

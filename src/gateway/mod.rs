@@ -43,7 +43,7 @@
 //!    ([`journey::credentials`]);
 //! 7. **forward** on the direct leg ([`journey::direct`]): it runs the stages pingora's later
 //!    phases would, as plain functions: **balance** ([`journey::forward::choose`] over
-//!    [`stages::balance`]), the upstream head ([`journey::forward::upstream_headers`]), connect
+//!    [`balance::stages`]), the upstream head ([`journey::forward::upstream_headers`]), connect
 //!    retries ([`journey::failure::connect_failed`]), the **answer** on its way back
 //!    ([`journey::response`]), a long event stream handed to its own task
 //!    ([`journey::detached`]); the bytes go on the gateway's own HTTP/1.1 client
@@ -68,6 +68,7 @@
 //! `/metrics`, `/healthz`, `/readyz`, `/ui`, `POST /-/reload`, `POST /-/explain` and
 //! `POST /-/cache/purge`.
 
+pub mod balance;
 pub(crate) mod cache;
 pub(crate) mod federation;
 pub mod journey;

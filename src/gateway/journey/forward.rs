@@ -16,8 +16,8 @@ use crate::gateway::journey::auth;
 use crate::gateway::telemetry::trace;
 
 use crate::config::{RetryLanding, Timeouts};
+use crate::gateway::balance::stages::{Landing, Steer};
 use crate::gateway::journey::request::RequestCtx;
-use crate::gateway::stages::balance::{Landing, Steer};
 use crate::mcp::header;
 
 /// Headers that belong to one connection and are never forwarded.

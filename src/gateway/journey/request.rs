@@ -20,9 +20,9 @@ use std::time::Instant;
 use crate::mcp::result_scan::ResultScanner;
 use crate::mcp::Envelope;
 
+use crate::gateway::balance::stages::Tried;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::answer::Refusal;
-use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::inspect::BodyHold;
 use crate::gateway::stages::route::RouteRef;
 
@@ -155,8 +155,8 @@ pub struct RequestCtx {
     /// When the current instance was chosen, while a request is in flight to it.
     pub upstream_since: Option<Instant>,
     /// A retry leg steered by `mrtr.retry_landing: elsewhere`: where it landed.
-    pub landing: Option<crate::gateway::stages::balance::Landing>,
-    /// The request counts in its instance's load ([`crate::gateway::stages::balance::InstanceLoad`]).
+    pub landing: Option<crate::gateway::balance::stages::Landing>,
+    /// The request counts in its instance's load ([`crate::gateway::balance::stages::InstanceLoad`]).
     pub loading: bool,
     /// The request went on outside the pipeline ([`crate::gateway::journey::detached`]): this context is the
     /// empty one left in its place, and the pipeline's `logging` records nothing for it.

@@ -41,7 +41,7 @@ pub(crate) fn on_header(
             {
                 ctx.release_load();
             } else {
-                let now = crate::gateway::stages::balance::load::now_ns();
+                let now = crate::gateway::balance::stages::load::now_ns();
                 pool.loads[idx].observe(took, now, pool.decay);
                 // The outlier detector counts the answer, and judges the pool at a window's end.
                 let ejected = pool.outlier_sample(idx, now);

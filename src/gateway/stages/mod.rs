@@ -20,12 +20,11 @@
 //! 5. [`seal`] (a sealing pool's `requestState` opened on the retry, sealed on the way
 //!    back), then [`super::cache::stages`], or [`super::federation::stages`]'s own answers
 //!    (merged lists, discovery, listen streams).
-//! 6. [`balance`] (with [`health`]): an instance of the pool.
+//! 6. [`super::balance::stages`] (with [`health`]): an instance of the pool.
 //! 7. [`answer`]: every answer the gateway writes itself, and a stage's [`answer::Verdict`].
 
 pub(crate) mod admission;
 pub(crate) mod answer;
-pub mod balance;
 pub(crate) mod body;
 pub(crate) mod bridge;
 pub(crate) mod concurrency;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 
-use crate::gateway::stages::balance::{outliers::Ejection, Pool};
+use crate::gateway::balance::stages::{outliers::Ejection, Pool};
 use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
 use crate::gateway::stages::health;
 use crate::gateway::stages::limit::{self, Limit, LimitInput, Verdict};

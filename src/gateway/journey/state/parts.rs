@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 
-use crate::gateway::stages::balance::Pool;
+use crate::gateway::balance::stages::Pool;
 use crate::gateway::stages::limit;
 use crate::gateway::stages::route::RouteTable;
 use crate::gateway::telemetry::flows::FlowStore;

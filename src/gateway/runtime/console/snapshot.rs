@@ -132,7 +132,7 @@ fn pools(gw: &Gateway, all: &[MetricFamily]) -> Value {
     };
     let sent = sum_by(all, "mcp_edge_upstream_requests_total", key);
     let failed = sum_by(all, "mcp_edge_upstream_errors_total", key);
-    let now = crate::gateway::stages::balance::load::now_ns();
+    let now = crate::gateway::balance::stages::load::now_ns();
     let list: Vec<Value> = gw.pools.iter().enumerate().map(|(pi, p)| {
         let instances: Vec<Value> = p.instances.iter().enumerate().map(|(i, inst)| {
             let k = format!("{}\u{0}{}", p.name, inst.name);

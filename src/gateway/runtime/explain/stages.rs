@@ -5,9 +5,9 @@
 use serde_json::{json, Value};
 
 use super::{Explaining, Said};
+use crate::gateway::balance::stages::Tried;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::balance::Tried;
 use crate::gateway::stages::body::{BodyStage, Input, Scope};
 use crate::gateway::stages::limit::{LimitInput, Verdict};
 use crate::gateway::stages::route::RouteRef;
@@ -305,7 +305,7 @@ pub(super) fn limits(x: &Explaining) -> Said {
 }
 
 /// The instances of `pool` no request goes to now, with the reason (`instance`, `why`).
-fn skipped(pool: &crate::gateway::stages::balance::Pool) -> Vec<Value> {
+fn skipped(pool: &crate::gateway::balance::stages::Pool) -> Vec<Value> {
     (0..pool.instances.len())
         .filter_map(|i| {
             let why = pool.health.unusable(i)?;
@@ -331,7 +331,7 @@ pub(super) fn balance(x: &Explaining) -> Said {
             .hash_key
             .clone()
             .unwrap_or(crate::config::HashKey::McpName);
-        let present = crate::gateway::stages::balance::shard_key_for(
+        let present = crate::gateway::balance::stages::shard_key_for(
             &k,
             ctx.name.as_deref(),
             headers,

@@ -8,7 +8,8 @@
 //! ejection in a row doubles the time out, up to a cap. When no instance of a pool is usable,
 //! the balancer ignores health rather than refuse everything ("panic mode", as Envoy does).
 //! Latency outliers are ejected here too, on their own clock ([`PoolHealth::eject_outlier`]; the
-//! detector is `balance::outliers`), so every mode skips them as it skips an unhealthy instance.
+//! detector is the balance component's, `balance::stages::outliers`), so every mode skips them
+//! as it skips an unhealthy instance.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

@@ -11,7 +11,6 @@
 
 pub use super::outcome::Outcome;
 
-pub(crate) mod balance;
 pub(crate) mod bridge;
 pub(crate) mod concurrency;
 pub(crate) mod limits;
@@ -27,6 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::config::Config;
 use crate::config::Pattern;
+use crate::gateway::balance::telemetry::BalanceMetrics;
 use crate::gateway::federation::telemetry::FederationMetrics;
 
 pub(crate) use crate::gateway::telemetry::labels::{code_label, method_label, NameLabels};
@@ -111,8 +111,8 @@ pub struct Metrics {
     /// The requestState seal's metrics ([`crate::gateway::stages::seal`]).
     pub seal: seal::SealMetrics,
     pub audit: crate::gateway::telemetry::audit::AuditMetrics,
-    /// The balancer's view of each instance ([`crate::gateway::stages::balance::metrics`]).
-    pub balance: balance::BalanceMetrics,
+    /// The balancer's view of each instance ([`crate::gateway::balance::stages::metrics`]).
+    pub balance: BalanceMetrics,
     /// The last refused or failed requests, for the console ([`crate::gateway::telemetry::recent`]).
     pub recent: crate::gateway::telemetry::recent::Recent,
     checked: Lazy<IntCounter>,
@@ -205,7 +205,7 @@ impl Metrics {
             bridge: bridge::BridgeMetrics::register(&registry)?,
             seal: seal::SealMetrics::register(&registry)?,
             audit: crate::gateway::telemetry::audit::AuditMetrics::register(&registry)?,
-            balance: balance::BalanceMetrics::register(&registry)?,
+            balance: BalanceMetrics::register(&registry)?,
             recent: Default::default(),
             names: NameLabels::new(exact_names(cfg), cfg.metrics.name_label_limit),
             auth: Arc::new(crate::auth::metrics::AuthMetrics::register(&registry)?),

@@ -1,5 +1,5 @@
 //! Outliers: ejection of instances much slower than the rest of their pool
-//! (`pools.<name>.outliers`, [`crate::config::outliers`]), as Envoy's outlier detection ejects
+//! (`pools.<name>.outliers`, [`crate::config::balance`]), as Envoy's outlier detection ejects
 //! on errors (which `health` already does: `ejection.consecutive_failures`).
 //!
 //! The pool is judged once per window (`interval`), by the request whose answer closes it (no
@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::config::outliers::OutlierConfig;
+use crate::config::balance::OutlierConfig;
 
 use super::Pool;
 

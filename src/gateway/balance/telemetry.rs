@@ -1,4 +1,4 @@
-//! The balancer's metric families (set from the pools' live state by `stages::balance::metrics`).
+//! The balancer's metric families (set from the pools' live state by `balance::stages::metrics`).
 
 use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 

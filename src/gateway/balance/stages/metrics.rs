@@ -3,7 +3,7 @@
 //! `/metrics` scrape from the live state, and how often a bounded hash pool sent a key past its
 //! home.
 
-pub(crate) use crate::gateway::telemetry::metrics::balance::BalanceMetrics;
+pub(crate) use crate::gateway::balance::telemetry::BalanceMetrics;
 
 use super::{load, Pool};
 

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::config::{Balance, PoolConfig};
-use crate::gateway::stages::balance::Tried;
+use crate::gateway::balance::stages::Tried;
 
 const MS: f64 = 1e6;
 

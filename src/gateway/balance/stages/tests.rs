@@ -2,7 +2,7 @@
 //! that skip tried instances, and task requests that go to their owner.
 
 use super::*;
-use crate::gateway::stages::balance::key::shard_key;
+use crate::gateway::balance::stages::key::shard_key;
 use crate::mcp::tasks::owner_hint;
 
 #[test]

@@ -4,7 +4,12 @@
 //! median by default): one more than `latency_ratio` times slower, and at least `min_gap`
 //! slower, is ejected for `base_ejection`, doubled for each ejection in a row up to
 //! `max_ejection`; at most `max_ejected_percent` of the pool is out at once. The detector is
-//! `gateway::stages::balance::outliers`. Absent: off.
+//! `gateway::balance::stages::outliers`. Absent: off.
+//!
+//! The balance component's section, `crate::config::balance` (included by path from
+//! `src/config/mod.rs`). The other balancing keys (`balance`, `hash_key`, `load_bound`,
+//! `weights`, `slow_start`, `latency_decay`, `probe_*`) are fields of `pools.<name>` itself, so
+//! they stay with the pool's section in `config/pools.rs`.
 
 use serde::Deserialize;
 use std::time::Duration;
