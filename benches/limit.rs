@@ -7,7 +7,7 @@ use futures::executor::block_on;
 use std::hint::black_box;
 
 use mcp_edge::config::Config;
-use mcp_edge::gateway::stages::limit::{Limit, LimitInput, Verdict};
+use mcp_edge::gateway::rate_limits::stages::{Limit, LimitInput, Verdict};
 
 fn limit(key: &str) -> Limit {
     let yaml = format!(

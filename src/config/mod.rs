@@ -51,6 +51,7 @@ pub(crate) mod pins;
 pub(crate) mod policy;
 pub(crate) mod pools;
 mod positions;
+#[path = "../gateway/rate_limits/config.rs"]
 mod rate_limits;
 mod routes;
 mod schema;

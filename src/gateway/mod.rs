@@ -30,8 +30,8 @@
 //! 2. **admit** the head ([`stages::admission`]);
 //! 3. **route** on the claimed `Mcp-Method`/`Mcp-Name` ([`stages::route`]; on a federated
 //!    endpoint by the pools' catalogs, [`federation::stages`]);
-//! 4. **authenticate** ([`journey::auth`]) and **limit** ([`stages::limit`] through
-//!    [`journey::limit`], [`stages::concurrency`] through [`journey::concurrency`]), still on
+//! 4. **authenticate** ([`journey::auth`]) and **limit** ([`rate_limits::stages`] through
+//!    [`rate_limits::journey`], [`stages::concurrency`] through [`journey::concurrency`]), still on
 //!    the claims; only then `100 Continue`;
 //! 5. **read the body** whole, once, whatever its framing ([`stages::inspect`], through
 //!    [`journey::pipeline::body`]) and **validate** it against the headers
@@ -73,6 +73,7 @@ pub(crate) mod cache;
 pub(crate) mod federation;
 pub mod journey;
 pub(crate) mod proxy;
+pub mod rate_limits;
 pub mod runtime;
 pub mod stages;
 pub mod telemetry;

@@ -342,8 +342,8 @@ fn check_prints_each_limits_scope_and_policy_and_refuses_a_global_limit_without_
 #[test]
 fn the_redis_script_decides_like_the_local_governor_limiter() {
     use mcp_edge::config::Config;
-    use mcp_edge::gateway::stages::limit::local::LocalLimiter;
-    use mcp_edge::gateway::stages::limit::store::{GlobalStore, StoreMetrics};
+    use mcp_edge::gateway::rate_limits::stages::local::LocalLimiter;
+    use mcp_edge::gateway::rate_limits::stages::store::{GlobalStore, StoreMetrics};
     let Some(redis) = Redis::start() else { return };
     let cfg = Config::parse(
         &format!(

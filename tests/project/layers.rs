@@ -32,7 +32,7 @@ const LAYERS: &[&str] = &[
 
 /// The component folders under `src/gateway/`, each with its layers inside it: a new one is a
 /// line here.
-pub(crate) const COMPONENTS: &[&str] = &["federation", "cache", "balance"];
+pub(crate) const COMPONENTS: &[&str] = &["federation", "cache", "balance", "rate_limits"];
 
 /// Every path the code names that starts at `crate::gateway` or `super`, resolved to a module
 /// path under the gateway (brace groups spread out; only the leading segments matter).

@@ -8,8 +8,8 @@
 //! 0. [`pipeline`]: the runner of the one list of stages (`stages::pipeline::STAGES`): the
 //!    head stages, the body stages where the body is in hand, the pool's.
 //! 1. [`steps`]: refusing, reading the body, `100 Continue` (the route step consults
-//!    [`super::federation::journey`] on a federated endpoint; [`limit`] asks the rate limits and
-//!    [`concurrency`] takes the slots).
+//!    [`super::federation::journey`] on a federated endpoint; [`super::rate_limits::journey`]
+//!    asks the rate limits and [`concurrency`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
 //! 3. [`seal`] (a sealing pool's retry state opened), then [`super::cache::journey`], or
 //!    [`super::federation::journey`]'s own answers, right after the body check.
@@ -30,7 +30,6 @@ pub(crate) mod direct;
 pub(crate) mod failure;
 pub(crate) mod forward;
 pub(crate) mod legacy_up;
-pub(crate) mod limit;
 pub(crate) mod live;
 pub mod observe;
 pub(crate) mod pins;

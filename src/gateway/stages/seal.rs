@@ -10,9 +10,9 @@ use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use super::limit::store::GlobalStore;
 use crate::config::mrtr::{OneTime, SealConfig};
 use crate::config::OnStoreError;
+use crate::gateway::rate_limits::stages::store::GlobalStore;
 use crate::mcp::seal::{now_ms, Sealer, StateKeys};
 use crate::mcp::state_seal::{self, rewrite::SseSealer, Binding, Refused};
 

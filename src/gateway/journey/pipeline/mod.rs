@@ -25,7 +25,8 @@ use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::{
     invite_body, refuse, refuse_with_id, select_route, settle_doomed,
 };
-use crate::gateway::journey::{auth, concurrency, credentials, limit, pins};
+use crate::gateway::journey::{auth, concurrency, credentials, pins};
+use crate::gateway::rate_limits::journey as limit;
 use crate::gateway::stages::pipeline::{Run, Step, STAGES};
 use crate::gateway::stages::{admission, route};
 

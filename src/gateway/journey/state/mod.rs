@@ -14,9 +14,9 @@ use std::time::Duration;
 use crate::config::Config;
 
 use crate::gateway::balance::stages::{outliers::Ejection, Pool};
+use crate::gateway::rate_limits::stages::{self as limit, Limit, LimitInput, Verdict};
 use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
 use crate::gateway::stages::health;
-use crate::gateway::stages::limit::{self, Limit, LimitInput, Verdict};
 use crate::gateway::stages::route::RouteTable;
 use crate::gateway::telemetry::flows::FlowStore;
 use crate::gateway::telemetry::metrics::{Metrics, UpstreamMetrics};

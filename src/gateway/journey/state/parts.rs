@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::config::Config;
 
 use crate::gateway::balance::stages::Pool;
-use crate::gateway::stages::limit;
+use crate::gateway::rate_limits::stages as limit;
 use crate::gateway::stages::route::RouteTable;
 use crate::gateway::telemetry::flows::FlowStore;
 use crate::gateway::telemetry::metrics::Metrics;

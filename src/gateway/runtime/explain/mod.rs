@@ -6,7 +6,7 @@
 //! pipe a body held past 64 KiB skips the stages that answer themselves (federation, cache).
 //!
 //! Each stage is the proxy's own function, asked without its side effects: limits are peeked
-//! ([`crate::gateway::stages::limit::Limit::peek`]: no token spent, no key added), the cache is only read
+//! ([`crate::gateway::rate_limits::stages::Limit::peek`]: no token spent, no key added), the cache is only read
 //! ([`crate::gateway::cache::journey::would_hit`]), the header↔body check counts no metric, nothing reaches an
 //! instance. Auth verifies the token for real (it may fetch the JWKS or introspect, as a request
 //! would), and the balancer's pick is a sample: round robin moves on by one, least-loaded draws

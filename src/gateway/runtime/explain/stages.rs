@@ -8,8 +8,8 @@ use super::{Explaining, Said};
 use crate::gateway::balance::stages::Tried;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
+use crate::gateway::rate_limits::stages::{LimitInput, Verdict};
 use crate::gateway::stages::body::{BodyStage, Input, Scope};
-use crate::gateway::stages::limit::{LimitInput, Verdict};
 use crate::gateway::stages::route::RouteRef;
 use crate::mcp::{envelope, Rejection};
 
@@ -292,9 +292,9 @@ pub(super) fn limits(x: &Explaining) -> Said {
             Some(Verdict::Allowed) => json!("allowed"),
             Some(Verdict::DryRunLimited) => json!("over (dry run: counted, not refused)"),
             Some(Verdict::Limited(wait)) => {
-                let secs = crate::gateway::stages::limit::retry_after_secs(wait);
+                let secs = crate::gateway::rate_limits::stages::retry_after_secs(wait);
                 seen.push(json!({"limit": l.name, "state": format!("over: refused, retry after {secs}s")}));
-                let (rej, _) = crate::gateway::stages::limit::refusal(&l.name, wait);
+                let (rej, _) = crate::gateway::rate_limits::stages::refusal(&l.name, wait);
                 return Said::Refuse(rej, json!({"limits": seen, "retry_after_s": secs}));
             }
             Some(Verdict::NotApplicable) => json!("does not apply"),

@@ -206,7 +206,7 @@ pub(crate) async fn admit(
 
 /// The 503 answer for a shed request, and its `Retry-After` value.
 pub(crate) fn refusal(shed: &Shed) -> (Rejection, String) {
-    let secs = crate::gateway::stages::limit::retry_after_secs(shed.retry_after);
+    let secs = crate::gateway::rate_limits::stages::retry_after_secs(shed.retry_after);
     let waited = if shed.timed_out {
         " (waited in its queue until the timeout)"
     } else {

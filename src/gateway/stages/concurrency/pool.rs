@@ -282,7 +282,7 @@ impl Drop for PoolPermit {
 
 /// The 503 answer for a request the pool's limit shed, and its `Retry-After` value.
 pub(crate) fn refusal(shed: &PoolShed) -> (Rejection, String) {
-    let secs = crate::gateway::stages::limit::retry_after_secs(shed.retry_after);
+    let secs = crate::gateway::rate_limits::stages::retry_after_secs(shed.retry_after);
     let who = match shed.leg {
         Leg::First => "new calls take at most their share of it",
         Leg::Started => "even a call already started found no slot in time",

@@ -13,7 +13,6 @@ pub use super::outcome::Outcome;
 
 pub(crate) mod bridge;
 pub(crate) mod concurrency;
-pub(crate) mod limits;
 pub(crate) mod listeners;
 pub(crate) mod pins;
 pub(crate) mod seal;

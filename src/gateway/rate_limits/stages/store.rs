@@ -16,7 +16,7 @@
 
 use arc_swap::ArcSwapOption;
 
-pub use crate::gateway::telemetry::metrics::limits::StoreMetrics;
+pub use crate::gateway::rate_limits::telemetry::StoreMetrics;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -1,4 +1,6 @@
-//! `rate_limits:`: keyed token-bucket limits, their key parts and the `N/s` rate syntax.
+//! `rate_limits:`: keyed token-bucket limits, their key parts and the `N/s` rate syntax. The
+//! rate limits component's section, `crate::config::rate_limits` (included by path from
+//! `src/config/mod.rs`); its [`LimitMatch`] is also the `match` of `concurrency_limits`.
 
 use serde::{Deserialize, Deserializer};
 use std::fmt;

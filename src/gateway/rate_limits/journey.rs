@@ -1,9 +1,9 @@
-//! The rate-limit step of the journey: the limits of `stages::limit` asked about one request,
-//! on what its headers claim, before its body is read.
+//! The rate-limit step of the journey: the limits of [`super::stages`] asked about one
+//! request, on what its headers claim, before its body is read.
 
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::limit::{refusal, LimitInput};
+use crate::gateway::rate_limits::stages::{refusal, LimitInput};
 use crate::mcp::Rejection;
 
 /// The rate-limit step of `request_filter`: the refusal (429) and its `Retry-After` value when
