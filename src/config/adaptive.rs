@@ -2,7 +2,7 @@
 //! finds by itself (`adaptive: true`: a gradient on the pool's latency, between `min` and `max`)
 //! or a fixed `max`; what a shed request is told (`retry_after`); and the priority of legs of
 //! calls already started (MRTR retry legs, `tasks/*`) over new calls (`first_leg_share`,
-//! `priority_wait`). The gateway's side is `gateway::stages::concurrency` (its `adaptive` and
+//! `priority_wait`). The gateway's side is `gateway::concurrency::stages` (its `adaptive` and
 //! `pool` modules); docs/overload.md says why a gradient and how it settles.
 
 use serde::Deserialize;

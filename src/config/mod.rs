@@ -32,6 +32,7 @@ pub(crate) use cache::CacheConfig;
 pub(crate) mod adaptive;
 #[path = "../gateway/balance/config.rs"]
 pub(crate) mod balance;
+#[path = "../gateway/concurrency/config.rs"]
 pub(crate) mod concurrency;
 pub(crate) mod connections;
 #[path = "../gateway/federation/config.rs"]

@@ -31,7 +31,7 @@
 //! 3. **route** on the claimed `Mcp-Method`/`Mcp-Name` ([`stages::route`]; on a federated
 //!    endpoint by the pools' catalogs, [`federation::stages`]);
 //! 4. **authenticate** ([`journey::auth`]) and **limit** ([`rate_limits::stages`] through
-//!    [`rate_limits::journey`], [`stages::concurrency`] through [`journey::concurrency`]), still on
+//!    [`rate_limits::journey`], [`concurrency::stages`] through [`concurrency::journey`]), still on
 //!    the claims; only then `100 Continue`;
 //! 5. **read the body** whole, once, whatever its framing ([`stages::inspect`], through
 //!    [`journey::pipeline::body`]) and **validate** it against the headers
@@ -70,6 +70,7 @@
 
 pub mod balance;
 pub(crate) mod cache;
+pub(crate) mod concurrency;
 pub(crate) mod federation;
 pub mod journey;
 pub(crate) mod proxy;

@@ -32,7 +32,13 @@ const LAYERS: &[&str] = &[
 
 /// The component folders under `src/gateway/`, each with its layers inside it: a new one is a
 /// line here.
-pub(crate) const COMPONENTS: &[&str] = &["federation", "cache", "balance", "rate_limits"];
+pub(crate) const COMPONENTS: &[&str] = &[
+    "federation",
+    "cache",
+    "balance",
+    "rate_limits",
+    "concurrency",
+];
 
 /// Every path the code names that starts at `crate::gateway` or `super`, resolved to a module
 /// path under the gateway (brace groups spread out; only the leading segments matter).

@@ -9,7 +9,7 @@
 //!    head stages, the body stages where the body is in hand, the pool's.
 //! 1. [`steps`]: refusing, reading the body, `100 Continue` (the route step consults
 //!    [`super::federation::journey`] on a federated endpoint; [`super::rate_limits::journey`]
-//!    asks the rate limits and [`concurrency`] takes the slots).
+//!    asks the rate limits and [`super::concurrency::journey`] takes the slots).
 //! 2. [`auth`]: the caller's token; the pool's credential towards the instance ([`credentials`]).
 //! 3. [`seal`] (a sealing pool's retry state opened), then [`super::cache::journey`], or
 //!    [`super::federation::journey`]'s own answers, right after the body check.
@@ -23,7 +23,6 @@
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod bridge;
-pub(crate) mod concurrency;
 pub(crate) mod credentials;
 pub mod detached;
 pub(crate) mod direct;

@@ -125,7 +125,7 @@ pub struct RequestCtx {
     /// When this request's list result is read for pinned definitions (`journey::pins`).
     pub pin_list: Option<crate::gateway::stages::pins::PinList>,
     /// The slots of the concurrency limits this request holds (released when it is dropped).
-    pub slots: Option<crate::gateway::stages::concurrency::Held>,
+    pub slots: Option<crate::gateway::concurrency::stages::Held>,
 
     // Inspect and validate: where the body is.
     /// The header↔body check runs for this request (not sampled out).

@@ -12,7 +12,8 @@
 //! 1. [`admission`]: what the head alone decides (MCP headers, version, framing).
 //! 2. [`route`]: the claimed `Mcp-Method`/`Mcp-Name` to a pool; on a federated endpoint by the
 //!    pools' catalogs ([`super::federation::stages`]).
-//! 3. [`super::rate_limits::stages`], [`concurrency`]: rate and in-flight limits on the claims
+//! 3. [`super::rate_limits::stages`], [`super::concurrency::stages`]: rate and in-flight limits
+//!    on the claims
 //!    (the caller's token and the pool's credential are `crate::auth` and `crate::credentials`).
 //!    [`pins`]: a call of a tool whose definition changed since it was pinned is held.
 //! 4. [`inspect`] then [`validate`]: read the bounded body once, parse once, headers vs body;
@@ -27,7 +28,6 @@ pub(crate) mod admission;
 pub(crate) mod answer;
 pub(crate) mod body;
 pub(crate) mod bridge;
-pub(crate) mod concurrency;
 pub(crate) mod health;
 pub(crate) mod inspect;
 pub(crate) mod pins;

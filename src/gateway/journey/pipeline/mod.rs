@@ -20,12 +20,13 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use crate::config::pins::PinPolicy;
+use crate::gateway::concurrency::journey as concurrency;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::journey::steps::{
     invite_body, refuse, refuse_with_id, select_route, settle_doomed,
 };
-use crate::gateway::journey::{auth, concurrency, credentials, pins};
+use crate::gateway::journey::{auth, credentials, pins};
 use crate::gateway::rate_limits::journey as limit;
 use crate::gateway::stages::pipeline::{Run, Step, STAGES};
 use crate::gateway::stages::{admission, route};

@@ -14,8 +14,8 @@ use std::time::Duration;
 use crate::config::Config;
 
 use crate::gateway::balance::stages::{outliers::Ejection, Pool};
+use crate::gateway::concurrency::stages::{self as concurrency, ConcurrencyLimit};
 use crate::gateway::rate_limits::stages::{self as limit, Limit, LimitInput, Verdict};
-use crate::gateway::stages::concurrency::{self, ConcurrencyLimit};
 use crate::gateway::stages::health;
 use crate::gateway::stages::route::RouteTable;
 use crate::gateway::telemetry::flows::FlowStore;

@@ -160,7 +160,7 @@ fn pool_limit(gw: &Gateway, pool: usize) -> Value {
     let Some(ls) = gw.pool_limits.get(pool).filter(|l| l.pool.is_some()) else {
         return Value::Null;
     };
-    let one = |l: &crate::gateway::stages::concurrency::pool::PoolLimit| {
+    let one = |l: &crate::gateway::concurrency::stages::pool::PoolLimit| {
         let (limit, first_leg_limit, in_flight) = l.now();
         let (min_rtt, probing) = l.measured();
         json!({"tool": l.tool, "adaptive": l.config.adaptive, "limit": limit,

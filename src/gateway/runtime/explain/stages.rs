@@ -208,7 +208,7 @@ pub(super) fn pins(x: &mut Explaining) -> Said {
 
 /// The pool's concurrency limit as it stands: would this request's leg get a slot now.
 pub(super) fn capacity(x: &Explaining) -> Said {
-    use crate::gateway::journey::concurrency::{leg_of, pool_limit};
+    use crate::gateway::concurrency::journey::{leg_of, pool_limit};
     let Some(l) = pool_limit(x.gw, &x.ctx) else {
         return Said::Skip(json!({"pool_limit": false}));
     };
@@ -220,11 +220,11 @@ pub(super) fn capacity(x: &Explaining) -> Said {
         "first_leg_limit": first, "in_flight": in_flight, "leg": leg.label(),
         "min_rtt_ms": min_rtt.map(|d| d.as_secs_f64() * 1000.0), "probing": probing,
     });
-    if l.would_admit(leg) || leg == crate::gateway::stages::concurrency::pool::Leg::Started {
+    if l.would_admit(leg) || leg == crate::gateway::concurrency::stages::pool::Leg::Started {
         // A started leg that finds no slot waits for one (`priority_wait`) before it is shed.
         return Said::Pass(detail);
     }
-    let shed = crate::gateway::stages::concurrency::pool::PoolShed {
+    let shed = crate::gateway::concurrency::stages::pool::PoolShed {
         pool: l.pool.clone(),
         tool: l.tool.clone(),
         limit,
@@ -233,7 +233,7 @@ pub(super) fn capacity(x: &Explaining) -> Said {
         retry_after: l.config.retry_after,
     };
     Said::Refuse(
-        crate::gateway::stages::concurrency::pool::refusal(&shed).0,
+        crate::gateway::concurrency::stages::pool::refusal(&shed).0,
         detail,
     )
 }

@@ -12,7 +12,6 @@
 pub use super::outcome::Outcome;
 
 pub(crate) mod bridge;
-pub(crate) mod concurrency;
 pub(crate) mod listeners;
 pub(crate) mod pins;
 pub(crate) mod seal;
@@ -26,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 use crate::config::Config;
 use crate::config::Pattern;
 use crate::gateway::balance::telemetry::BalanceMetrics;
+use crate::gateway::concurrency::telemetry::ConcurrencyMetrics;
 use crate::gateway::federation::telemetry::FederationMetrics;
 
 pub(crate) use crate::gateway::telemetry::labels::{code_label, method_label, NameLabels};
@@ -103,8 +103,8 @@ pub struct Metrics {
     pub auth: Arc<crate::auth::metrics::AuthMetrics>,
     /// MRTR flow metrics ([`crate::gateway::telemetry::flows`]).
     pub flows: crate::gateway::telemetry::flows::FlowMetrics,
-    /// Concurrency-limit metrics ([`crate::gateway::stages::concurrency`]).
-    pub concurrency: concurrency::ConcurrencyMetrics,
+    /// Concurrency-limit metrics ([`crate::gateway::concurrency::stages`]).
+    pub concurrency: ConcurrencyMetrics,
     pub federation: FederationMetrics,
     pub bridge: bridge::BridgeMetrics,
     /// The requestState seal's metrics ([`crate::gateway::stages::seal`]).
@@ -199,7 +199,7 @@ impl Metrics {
             input_required: counter("mrtr_input_required_total", "input_required results seen in JSON responses.", &["method", "name"])?,
             task_routing: counter("task_routing_total", "Tasks-extension requests (tasks/get, tasks/update, tasks/cancel) by routing result: owner (sent to the instance its task id names), owner_unreachable (that instance could not be reached; answered 502 without trying another), unknown_owner (the id names no instance of the pool) or no_hint (balanced as usual).", &["pool", "result"])?,
             flows: crate::gateway::telemetry::flows::FlowMetrics::register(&registry)?,
-            concurrency: concurrency::ConcurrencyMetrics::register(&registry)?,
+            concurrency: ConcurrencyMetrics::register(&registry)?,
             federation: FederationMetrics::register(&registry)?,
             bridge: bridge::BridgeMetrics::register(&registry)?,
             seal: seal::SealMetrics::register(&registry)?,

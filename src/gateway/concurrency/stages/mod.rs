@@ -14,7 +14,7 @@ pub(crate) mod adaptive;
 pub(crate) mod pool;
 pub(crate) mod pools;
 
-pub(crate) use crate::gateway::telemetry::metrics::concurrency::ConcurrencyMetrics;
+pub(crate) use crate::gateway::concurrency::telemetry::ConcurrencyMetrics;
 
 use prometheus::IntGauge;
 use std::collections::HashMap;

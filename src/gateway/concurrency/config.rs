@@ -1,6 +1,9 @@
 //! `concurrency_limits:` how many requests may be in flight at once per route, per tool, or per
 //! group of tools, so that one slow tool cannot take a pool's capacity from the others. The
-//! schema and its validation live here; the gateway's side is `gateway::stages::concurrency`.
+//! schema and its validation live here; the gateway's side is `gateway::concurrency::stages`.
+//! The concurrency component's section, `crate::config::concurrency` (included by path from
+//! `src/config/mod.rs`); a pool's own limit, `pools.<name>.concurrency`, is
+//! `crate::config::adaptive`.
 
 use serde::Deserialize;
 use std::time::Duration;

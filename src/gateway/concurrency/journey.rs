@@ -1,14 +1,14 @@
-//! The concurrency steps of the journey: the in-flight limits of `stages::concurrency` applied
+//! The concurrency steps of the journey: the in-flight limits of [`super::stages`] applied
 //! to one request on its head, and its pool's limit once the pool is final (a leg of a call
 //! already started before new calls), its slots kept in the request's context until it is
 //! finished.
 
 use std::sync::Arc;
 
+use crate::gateway::concurrency::stages::pool::{self, Leg, PoolLimit};
+use crate::gateway::concurrency::stages::{admit, refusal, ConcurrencyInput};
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::state::Gateway;
-use crate::gateway::stages::concurrency::pool::{self, Leg, PoolLimit};
-use crate::gateway::stages::concurrency::{admit, refusal, ConcurrencyInput};
 use crate::mcp::mrtr::{INPUT_RESPONSES, REQUEST_STATE};
 use crate::mcp::{Envelope, Rejection};
 

@@ -1,6 +1,6 @@
 //! The concurrency limits' metrics: decisions, slots held, requests waiting, and each pool's
 //! limit (`pools.<name>.concurrency`), its requests in flight and its decisions by leg (the
-//! limits themselves: `stages::concurrency`).
+//! limits themselves: `concurrency::stages`).
 
 use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
 
