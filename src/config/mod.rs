@@ -5,14 +5,16 @@
 //!
 //! One file per topic, each owning its section's types and defaults: `listen` (listeners,
 //! origins), `pools` (instances, balancing, health, ejection, retries; their `credentials`
-//! section is the credentials component's own, `crate::credentials::config`), `routes` (route
-//! table, default route, validation share), `rate_limits`, `limits` (sizes, metrics label
-//! bound), `timeouts` (and shutdown), `tls`, `auth`, `cache`, `concurrency`, `flows` (and
-//! tracing), `redis`, `federation`, `audit`. Across topics: `validate` (cross-key checks with
-//! positions) and `describe` (what `mcp-edge check` prints); durations are read by
-//! `crate::values`. A gateway component's section is the `config.rs` of its folder
-//! (`src/gateway/cache/`, `src/gateway/federation/`), included here by path: it is a module of
-//! the config, which never imports the gateway.
+//! section is the credentials component's own, `crate::credentials::config`; their
+//! `concurrency` is `adaptive`), `routes` (route table, default route, validation share),
+//! `rate_limits`, `limits` (sizes, metrics label bound), `timeouts` (and shutdown), `tls`,
+//! `auth`, `cache`, `concurrency`, `flows` (and tracing), `redis`, `federation`, `audit`,
+//! `balance` (a pool's `outliers`). Across topics: `validate` (cross-key checks with positions)
+//! and `describe` (what `mcp-edge check` prints); durations are read by `crate::values`. A
+//! gateway component's section is the `config.rs` of its folder (`src/gateway/cache/`,
+//! `src/gateway/federation/`, `src/gateway/balance/`, `src/gateway/rate_limits/`,
+//! `src/gateway/concurrency/`), included here by path: it is a module of the config, which
+//! never imports the gateway.
 
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;

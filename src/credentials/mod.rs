@@ -13,6 +13,14 @@
 //! [`Credentials::for_request`] once per request after admission and limits, and
 //! [`Credentials::for_gateway`] for its own requests (health checks, federation catalogs).
 //! Secrets are [`secret::Secret`]s and tokens sensitive header values: nothing here formats one.
+//!
+//! A component in one folder, as the gateway's are, but a folder of the crate below the gateway
+//! (as `crate::auth` is): the config names its section ([`config`]) and runs its checks
+//! ([`check`]), which read the secrets and signing keys ([`secret`], [`assertion`]), and the
+//! config never imports the gateway. Its metric families are [`metrics`], registered on the
+//! gateway's registry. The one part that is the gateway's, its step in a request (the credential
+//! obtained once the pool is final, set on every attempt's head), is
+//! `gateway::journey::credentials`, beside the caller's own, `gateway::journey::auth`.
 
 pub(crate) mod assertion;
 pub(crate) mod cell;

@@ -8,18 +8,22 @@
 //! | [`runtime`]    | the process: server, reload, admin endpoints and console, DNS, `explain`       |
 //! | [`proxy`]      | the pingora phases, calling the journey's steps in order                       |
 //! | [`journey`]    | one request carried through the stages: its context, the gateway it runs on, a step per stage, the direct leg, the one place a refusal is written, observing |
-//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, limit, inspect, validate, balance, health, answer |
+//! | [`stages`]     | what each stage decides, as its own state and plain functions: admit, route, inspect, validate, the body stages, seal, pins, health, answer |
 //! | [`transport`]  | how bytes move: listeners, TLS, the head deadline, parked connections, the upstream HTTP/1.1 client |
 //! | [`telemetry`]  | what is recorded: metrics, flows, traces, the refusal ring                     |
 //!
-//! **A component** is one folder holding its layers: [`federation`] and [`cache`]. Inside it
-//! each file or subfolder is named by its layer (`stages/`, `journey/`, `telemetry.rs`) and is
-//! in that layer, under the same rules as the layer folders; its `mod.rs` says what the
-//! component owns and names only its own parts; its `config.rs` is its `gateway.yaml` section,
-//! included into `crate::config` by path (the config stays below the gateway); its metric
-//! families are its `telemetry.rs` ([`telemetry`] says where). Everything else keeps to the
-//! layer folders. A new component is a folder like these and one line in
-//! `tests/project/layers.rs` (`COMPONENTS`).
+//! **A component** is one folder holding its layers: [`federation`], [`cache`], [`balance`],
+//! [`rate_limits`] and [`concurrency`]. Inside it each file or subfolder is named by its layer
+//! (`stages/`, `journey/` or `journey.rs`, `telemetry.rs`) and is in that layer, under the same
+//! rules as the layer folders; its `mod.rs` says what the component owns, what of it stays
+//! outside the folder and why, and names only its own parts; its `config.rs` is its
+//! `gateway.yaml` section, included into `crate::config` by path (the config stays below the
+//! gateway); its metric families are its `telemetry.rs` ([`telemetry`] says where). Everything
+//! else keeps to the layer folders. A new component is a folder like these and one line in
+//! `tests/project/layers.rs` (`COMPONENTS`). Two components are folders of the crate, below
+//! the gateway: `crate::auth` and `crate::credentials` (the config's checks read the
+//! credentials' secrets and signing keys, so it cannot live under the gateway); their steps in
+//! a request are [`journey::auth`] and [`journey::credentials`].
 //!
 //! **The default path** (a plain HTTP/1.1 pool, `connections.upstream_leg: direct`, the body
 //! checked) runs whole in pingora's first phase, `request_filter` ([`proxy`]), in the order of

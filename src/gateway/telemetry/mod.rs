@@ -17,10 +17,11 @@
 //! the request-level ones (requests, durations, outcomes) in `metrics/mod.rs`; a component's in
 //! its own telemetry file (a struct of its families with its `register`, or a function that
 //! makes one), which is `<component>/telemetry.rs` for a component folder
-//! ([`super::federation`], [`super::cache`]: the rule is in [`super`]) and
-//! `metrics/<component>.rs` for the others. [`metrics`] names them to build the one
-//! [`metrics::Metrics`] and register it (the cache's families are registered by its stores'
-//! shared part, which outlives reloads). Telemetry is the lowest layer, so every stage, journey
+//! ([`super::federation`], [`super::cache`], [`super::balance`], [`super::rate_limits`],
+//! [`super::concurrency`]: the rule is in [`super`]) and `metrics/<component>.rs` for the
+//! others. [`metrics`] names them to build the one [`metrics::Metrics`] and register it (the
+//! cache's families are registered by its stores' shared part, and the rate limits' Redis store
+//! families by the limits' shared part, both outliving reloads). Telemetry is the lowest layer, so every stage, journey
 //! step and transport may name them. The components outside the gateway (`crate::auth`,
 //! `crate::credentials`) keep theirs in their own `metrics.rs`, registered on the gateway's
 //! registry.
