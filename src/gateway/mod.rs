@@ -45,13 +45,13 @@
 //! 6. **cache**: a hit is answered here ([`cache::journey`] over [`cache::stages`]); each
 //!    returns a [`stages::answer::Verdict`]; the pool's own credential
 //!    ([`journey::credentials`]);
-//! 7. **forward** on the direct leg ([`journey::direct`]): it runs the stages pingora's later
-//!    phases would, as plain functions: **balance** ([`journey::forward::choose`] over
-//!    [`balance::stages`]), the upstream head ([`journey::forward::upstream_headers`]), connect
-//!    retries ([`journey::failure::connect_failed`]), the **answer** on its way back
-//!    ([`journey::response`]), a long event stream handed to its own task
-//!    ([`journey::detached`]); the bytes go on the gateway's own HTTP/1.1 client
-//!    ([`transport::upstream_h1`]);
+//! 7. **forward** on the direct leg ([`journey::direct`]): it calls pingora's later phases of
+//!    this proxy itself ([`journey::phases`]): **balance** (`upstream_peer`:
+//!    [`journey::forward::choose`] over [`balance::stages`]), the upstream head
+//!    (`upstream_request_filter`), connect retries (`fail_to_connect`), the **answer** on its
+//!    way back (`response_filter`, `response_body_filter`: [`journey::response`]), a long event
+//!    stream handed to its own task ([`journey::detached`]); the bytes go on the gateway's own
+//!    HTTP/1.1 client ([`transport::upstream_h1`]);
 //! 8. **observe** when the request ends ([`journey::observe`], in pingora's `logging` phase or
 //!    at the end of a detached stream).
 //!

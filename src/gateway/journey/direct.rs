@@ -7,25 +7,29 @@
 //! request beyond the system calls (the profile in
 //! docs/benchmarks-history.md).
 //!
-//! It is not a replay of pingora's later phases: every decision is one step function, which
-//! the direct leg and pingora's phase both call, so a change to a step changes both legs:
+//! It is not a replay of pingora's later phases: it **calls them**, the proxy's own phases
+//! through pingora's `ProxyHttp` trait ([`super::phases`]), in the order pingora's pipe does, so
+//! each step has one caller, its phase, and a change to a phase changes both legs (a unit test,
+//! `pipeline::tests::the_direct_leg_runs_the_phases_pingoras_pipe_runs`, compares the phases each
+//! leg ran, for an answered call and for an instance that refuses connections):
 //!
-//! | step                                  | on the direct leg      | on pingora's pipe          |
-//! |---------------------------------------|------------------------|----------------------------|
-//! | balance: [`forward::choose`]          | each attempt, here     | `upstream_peer`            |
-//! | the upstream head: [`forward::upstream_headers`] | once, here  | `upstream_request_filter`  |
-//! | a connect failure: [`failure::connect_failed`] | here       | `fail_to_connect`          |
-//! | the response: [`response::on_header`], [`response::on_body`] | here | `response_filter`, `response_body_filter` |
-//! | a failure's answer: [`failure::answer`] | `fail_to_proxy` (an error returned from here) | `fail_to_proxy` |
-//! | observe: `observe::finish_request`    | `logging`              | `logging`                  |
+//! | phase                      | its step                                    | on the direct leg |
+//! |----------------------------|---------------------------------------------|-------------------|
+//! | `upstream_peer`            | balance: [`super::forward::choose`]         | each attempt      |
+//! | `upstream_request_filter`  | the upstream head: [`super::forward::upstream_headers`] | once, on the first connection |
+//! | `fail_to_connect`          | [`super::failure::connect_failed`]          | each failed connect |
+//! | `response_filter`, `response_body_filter` | [`super::response::on_header`], [`super::response::on_body`] | the head, each chunk |
+//! | `fail_to_proxy`            | a failure's answer: [`super::failure::answer`] | an error returned from here |
+//! | `logging`                  | observe: `observe::finish_request`          | when the request ends |
 //!
-//! What is the direct leg's own is the driver around those steps: the attempt loop, the
+//! What is the direct leg's own is the driver around those phases: the attempt loop, the
 //! connection (the gateway's own pool, head and body in one write) and the response's framing
 //! for the client; pingora's pipe has its own driver (its proxy loop, its connector, its retry
 //! buffer). Merging the two drivers would mean either the direct leg's speed for TLS and h2
 //! pools (the own client speaks plain HTTP/1.1 only) or pingora's pipe for plain ones (the
-//! profile that made this leg); so two drivers stay, over one set of steps.
-//!
+//! profile that made this leg); so two drivers stay, over one set of phases. The body in hand
+//! is written with the head (no `request_body_filter`: it was checked before the phases).
+
 //! Differences from pingora's pipe, on purpose:
 //! - a request is re-sent only if it never left: when writing it to a pooled connection fails
 //!   (the upstream had closed it), once, on a fresh connection to the **same** instance. A
@@ -54,9 +58,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::config::UpstreamLeg;
+use crate::gateway::journey::detached;
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::Progress;
 use crate::gateway::journey::request::RequestCtx;
-use crate::gateway::journey::{detached, failure, forward, response};
 use crate::gateway::transport::upstream_h1::{self, Conn, H1Session, Pool};
 
 /// Whether the direct leg takes this request: its body is in hand (read whole before an
@@ -73,38 +78,49 @@ pub(crate) fn leg_for(session: &Session, ctx: &RequestCtx) -> bool {
         && !session.is_upgrade_req()
 }
 
-/// Forward the request and write its response; `Ok(true)`: the client got its answer.
+/// Forward the request and write its response, through the proxy's `phases`; `Ok(true)`: the
+/// client got its answer.
 pub(crate) async fn forward(
+    phases: &impl Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     pool: &Arc<Pool>,
 ) -> Result<bool> {
     let body = ctx.in_hand.clone();
-    // The upstream's head: a copy of the client's, edited once, whatever the attempts. The
-    // client's stays as it came: each attempt chooses its instance on it, as pingora's pipe
-    // does (a shard key may be a header the edits remove).
-    let mut head = session.req_header().clone();
-    forward::upstream_headers(&mut head, ctx)?;
-    upstream_h1::wire::to_http11(&mut head, false)?;
-    upstream_h1::wire::frame_whole(&mut head, body.len())?;
+    let mut head = None;
     loop {
-        let peer = forward::choose(&session.req_header().headers, ctx)?;
+        let peer = *phases.upstream_peer(session, ctx).await?;
         let key = peer.reuse_hash();
         let (conn, reused) = match pool.take(key) {
             Some(conn) => (conn, true),
             None => match upstream_h1::connect(&peer).await {
                 Ok(conn) => (Arc::new(conn), false),
-                Err(e) => match retry_connect(ctx, e) {
+                Err(e) => match retry_connect(phases, session, &peer, ctx, e) {
                     Ok(()) => continue,
                     Err(e) => return Err(e),
                 },
             },
         };
+        // The upstream's head, once there is a connection (where pingora's pipe runs the
+        // phase), and once whatever the attempts.
+        let head = match &mut head {
+            Some(h) => &*h,
+            None => &*head.insert(upstream_head(phases, session, ctx, body.len()).await?),
+        };
         let mut written = false;
-        let sent = (&head, &body);
+        let sent = (head, &body);
         let back = (pool, key);
-        let mut outcome =
-            exchange(session, ctx, &peer, conn, reused, sent, back, &mut written).await;
+        let mut outcome = exchange(
+            (phases, session),
+            ctx,
+            &peer,
+            conn,
+            reused,
+            sent,
+            back,
+            &mut written,
+        )
+        .await;
         let unsent = |e: &Error| e.etype() == &ErrorType::WriteError;
         if matches!(&outcome, Err(e) if reused && !written && unsent(e)) {
             // A pooled connection the upstream had closed: the request never left; once more,
@@ -112,9 +128,10 @@ pub(crate) async fn forward(
             outcome = match upstream_h1::connect(&peer).await {
                 Ok(conn) => {
                     let conn = Arc::new(conn);
-                    exchange(session, ctx, &peer, conn, false, sent, back, &mut written).await
+                    let via = (phases, &mut *session);
+                    exchange(via, ctx, &peer, conn, false, sent, back, &mut written).await
                 }
-                Err(e) => match retry_connect(ctx, e) {
+                Err(e) => match retry_connect(phases, session, &peer, ctx, e) {
                     Ok(()) => continue,
                     Err(e) => Err(e),
                 },
@@ -135,9 +152,34 @@ pub(crate) async fn forward(
     }
 }
 
-/// A connect failure: counted against the instance; `Ok` when another instance may be tried.
-fn retry_connect(ctx: &mut RequestCtx, e: Box<Error>) -> Result<()> {
-    let e = failure::connect_failed(ctx, e.into_up());
+/// The upstream's head (the `upstream_request_filter` phase): a copy of the client's, framed for
+/// a body of `len` bytes. The client's stays as it came: each attempt chooses its instance on
+/// it, as pingora's pipe does (a shard key may be a header the edits remove).
+async fn upstream_head(
+    phases: &impl Phases,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    len: usize,
+) -> Result<RequestHeader> {
+    let mut head = session.req_header().clone();
+    phases
+        .upstream_request_filter(session, &mut head, ctx)
+        .await?;
+    upstream_h1::wire::to_http11(&mut head, false)?;
+    upstream_h1::wire::frame_whole(&mut head, len)?;
+    Ok(head)
+}
+
+/// A connect failure (the `fail_to_connect` phase: counted against the instance); `Ok` when
+/// another instance may be tried.
+fn retry_connect(
+    phases: &impl Phases,
+    session: &mut Session,
+    peer: &HttpPeer,
+    ctx: &mut RequestCtx,
+    e: Box<Error>,
+) -> Result<()> {
+    let e = phases.fail_to_connect(session, peer, ctx, e.into_up());
     if matches!(e.retry, RetryType::Decided(true)) {
         Ok(())
     } else {
@@ -149,7 +191,7 @@ fn retry_connect(ctx: &mut RequestCtx, e: Box<Error>) -> Result<()> {
 /// response handed over to go on outside the pipeline gives it back to `pool` itself).
 #[allow(clippy::too_many_arguments)]
 async fn exchange(
-    session: &mut Session,
+    (phases, session): (&impl Phases, &mut Session),
     ctx: &mut RequestCtx,
     peer: &HttpPeer,
     conn: Arc<Conn>,
@@ -170,7 +212,7 @@ async fn exchange(
 
     let mut head = read_head(session, &mut up).await?;
     let declared = content_length(&head);
-    response::on_header(ctx, &mut head)?;
+    phases.response_filter(session, &mut head, ctx).await?;
     if let Some(n) = declared.filter(|_| content_length(&head).is_none()) {
         // A response stage dropped the declared length to rewrite the body (a sealed state, a
         // filtered list): a body of a known, bounded length is read and rewritten whole first,
@@ -178,7 +220,7 @@ async fn exchange(
         let no_body = session.req_header().method == http::Method::HEAD
             || matches!(head.status.as_u16(), 204 | 304);
         if n <= WHOLE_MAX && !no_body {
-            whole_body(session, ctx, &mut up, head).await?;
+            whole_body((phases, session), ctx, &mut up, head).await?;
             return Ok(up.into_reusable());
         }
     }
@@ -203,7 +245,7 @@ async fn exchange(
         return Ok(None);
     }
 
-    stream_body(session, ctx, &mut up).await?;
+    stream_body((phases, session), ctx, &mut up).await?;
     Ok(up.into_reusable())
 }
 
@@ -222,7 +264,7 @@ async fn read_head(session: &mut Session, up: &mut H1Session) -> Result<Response
 /// The body, chunk by chunk as it arrives (SSE events are not held back); the response stage
 /// sees its end also when there is no body (the list filter may answer then).
 async fn stream_body(
-    session: &mut Session,
+    (phases, session): (&impl Phases, &mut Session),
     ctx: &mut RequestCtx,
     up: &mut H1Session,
 ) -> Result<()> {
@@ -231,7 +273,7 @@ async fn stream_body(
             true => None,
             false => until_client_leaves(session, up.read_response_body()).await?,
         };
-        let (chunk, end) = response::through_stage(ctx, up, chunk);
+        let (chunk, end) = through_phase((phases, session), ctx, up, chunk)?;
         if chunk.as_ref().is_some_and(|d| !d.is_empty()) || end {
             let wrote = session.write_response_body(chunk, end).await;
             wrote.map_err(|e| e.into_down())?;
@@ -240,6 +282,19 @@ async fn stream_body(
             return Ok(());
         }
     }
+}
+
+/// A piece of the upstream's body (`None`: the body had ended, or ends now) through the
+/// `response_body_filter` phase, and whether the body ends with it.
+fn through_phase(
+    (phases, session): (&impl Phases, &mut Session),
+    ctx: &mut RequestCtx,
+    up: &H1Session,
+    mut chunk: Option<Bytes>,
+) -> Result<(Option<Bytes>, bool)> {
+    let end = chunk.is_none() || up.response_finished();
+    phases.response_body_filter(session, &mut chunk, end, ctx)?;
+    Ok((chunk, end))
 }
 
 /// The longest declared body [`whole_body`] reads before writing the head (the seal's JSON
@@ -255,7 +310,7 @@ fn content_length(head: &ResponseHeader) -> Option<u64> {
 /// A body of a declared length that a response stage rewrites: read whole through the response
 /// stage, then written to the client with the head, under its new length.
 async fn whole_body(
-    session: &mut Session,
+    (phases, session): (&impl Phases, &mut Session),
     ctx: &mut RequestCtx,
     up: &mut H1Session,
     mut head: ResponseHeader,
@@ -266,7 +321,7 @@ async fn whole_body(
             true => None,
             false => until_client_leaves(session, up.read_response_body()).await?,
         };
-        let (chunk, end) = response::through_stage(ctx, up, chunk);
+        let (chunk, end) = through_phase((phases, session), ctx, up, chunk)?;
         out.extend(chunk.filter(|c| !c.is_empty()));
         if end {
             break;

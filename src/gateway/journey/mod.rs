@@ -19,6 +19,10 @@
 //! 5. [`response`]: the instance's answer on its way back (passive health, list filter, cache
 //!    store, flow scanning); [`failure`] when there is none.
 //! 6. [`observe`]: the finished request's metrics, flow and span; its [`audit`] record.
+//!
+//! The drivers that forward a request themselves (the direct leg, the leg to 2025-era servers)
+//! call the proxy's own phases for balance, the upstream head, a connect failure and the answer
+//! ([`phases`]): each of those steps has one caller, its phase.
 
 pub(crate) mod audit;
 pub(crate) mod auth;
@@ -31,6 +35,7 @@ pub(crate) mod forward;
 pub(crate) mod legacy_up;
 pub(crate) mod live;
 pub mod observe;
+pub(crate) mod phases;
 pub(crate) mod pins;
 pub(crate) mod pipeline;
 pub mod request;

@@ -110,6 +110,9 @@ pub struct RequestCtx {
     pub content_length: Option<usize>,
     /// The stages of the pipeline this request went through ([`crate::gateway::stages::pipeline`]).
     pub ran: crate::gateway::stages::pipeline::Ran,
+    /// The proxy's phases this request went through, in order (tests only: `proxy::seen`).
+    #[cfg(test)]
+    pub(crate) phases: Vec<&'static str>,
 
     // Route: where it goes (a federated endpoint may route again after the body check).
     pub route: Option<RouteRef>,
@@ -190,6 +193,8 @@ impl RequestCtx {
             expects_continue: false,
             content_length: None,
             ran: Default::default(),
+            #[cfg(test)]
+            phases: Vec::new(),
             check: false,
             body_len: 0,
             in_hand: bytes::Bytes::new(),

@@ -105,8 +105,9 @@ pub(crate) fn on_body(ctx: &mut RequestCtx, body: &mut Option<Bytes>, end_of_str
 }
 
 /// A piece of an upstream's response body (`None`: the body had ended, or ends now) through
-/// [`on_body`], and whether the body ends with it: one step of every way the direct leg writes
-/// a body (streamed, read whole, or handed over outside the pipeline).
+/// [`on_body`], and whether the body ends with it: for a stream handed over outside the
+/// pipeline ([`super::detached`]), which has no pingora session to call the
+/// `response_body_filter` phase with (in the pipeline the direct leg calls the phase).
 pub(crate) fn through_stage(
     ctx: &mut RequestCtx,
     up: &crate::gateway::transport::upstream_h1::H1Session,

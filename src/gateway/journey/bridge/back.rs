@@ -22,9 +22,9 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::{json, Map, Value};
 
-use crate::gateway::journey::forward;
 use crate::gateway::journey::legacy_up::wire::Up;
 use crate::gateway::journey::legacy_up::{discover_result, final_of, session as up_session};
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::{Progress, RequestCtx};
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::answer::respond;
@@ -118,8 +118,10 @@ fn caller_of(session: &Session, ctx: &RequestCtx) -> String {
     crate::gateway::stages::bridge::session::server_side_caller(subject, auth)
 }
 
-/// Forward the request to the legacy pool; `Ok(true)`: the client got its answer.
+/// Forward the request to the legacy pool (balanced and headed by the proxy's `phases`);
+/// `Ok(true)`: the client got its answer.
 pub(crate) async fn forward(
+    phases: &impl Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     version: &'static str,
@@ -152,10 +154,10 @@ pub(crate) async fn forward(
         return refuse(session, ctx, rej, id).await;
     }
     if let Some(state) = req.params.get("requestState").and_then(Value::as_str) {
-        return super::back_resume::resume(session, ctx, bridge, &req, state.to_owned(), version)
-            .await;
+        let to = (state.to_owned(), version);
+        return super::back_resume::resume(phases, session, ctx, bridge, &req, to).await;
     }
-    let up = match target(session, ctx, version) {
+    let up = match target(phases, session, ctx, version).await {
         Ok(up) => up,
         Err(e) => return Err(e),
     };
@@ -195,14 +197,22 @@ pub(crate) async fn forward(
     drive(session, ctx, bridge, &req, up, call).await
 }
 
-/// The instance to call (balanced) and how to reach it: the upstream head's path and the
-/// headers the gateway sends upstream (its credential or the caller's token, asserted ones).
-fn target(session: &Session, ctx: &mut RequestCtx, version: &'static str) -> Result<Up> {
-    forward::choose(&session.req_header().headers, ctx)?;
+/// The instance to call (balanced: the `upstream_peer` phase) and how to reach it: the upstream
+/// head's path and the headers the gateway sends upstream (the `upstream_request_filter` phase:
+/// its credential or the caller's token, asserted ones).
+async fn target(
+    phases: &impl Phases,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    version: &'static str,
+) -> Result<Up> {
+    phases.upstream_peer(session, ctx).await?;
     let idx = ctx.instance.expect("choose sets the instance");
     let addr = ctx.gw.pools[ctx.pool].instances[idx].addr;
     let mut head = session.req_header().clone();
-    forward::upstream_headers(&mut head, ctx)?;
+    phases
+        .upstream_request_filter(session, &mut head, ctx)
+        .await?;
     let skip = |k: &str| {
         k.starts_with("mcp-")
             || matches!(

@@ -9,8 +9,8 @@ use pingora::proxy::Session;
 use serde_json::{json, Value};
 
 use super::back::{drive, pause, Req};
-use crate::gateway::journey::forward;
 use crate::gateway::journey::legacy_up::wire::Up;
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::bridge::servers::PausedState;
@@ -19,12 +19,12 @@ use crate::mcp::{codes, Rejection};
 
 /// A retry carrying a state: open it, and resume the call it names (here or on its replica).
 pub(super) async fn resume(
+    phases: &impl Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     bridge: &Bridge,
     req: &Req,
-    state: String,
-    version: &'static str,
+    (state, version): (String, &'static str),
 ) -> Result<bool> {
     let invalid =
         |msg: String| Rejection::new(200, codes::INVALID_PARAMS, "request-state-refused", msg);
@@ -46,7 +46,7 @@ pub(super) async fn resume(
     let m = &ctx.gw.metrics.bridge;
     m.paused_outcomes.with_label_values(&["resumed"]).inc();
     m.paused.set(bridge.paused.len() as i64);
-    let carry = target_headers(session, ctx)?;
+    let carry = target_headers(phases, session, ctx).await?;
     let t = &ctx.gw.config.timeouts;
     let (instance, peers) =
         crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, call.key.addr);
@@ -88,9 +88,15 @@ pub(super) async fn resume(
 }
 
 /// The upstream headers of this request (for a resumed call, whose instance is fixed).
-fn target_headers(session: &Session, ctx: &mut RequestCtx) -> Result<Vec<(String, String)>> {
+async fn target_headers(
+    phases: &impl Phases,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<Vec<(String, String)>> {
     let mut head = session.req_header().clone();
-    forward::upstream_headers(&mut head, ctx)?;
+    phases
+        .upstream_request_filter(session, &mut head, ctx)
+        .await?;
     let keep = |k: &str| {
         matches!(k, "authorization" | "traceparent" | "tracestate")
             || ctx.gw.asserted.iter().any(|a| a.as_str() == k)

@@ -176,30 +176,47 @@ pub(crate) mod trace {
     use std::sync::{Condvar, Mutex};
     use std::time::Duration;
 
-    type Seen = Vec<(String, Vec<&'static str>)>;
+    /// A traced request's id, its stages and the proxy's phases it went through.
+    type Seen = Vec<(String, Vec<&'static str>, Vec<&'static str>)>;
     static SEEN: (Mutex<Seen>, Condvar) = (Mutex::new(Vec::new()), Condvar::new());
 
-    pub(crate) fn record(headers: &http::HeaderMap, ran: crate::gateway::stages::pipeline::Ran) {
+    pub(crate) fn record(
+        headers: &http::HeaderMap,
+        ran: crate::gateway::stages::pipeline::Ran,
+        phases: &[&'static str],
+    ) {
         let Some(id) = headers.get("x-test-trace").and_then(|v| v.to_str().ok()) else {
             return;
         };
-        SEEN.0.lock().unwrap().push((id.to_string(), ran.names()));
+        let seen = (id.to_string(), ran.names(), phases.to_vec());
+        SEEN.0.lock().unwrap().push(seen);
         SEEN.1.notify_all();
     }
 
     /// The stages of the request traced `id`, once it finished (waits up to 10 s).
     pub(crate) fn stages_of(id: &str) -> Vec<&'static str> {
+        finished(id).1
+    }
+
+    /// The proxy's phases of the request traced `id`, once it finished, each run of one phase
+    /// named once (a body's chunks each pass `response_body_filter`).
+    pub(crate) fn phases_of(id: &str) -> Vec<&'static str> {
+        let mut phases = finished(id).2;
+        phases.dedup();
+        phases
+    }
+
+    fn finished(id: &str) -> (String, Vec<&'static str>, Vec<&'static str>) {
         let seen = SEEN.0.lock().unwrap();
         let (seen, _) = SEEN
             .1
             .wait_timeout_while(seen, Duration::from_secs(10), |s| {
-                !s.iter().any(|(k, _)| k == id)
+                !s.iter().any(|(k, _, _)| k == id)
             })
             .unwrap();
-        let found = seen.iter().find(|(k, _)| k == id);
+        let found = seen.iter().find(|(k, _, _)| k == id);
         found
             .unwrap_or_else(|| panic!("request {id} never finished"))
-            .1
             .clone()
     }
 }

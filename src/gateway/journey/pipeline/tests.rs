@@ -5,7 +5,8 @@
 //!   refusals at each stage, both legs), the stages the proxy recorded equal explain's `stages`;
 //! - the throwaway stage (`stages/throwaway.rs`, one file and one line in the list) is seen by
 //!   explain, the console, a sampled-out route and both legs, and what it refuses never reaches
-//!   the upstream, including a body held chunk by chunk on pingora's pipe.
+//!   the upstream, including a body held chunk by chunk on pingora's pipe;
+//! - one request path: the direct leg runs the proxy's phases pingora's pipe runs, in order.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -383,5 +384,64 @@ fn a_stage_added_in_one_file_and_one_line_is_seen_everywhere() {
             .find(|s| s["stage"] == "throwaway_guard")
             .cloned();
         assert_eq!(listed.unwrap()["on"], true, "{snap}");
+    }
+}
+
+/// One request path: the direct leg calls the proxy's own phases for balance, the upstream
+/// head, a connect failure and the answer, so it runs the phases pingora's pipe runs, in the
+/// same order, for an answered call and for an instance that refuses connections.
+#[test]
+fn the_direct_leg_runs_the_phases_pingoras_pipe_runs() {
+    let up = Upstream::start();
+    // An instance that refuses connections: an upstream's address once it stopped.
+    let dead = Upstream {
+        addr: Upstream::start().addr,
+        whole: Arc::default(),
+        stop: Arc::new(AtomicBool::new(true)),
+    };
+    let answered = [
+        "request_filter",
+        "upstream_peer",
+        "upstream_request_filter",
+        "response_filter",
+        "response_body_filter",
+    ];
+    let refused = [
+        "request_filter",
+        "upstream_peer",
+        "fail_to_connect",
+        "fail_to_proxy",
+    ];
+    for leg in ["direct", "pingora"] {
+        let gw = gateway(&up, "/mcp", leg);
+        let mut h = headers("tools/call", Some("echo"));
+        h.push(("x-test-trace".to_string(), format!("phases-{leg}")));
+        let (status, _) = send(
+            gw.mcp_addr,
+            "POST",
+            "/mcp",
+            &h,
+            call("echo", json!({})).as_bytes(),
+        );
+        assert_eq!(status, 200, "{leg}");
+        assert_eq!(
+            trace::phases_of(&format!("phases-{leg}")),
+            answered,
+            "{leg}"
+        );
+        let gw = gateway(&dead, "/mcp", leg);
+        let mut h = headers("tools/call", Some("echo"));
+        h.push(("x-test-trace".to_string(), format!("phases-dead-{leg}")));
+        let (status, _) = send(
+            gw.mcp_addr,
+            "POST",
+            "/mcp",
+            &h,
+            call("echo", json!({})).as_bytes(),
+        );
+        assert_eq!(status, 502, "{leg}");
+        let phases = trace::phases_of(&format!("phases-dead-{leg}"));
+        // One connect failure per instance tried: the pool has one.
+        assert_eq!(phases, refused, "{leg}");
     }
 }
