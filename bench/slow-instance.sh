@@ -12,7 +12,7 @@
 # Usage: bench/slow-instance.sh [--duration SECS] [--runs N] [--rate N] [--edge-bin PATH] [--smoke]
 #   The measures: --duration 30 (default), and --duration 8 --runs 10.
 # Recovery (how fast a recovered instance gets its share back) is measured by the tests
-# (src/gateway/stages/balance/probe_tests.rs, tests/gateway/routing/balance.rs), not here: the
+# (src/gateway/balance/stages/probe_tests.rs, tests/gateway/routing/balance.rs), not here: the
 # backend's delay cannot change while it runs.
 # Raw outputs go to target/bench/slow-instance-<date>/. Every process started here is stopped.
 set -euo pipefail

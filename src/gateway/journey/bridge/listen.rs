@@ -4,12 +4,12 @@
 //! merged listen stream serves it too), and relays each list change and resource update as it
 //! arrives, without the 2026 subscription id (`mcp::legacy::to_standalone`). When the
 //! session's subscriptions change ([`super::subscribe`]) it opens the listen again with them,
-//! and drops the old one once the new one is open. A fleet that offers no listen stream leaves the session
-//! without one: `405`, as the 2025 spec allows; so does a gateway with no plain MCP listener,
-//! which the listen request goes to on loopback ([`super::hop`]). A comment line every
-//! [`KEEPALIVE`] keeps intermediaries from closing an idle stream and finds a client that left. At most
-//! `legacy.max_streams` are open on a replica (`stages::bridge::streams`); past it a `GET` gets
-//! 503 + `Retry-After` + -31007.
+//! and drops the old one once the new one is open. A fleet that offers no listen stream leaves
+//! the session without one: `405`, as the 2025 spec allows; so does a gateway with no plain MCP
+//! listener, which the listen request goes to on loopback ([`super::hop`]). A comment line
+//! every [`KEEPALIVE`] keeps intermediaries from closing an idle stream and finds a client that
+//! left. At most `legacy.max_streams` are open on a replica (`stages::bridge::streams`); past
+//! it a `GET` gets 503 + `Retry-After` + -31007.
 
 use bytes::Bytes;
 use pingora::prelude::*;
