@@ -157,7 +157,7 @@ pub(crate) async fn forward(
         let to = (state.to_owned(), version);
         return super::back_resume::resume(phases, session, ctx, bridge, &req, to).await;
     }
-    let up = match target(phases, session, ctx, version).await {
+    let up = match super::back_target::target(phases, session, ctx, version).await {
         Ok(up) => up,
         Err(e) => return Err(e),
     };
@@ -195,59 +195,6 @@ pub(crate) async fn forward(
         rounds: 0,
     };
     drive(session, ctx, bridge, &req, up, call).await
-}
-
-/// The instance to call (balanced: the `upstream_peer` phase) and how to reach it: the upstream
-/// head's path and the headers the gateway sends upstream (the `upstream_request_filter` phase:
-/// its credential or the caller's token, asserted ones).
-async fn target(
-    phases: &impl Phases,
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-    version: &'static str,
-) -> Result<Up> {
-    phases.upstream_peer(session, ctx).await?;
-    let idx = ctx.instance.expect("choose sets the instance");
-    let addr = ctx.gw.pools[ctx.pool].instances[idx].addr;
-    let mut head = session.req_header().clone();
-    phases
-        .upstream_request_filter(session, &mut head, ctx)
-        .await?;
-    let skip = |k: &str| {
-        k.starts_with("mcp-")
-            || matches!(
-                k,
-                "host"
-                    | "content-length"
-                    | "content-type"
-                    | "accept"
-                    | "connection"
-                    | "transfer-encoding"
-                    | "expect"
-                    | "te"
-                    | "upgrade"
-            )
-    };
-    let carry = head
-        .headers
-        .iter()
-        .filter(|(k, _)| !skip(k.as_str()))
-        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-        .collect();
-    let t = &ctx.gw.config.timeouts;
-    let (instance, peers) = crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, addr);
-    Ok(Up {
-        addr,
-        instance,
-        peers,
-        path: head.uri.path().to_owned(),
-        version,
-        carry,
-        connect: t.connect,
-        read: t.upstream_read,
-        idle: t.upstream_idle,
-        counted: ctx.gw.metrics.bridge.connections.clone(),
-    })
 }
 
 /// Read the call's stream on: to its response (answered), or to a question (paused).

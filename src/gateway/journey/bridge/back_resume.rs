@@ -46,7 +46,7 @@ pub(super) async fn resume(
     let m = &ctx.gw.metrics.bridge;
     m.paused_outcomes.with_label_values(&["resumed"]).inc();
     m.paused.set(bridge.paused.len() as i64);
-    let carry = target_headers(phases, session, ctx).await?;
+    let carry = super::back_target::target_headers(phases, session, ctx).await?;
     let t = &ctx.gw.config.timeouts;
     let (instance, peers) =
         crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, call.key.addr);
@@ -85,26 +85,4 @@ pub(super) async fn resume(
         return pause(session, ctx, bridge, req, up, call, &[]).await;
     }
     drive(session, ctx, bridge, req, up, call).await
-}
-
-/// The upstream headers of this request (for a resumed call, whose instance is fixed).
-async fn target_headers(
-    phases: &impl Phases,
-    session: &mut Session,
-    ctx: &mut RequestCtx,
-) -> Result<Vec<(String, String)>> {
-    let mut head = session.req_header().clone();
-    phases
-        .upstream_request_filter(session, &mut head, ctx)
-        .await?;
-    let keep = |k: &str| {
-        matches!(k, "authorization" | "traceparent" | "tracestate")
-            || ctx.gw.asserted.iter().any(|a| a.as_str() == k)
-    };
-    Ok(head
-        .headers
-        .iter()
-        .filter(|(k, _)| keep(k.as_str()))
-        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-        .collect())
 }

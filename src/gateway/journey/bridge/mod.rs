@@ -45,6 +45,7 @@ pub(crate) mod back;
 mod back_hop;
 mod back_listen;
 mod back_resume;
+mod back_target;
 mod call;
 mod hop;
 mod initialize;
