@@ -95,6 +95,12 @@ impl Drop for Served {
 
 /// Every name of a list through the federated endpoint, following its cursors.
 fn list_all(mcp: SocketAddr, method: &str, member: &str) -> Vec<String> {
+    // A served gateway's admin listener (whose catalog `serve` waits for) may be up a moment
+    // before its MCP listener: wait for this one to accept.
+    let up = support::eventually(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(mcp).is_ok()
+    });
+    assert!(up, "nothing accepts connections on {mcp}");
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..50 {

@@ -9,7 +9,6 @@ use pingora::proxy::Session;
 use serde_json::{json, Value};
 
 use super::back::{drive, pause, Req};
-use crate::gateway::journey::legacy_up::wire::Up;
 use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
@@ -47,21 +46,8 @@ pub(super) async fn resume(
     m.paused_outcomes.with_label_values(&["resumed"]).inc();
     m.paused.set(bridge.paused.len() as i64);
     let carry = super::back_target::target_headers(phases, session, ctx).await?;
-    let t = &ctx.gw.config.timeouts;
-    let (instance, peers) =
-        crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, call.key.addr);
-    let up = Up {
-        addr: call.key.addr,
-        instance,
-        peers,
-        path: call.path.clone(),
-        version,
-        carry,
-        connect: t.connect,
-        read: t.upstream_read,
-        idle: t.upstream_idle,
-        counted: ctx.gw.metrics.bridge.connections.clone(),
-    };
+    let to = (call.key.addr, call.path.clone());
+    let up = super::back_target::up_to(ctx, to, version, carry);
     let answers = req
         .params
         .get("inputResponses")

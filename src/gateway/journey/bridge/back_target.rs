@@ -48,20 +48,32 @@ pub(super) async fn target(
         .filter(|(k, _)| !skip(k.as_str()))
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
+    let path = head.uri.path().to_owned();
+    Ok(up_to(ctx, (addr, path), version, carry))
+}
+
+/// The way to the pool's instance at `addr` for requests on `path`, sending `carry`, with the
+/// gateway's timeouts.
+pub(super) fn up_to(
+    ctx: &RequestCtx,
+    (addr, path): (std::net::SocketAddr, String),
+    version: &'static str,
+    carry: Vec<(String, String)>,
+) -> Up {
     let t = &ctx.gw.config.timeouts;
     let (instance, peers) = crate::gateway::journey::legacy_up::way_to(&ctx.gw, ctx.pool, addr);
-    Ok(Up {
+    Up {
         addr,
         instance,
         peers,
-        path: head.uri.path().to_owned(),
+        path,
         version,
         carry,
         connect: t.connect,
         read: t.upstream_read,
         idle: t.upstream_idle,
         counted: ctx.gw.metrics.bridge.connections.clone(),
-    })
+    }
 }
 
 /// The upstream headers of this request (for a resumed call, whose instance is fixed).
