@@ -52,6 +52,13 @@ pub(super) fn on_session_from(
     post_from(from, gw, &h, &body.to_string())
 }
 
+/// The `GET` that opens session `sid`'s standalone stream on `gw` (its connection kept open).
+pub(super) fn stream_get(gw: SocketAddr, sid: &str) -> String {
+    format!(
+        "GET /mcp HTTP/1.1\r\nHost: {gw}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
+    )
+}
+
 /// The headers of a POST on session `sid`.
 pub(super) fn on(sid: &str) -> [(&str, &str); 4] {
     [
@@ -108,10 +115,7 @@ fn the_standalone_stream_carries_the_fleets_list_changes() {
     let gw = gateway(&pool, "");
     let a = gw.mcp_addr;
     let sid = open(a, None);
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
-    );
-    let mut stream = SseStream::send(a, get.as_bytes());
+    let mut stream = SseStream::send(a, stream_get(a, &sid).as_bytes());
     assert_eq!(stream.status, 200);
     let ct = stream
         .headers
@@ -138,9 +142,8 @@ fn the_standalone_stream_carries_the_fleets_list_changes() {
         "the 2026 subscription id is not a 2025 client's: {n}"
     );
     // A session that is not this client's gets no stream.
-    let forged = format!(
-        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}x\r\nMCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\r\n"
-    );
+    let forged =
+        stream_get(a, &format!("{sid}x")).replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
     let r = crate::support::http::raw(a, forged.as_bytes());
     assert_eq!(r.status, 404, "{}", r.text());
 }
@@ -170,11 +173,7 @@ fn standalone_streams_past_legacy_max_streams_are_refused_until_one_closes() {
     let pool = backend();
     let gw = gateway(&pool, "legacy: {max_streams: 1}\n");
     let a = gw.mcp_addr;
-    let get = |sid: &str| {
-        format!(
-            "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
-        )
-    };
+    let get = |sid: &str| stream_get(a, sid);
     let (one, two) = (open(a, None), open(a, None));
     let first = SseStream::send(a, get(&one).as_bytes());
     assert_eq!(first.status, 200);

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 
 use super::backend;
-use super::raw::{on_session, open};
+use super::raw::{on_session, open, stream_get};
 use crate::support::http::{call, SseStream};
 use crate::support::{sample, scrape};
 
@@ -25,10 +25,7 @@ fn charge(at: SocketAddr, cart: &str) {
 
 /// The session's standalone stream on `gw`, open once a tool change announced now reaches it.
 fn standalone(gw: SocketAddr, sid: &str) -> SseStream {
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: {gw}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
-    );
-    let mut stream = SseStream::send(gw, get.as_bytes());
+    let mut stream = SseStream::send(gw, stream_get(gw, sid).as_bytes());
     assert_eq!(stream.status, 200);
     let trigger = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test_trigger_tool_change", "arguments": {}}});
     assert_eq!(on_session(gw, sid, None, &trigger).status, 200);
@@ -161,10 +158,7 @@ fn a_federated_endpoints_stream_carries_a_subscribed_resources_change() {
     let gw = mcp_edge::gateway::RunningGateway::start(cfg).unwrap();
     let a = gw.mcp_addr;
     let sid = open(a, None);
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-06-18\r\n\r\n"
-    );
-    let mut stream = SseStream::send(a, get.as_bytes());
+    let mut stream = SseStream::send(a, stream_get(a, &sid).as_bytes());
     assert_eq!(stream.status, 200);
     let r = subscription(a, &sid, "resources/subscribe", &json!("charges://cart-f"));
     assert_eq!(r["result"], json!({}), "{r}");

@@ -222,4 +222,6 @@ pub(crate) mod trace {
 }
 
 #[cfg(test)]
+mod phase_tests;
+#[cfg(test)]
 mod tests;

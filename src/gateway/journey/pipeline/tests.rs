@@ -6,7 +6,8 @@
 //! - the throwaway stage (`stages/throwaway.rs`, one file and one line in the list) is seen by
 //!   explain, the console, a sampled-out route and both legs, and what it refuses never reaches
 //!   the upstream, including a body held chunk by chunk on pingora's pipe;
-//! - one request path: the direct leg runs the proxy's phases pingora's pipe runs, in order.
+//! - one request path: the direct leg runs the proxy's phases pingora's pipe runs, in order
+//!   ([`super::phase_tests`], over these helpers).
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,14 +22,14 @@ use crate::gateway::RunningGateway;
 
 /// An HTTP/1.1 upstream answering every request with a JSON-RPC result; counts the requests it
 /// received whole. Stops when dropped.
-struct Upstream {
+pub(super) struct Upstream {
     addr: SocketAddr,
     whole: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
 
 impl Upstream {
-    fn start() -> Upstream {
+    pub(super) fn start() -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let whole = Arc::new(AtomicUsize::new(0));
@@ -46,6 +47,15 @@ impl Upstream {
             }
         });
         Upstream { addr, whole, stop }
+    }
+
+    /// An upstream's address once it stopped: an instance that refuses connections.
+    pub(super) fn gone() -> Upstream {
+        Upstream {
+            addr: Upstream::start().addr,
+            whole: Arc::default(),
+            stop: Arc::new(AtomicBool::new(true)),
+        }
     }
 
     fn whole(&self) -> usize {
@@ -113,7 +123,7 @@ fn free_port() -> u16 {
 /// A gateway before `up`: endpoint `/guarded` turns the throwaway stage and one argument-policy
 /// rule on; a route of tools named `quiet*` is sampled out; the pool has a concurrency limit
 /// (the `capacity` stage, with room for every request here).
-fn gateway(up: &Upstream, endpoint: &str, leg: &str) -> RunningGateway {
+pub(super) fn gateway(up: &Upstream, endpoint: &str, leg: &str) -> RunningGateway {
     let yaml = format!(
         "work_stealing: true\nlisten: {{mcp: 127.0.0.1:{}, admin: 127.0.0.1:{}}}\nendpoint: {endpoint}\n\
          pools:\n  default:\n    instances: [{}]\n    health: {{check: off}}\n    concurrency: {{adaptive: true}}\n\
@@ -133,14 +143,14 @@ const POLICY: &str = "argument_policy:\n  - name: staging-only\n    match: {name
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
-fn call(name: &str, args: Value) -> String {
+pub(super) fn call(name: &str, args: Value) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":{},"arguments":{args},{META}}}}}"#,
         json!(name)
     )
 }
 
-fn headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+pub(super) fn headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
     let mut h = vec![
         ("Content-Type".to_string(), "application/json".to_string()),
         (
@@ -157,7 +167,7 @@ fn headers(method: &str, name: Option<&str>) -> Vec<(String, String)> {
 }
 
 /// Send one request (`Connection: close`) and read the whole answer: status and body.
-fn send(
+pub(super) fn send(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -384,64 +394,5 @@ fn a_stage_added_in_one_file_and_one_line_is_seen_everywhere() {
             .find(|s| s["stage"] == "throwaway_guard")
             .cloned();
         assert_eq!(listed.unwrap()["on"], true, "{snap}");
-    }
-}
-
-/// One request path: the direct leg calls the proxy's own phases for balance, the upstream
-/// head, a connect failure and the answer, so it runs the phases pingora's pipe runs, in the
-/// same order, for an answered call and for an instance that refuses connections.
-#[test]
-fn the_direct_leg_runs_the_phases_pingoras_pipe_runs() {
-    let up = Upstream::start();
-    // An instance that refuses connections: an upstream's address once it stopped.
-    let dead = Upstream {
-        addr: Upstream::start().addr,
-        whole: Arc::default(),
-        stop: Arc::new(AtomicBool::new(true)),
-    };
-    let answered = [
-        "request_filter",
-        "upstream_peer",
-        "upstream_request_filter",
-        "response_filter",
-        "response_body_filter",
-    ];
-    let refused = [
-        "request_filter",
-        "upstream_peer",
-        "fail_to_connect",
-        "fail_to_proxy",
-    ];
-    for leg in ["direct", "pingora"] {
-        let gw = gateway(&up, "/mcp", leg);
-        let mut h = headers("tools/call", Some("echo"));
-        h.push(("x-test-trace".to_string(), format!("phases-{leg}")));
-        let (status, _) = send(
-            gw.mcp_addr,
-            "POST",
-            "/mcp",
-            &h,
-            call("echo", json!({})).as_bytes(),
-        );
-        assert_eq!(status, 200, "{leg}");
-        assert_eq!(
-            trace::phases_of(&format!("phases-{leg}")),
-            answered,
-            "{leg}"
-        );
-        let gw = gateway(&dead, "/mcp", leg);
-        let mut h = headers("tools/call", Some("echo"));
-        h.push(("x-test-trace".to_string(), format!("phases-dead-{leg}")));
-        let (status, _) = send(
-            gw.mcp_addr,
-            "POST",
-            "/mcp",
-            &h,
-            call("echo", json!({})).as_bytes(),
-        );
-        assert_eq!(status, 502, "{leg}");
-        let phases = trace::phases_of(&format!("phases-dead-{leg}"));
-        // One connect failure per instance tried: the pool has one.
-        assert_eq!(phases, refused, "{leg}");
     }
 }
