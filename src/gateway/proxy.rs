@@ -75,7 +75,7 @@ impl ProxyHttp for Proxy {
         // A client of the 2025 era: the protocol bridge answers it whole, carrying its requests
         // through this pipeline as 2026 requests (`journey::bridge`): eras are translated at
         // the edge, so no stage below sees one.
-        if let Some(answered) = bridge::front(session, ctx).await? {
+        if let Some(answered) = bridge::front(self, session, ctx).await? {
             return Ok(answered);
         }
 

@@ -82,6 +82,43 @@ fn the_typescript_and_python_v1_clients_complete_every_mrtr_tool_through_the_bri
         8.0 * n
     );
     assert_eq!(sample(&m, "mcp_edge_legacy_calls_waiting", &[]), 0.0);
+    // The fleet is plain HTTP/1.1 on the direct leg: every leg of a call ran on the client's
+    // own session (each session's `initialize` asked `server/discover` in a subrequest).
+    assert!(legs(&m, "inline") >= 11.0 * n, "{m}");
+    assert_eq!(legs(&m, "inside"), n, "{m}");
+}
+
+/// How many legs went inside the process `how`: on the client's own session (`inline`) or as a
+/// subrequest (`inside`).
+fn legs(m: &str, how: &str) -> f64 {
+    let how = format!("connection=\"{how}\"");
+    sample(
+        m,
+        "mcp_edge_legacy_connections_total",
+        &["leg=\"hop\"", &how],
+    )
+}
+
+#[test]
+fn with_pingoras_pipe_to_the_fleet_the_legs_go_as_subrequests_and_complete_as_well() {
+    // A leg that leaves `request_filter` for pingora's pipe (here every leg: the pipe is the
+    // configured upstream leg) cannot run on the client's session; it goes as a subrequest of
+    // the client's request, with the same answers.
+    if !Client::TypeScriptV1.installed() {
+        return;
+    }
+    let pool = backend();
+    let gw = gateway(&pool, "connections: {upstream_leg: pingora}\n");
+    let url = format!("http://{}/mcp", gw.mcp_addr);
+    let out = Client::TypeScriptV1.run(&url, CALLS, None);
+    assert_completed(Client::TypeScriptV1, &out);
+    let m = scrape(&gw);
+    assert_eq!(legs(&m, "inline"), 0.0, "{m}");
+    assert!(legs(&m, "inside") >= 12.0, "{m}");
+    assert_eq!(
+        sample(&m, "mcp_edge_legacy_flows_total", &["completed"]),
+        5.0
+    );
 }
 
 #[test]

@@ -207,9 +207,10 @@ fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
         &crate::support::call(9, "echo"),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    // Every request of both sessions (each `initialize`'s `server/discover`, alice's three
-    // calls, bob's one) went through the pipeline inside the process, as a subrequest of the
-    // client's own request, which sees the client's own address; none on the loopback hop.
+    // Every request of both sessions went through the pipeline inside the process, seeing the
+    // client's own address: each `initialize`'s `server/discover` as a subrequest of the
+    // client's request, alice's three calls and bob's one on the client's own session (the
+    // fleet is plain HTTP/1.1 on the direct leg); none on the loopback hop.
     let m = scrape(&gw);
     let hop = |how: &str| {
         let how = format!("connection=\"{how}\"");
@@ -219,15 +220,16 @@ fn a_limit_keyed_on_the_client_address_sees_each_legacy_clients_own() {
             &["leg=\"hop\"", &how],
         )
     };
-    assert_eq!(hop("inside"), 6.0, "{m}");
+    assert_eq!(hop("inside"), 2.0, "{m}");
+    assert_eq!(hop("inline"), 4.0, "{m}");
     assert_eq!(hop("new") + hop("kept"), 0.0, "{m}");
 }
 
 #[test]
 fn a_client_that_leaves_mid_call_closes_the_upstream_request() {
-    // A call's leg runs inside the gateway's own pipeline (a subrequest of the client's
-    // request): when the client leaves, the instance must see its request closed, as it does
-    // for a 2026 client. The upstream answers the session's `server/discover`, then holds the
+    // A call's leg runs inside the gateway's own pipeline (on the client's own session): when
+    // the client leaves, the instance must see its request closed, as it does for a 2026
+    // client. The upstream answers the session's `server/discover`, then holds the
     // call and reports when the gateway closes it.
     use crate::support::raw::{gateway, Raw};
     use std::io::Write;
@@ -272,13 +274,18 @@ fn a_client_that_leaves_mid_call_closes_the_upstream_request() {
         "the upstream request was closed when the client left"
     );
     let m = scrape(&gw);
-    assert_eq!(
+    let hop = |how: &str| {
+        let how = format!("connection=\"{how}\"");
         sample(
             &m,
             "mcp_edge_legacy_connections_total",
-            &["leg=\"hop\"", "connection=\"inside\""]
-        ),
-        2.0,
-        "the session's discover and the call, inside: {m}"
+            &["leg=\"hop\"", &how],
+        )
+    };
+    assert_eq!(
+        hop("inside"),
+        1.0,
+        "the session's discover, a subrequest: {m}"
     );
+    assert_eq!(hop("inline"), 1.0, "the call, on the client's session: {m}");
 }

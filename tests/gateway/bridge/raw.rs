@@ -71,8 +71,16 @@ pub(super) fn on(sid: &str) -> [(&str, &str); 4] {
 
 #[test]
 fn a_legs_progress_reaches_the_client_while_the_leg_runs() {
+    // The leg on the client's own session (the default fleet: plain HTTP/1.1, direct leg),
+    // and as a subrequest (pingora's pipe to the fleet).
+    progress_while_the_leg_runs("", "inline");
+    progress_while_the_leg_runs("connections: {upstream_leg: pingora}\n", "inside");
+}
+
+/// A call with progress through a gateway with `extra` YAML, its leg carried `how`.
+fn progress_while_the_leg_runs(extra: &str, how: &str) {
     let pool = backend();
-    let gw = gateway(&pool, "");
+    let gw = gateway(&pool, extra);
     let a = gw.mcp_addr;
     let sid = open(a, None);
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
@@ -105,8 +113,16 @@ fn a_legs_progress_reaches_the_client_while_the_leg_runs() {
     let ahead = done.1 - seen[0].1;
     assert!(
         ahead.as_millis() >= 90,
-        "progress 0 came only {ahead:?} before the result"
+        "{how}: progress 0 came only {ahead:?} before the result"
     );
+    let m = scrape(&gw);
+    let how = format!("connection=\"{how}\"");
+    let legs = sample(
+        &m,
+        "mcp_edge_legacy_connections_total",
+        &["leg=\"hop\"", &how],
+    );
+    assert!(legs >= 1.0, "{m}");
 }
 
 #[test]

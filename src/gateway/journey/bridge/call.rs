@@ -17,10 +17,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::hop::{self, Answer};
-use super::legs::{carried, hop_failed, open, start_inside, unless_gone};
+use super::legs::{carried, hop_failed, leg_timeout, open, start_inside, unless_gone};
 use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::mcp::{codes, legacy, methods, result_type, sse, Rejection};
@@ -71,6 +72,7 @@ pub(super) fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
 
 /// Carry `call` of session `s` to its final answer.
 pub(super) async fn run(
+    phases: &dyn Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     bridge: &Bridge,
@@ -88,7 +90,8 @@ pub(super) async fn run(
     let mut leg = 0;
     while leg < MAX_ROUNDS as u64 {
         leg += 1;
-        let sent = send_leg(&mut out, (bridge, ctx, input), (s, &call), &extra, leg).await?;
+        let via = (phases, bridge, &*ctx, input);
+        let sent = send_leg(&mut out, via, (s, &call), &extra, leg).await?;
         let ans = match sent {
             Ok(a) => a,
             Err(rej) => return fail(out, ctx, rej, &call.id).await,
@@ -139,7 +142,7 @@ pub(super) async fn run(
 /// `x-mcp-header` marks.
 async fn send_leg(
     out: &mut Out<'_>,
-    (bridge, ctx, input): (&Bridge, &RequestCtx, &Input),
+    (phases, bridge, ctx, input): (&dyn Phases, &Bridge, &RequestCtx, &Input),
     (s, call): (&LegacySession, &Call),
     extra: &Map<String, Value>,
     leg: u64,
@@ -161,17 +164,29 @@ async fn send_leg(
         super::marks::param_headers(bridge, input, call, name),
     );
     let to = (&call.method[..], name);
-    let started = match start_inside(out.session, input, to, &carry, &body) {
-        Ok(s) => s,
-        Err(rej) => return Ok(Err(rej)),
-    };
-    let leg = open((bridge, started), ctx, input, to, &body, carry);
-    let ans = match unless_gone(out.session, leg).await? {
-        Ok(leg) if leg.is_stream() => relay_notes(out, leg).await?,
-        Ok(leg) => unless_gone(out.session, leg.rest())
-            .await?
-            .map_err(hop_failed),
-        Err(rej) => Err(rej),
+    let ans = if super::inline::takes(&ctx.gw, body.len()) {
+        let head = match super::inside::head(out.session, &input.path, to, &carry, body.len()) {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(hop_failed(e.to_string()))),
+        };
+        let deadline = tokio::time::Instant::now() + leg_timeout(&ctx.gw.config);
+        let counted = &ctx.gw.metrics.bridge.connections;
+        counted.with_label_values(&["hop", "inline"]).inc();
+        let leg = (head, Bytes::from(body));
+        super::inline::run(phases, out.session, leg, &mut out.streaming, deadline).await?
+    } else {
+        let started = match start_inside(out.session, input, to, &carry, &body) {
+            Ok(s) => s,
+            Err(rej) => return Ok(Err(rej)),
+        };
+        let leg = open((bridge, started), ctx, input, to, &body, carry);
+        match unless_gone(out.session, leg).await? {
+            Ok(leg) if leg.is_stream() => relay_notes(out, leg).await?,
+            Ok(leg) => unless_gone(out.session, leg.rest())
+                .await?
+                .map_err(hop_failed),
+            Err(rej) => Err(rej),
+        }
     };
     if let Ok(ans) = &ans {
         if call.method == methods::TOOLS_LIST {

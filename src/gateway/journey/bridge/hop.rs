@@ -1,8 +1,8 @@
 //! The bridge's hop into the gateway's own pipeline: a translated 2026 request meets every
 //! stage a 2026 client's request meets (admission, routes, the federation catalog, auth,
 //! limits, the header↔body check, the cache, balancing, credentials, metrics) with no stage
-//! knowing about eras. A client's requests go inside the process, as subrequests of the
-//! client's request ([`super::inside`]); a standalone stream's `subscriptions/listen`, which may
+//! knowing about eras. A client's requests go inside the process, on the client's own session
+//! ([`super::inline`]) or as subrequests of its request ([`super::inside`]); a standalone stream's `subscriptions/listen`, which may
 //! last hours and then leaves the pipeline on both ends, is POSTed to this gateway's plain MCP
 //! listener on loopback, on kept connections. Either way one request path, and a bridge that
 //! cannot skip a stage; what each costs is measured in docs/benchmarks.md.
@@ -313,20 +313,20 @@ impl Leg {
 
     /// The headers a legacy client needs to see as they are.
     pub(crate) fn pass(&self) -> Vec<(&'static str, String)> {
-        let mut pass = Vec::new();
-        for k in ["www-authenticate", "retry-after"] {
-            if let Some(v) = self
-                .body
-                .head()
-                .headers
-                .get(k)
-                .and_then(|v| v.to_str().ok())
-            {
-                pass.push((k, v.to_owned()));
-            }
-        }
-        pass
+        pass_of(self.body.head())
     }
+}
+
+/// The headers of an answer a legacy client needs to see as they are (`WWW-Authenticate`,
+/// `Retry-After`).
+pub(crate) fn pass_of(head: &pingora::http::ResponseHeader) -> Vec<(&'static str, String)> {
+    let mut pass = Vec::new();
+    for k in ["www-authenticate", "retry-after"] {
+        if let Some(v) = head.headers.get(k).and_then(|v| v.to_str().ok()) {
+            pass.push((k, v.to_owned()));
+        }
+    }
+    pass
 }
 
 /// A leg dropped once its reader has the response, before the end of its event stream: the

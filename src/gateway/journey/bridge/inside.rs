@@ -4,6 +4,9 @@
 //! HTTP exchange on a loopback connection. Every stage still runs, in the order of the one list,
 //! with no stage knowing about eras; what goes is the loopback's writes, reads and wake-ups and
 //! the second parse of an HTTP head (measured in docs/benchmarks.md, "The protocol bridge").
+//! It carries the legs [`super::inline`] cannot run on the client's own session (those that need
+//! pingora's pipe) and the session's side requests (`initialize`'s `server/discover`, a
+//! `tools/list` read to learn marks).
 //!
 //! How a leg gets its own head: pingora starts a subrequest from a copy of the client's raw
 //! head (the 2025-era request's), so the leg's 2026 head rides in the subrequest's context

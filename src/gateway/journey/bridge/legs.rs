@@ -1,7 +1,14 @@
-//! How a 2025-era session's requests enter the gateway's own pipeline as 2026 requests: inside
-//! the process, as subrequests of the client's request ([`super::inside`]), when that request
-//! is at hand; a standalone stream's listen on the loopback hop ([`super::hop`]); and a leg
-//! given up when the client goes away ([`unless_gone`]).
+//! How a 2025-era session's requests enter the gateway's own pipeline as 2026 requests, inside
+//! the process when the client's request is at hand:
+//!
+//! - a call's leg on the client's own session ([`super::inline`]), when its whole journey stays
+//!   in `request_filter` (a plain HTTP/1.1 fleet on the direct leg), else as a subrequest of the
+//!   client's request ([`super::inside`]);
+//! - the session's side requests (the `server/discover` behind `initialize`, a `tools/list`
+//!   read to learn marks) as subrequests ([`send`]);
+//! - a standalone stream's listen on the loopback hop ([`super::hop`]);
+//!
+//! and a leg given up when the client goes away ([`unless_gone`]).
 
 use bytes::Bytes;
 use pingora::prelude::*;
@@ -51,10 +58,7 @@ pub(super) async fn open(
     carry: Vec<(String, String)>,
 ) -> Result<hop::Leg, Rejection> {
     let config = &ctx.gw.config;
-    let timeout = config
-        .legacy
-        .answer_timeout
-        .max(config.timeouts.upstream_read);
+    let timeout = leg_timeout(config);
     let counted = &ctx.gw.metrics.bridge.connections;
     if let Some(started) = started {
         counted.with_label_values(&["hop", "inside"]).inc();
@@ -82,6 +86,15 @@ pub(super) async fn open(
     let how = if leg.kept { "kept" } else { "new" };
     counted.with_label_values(&["hop", how]).inc();
     Ok(leg)
+}
+
+/// How long a leg's answer may take: the longer of the bridge's wait for a client's answers and
+/// the upstream read timeout.
+pub(super) fn leg_timeout(config: &crate::config::Config) -> std::time::Duration {
+    config
+        .legacy
+        .answer_timeout
+        .max(config.timeouts.upstream_read)
 }
 
 /// A call's leg started inside the client's own pipeline (`None`: this request cannot start

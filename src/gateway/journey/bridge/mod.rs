@@ -33,6 +33,7 @@ use serde_json::value::{to_raw_value, RawValue};
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::{invite_body, refuse};
 use crate::gateway::stages::answer::respond;
@@ -49,6 +50,7 @@ mod back_target;
 mod call;
 mod hop;
 mod initialize;
+mod inline;
 mod input;
 pub(crate) mod inside;
 mod legs;
@@ -58,6 +60,7 @@ mod out;
 pub(crate) mod pass;
 mod replica;
 mod round;
+mod stand_in;
 mod subscribe;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
@@ -67,7 +70,11 @@ use session::LegacySession;
 /// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
 /// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
 /// as a 2026-only server does).
-pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result<Option<bool>> {
+pub(crate) async fn front(
+    phases: &dyn Phases,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> Result<Option<bool>> {
     let gw = ctx.gw.clone();
     let bridge = &gw.bridge;
     let req = session.req_header();
@@ -100,7 +107,9 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
     let req = session.req_header();
     let passes = pass::takes(&gw, &input);
     match req.method {
-        http::Method::POST if era == Era::Unsure => headless(session, ctx, bridge, input).await,
+        http::Method::POST if era == Era::Unsure => {
+            headless(phases, session, ctx, bridge, input).await
+        }
         http::Method::POST => {
             let body = match read(session, ctx).await? {
                 Ok(b) => b,
@@ -109,7 +118,9 @@ pub(crate) async fn front(session: &mut Session, ctx: &mut RequestCtx) -> Result
             if passes {
                 return pass::enter(session, ctx, bridge, &input, Some(body)).await;
             }
-            post(session, ctx, bridge, input, &body).await.map(Some)
+            post(phases, session, ctx, bridge, input, &body)
+                .await
+                .map(Some)
         }
         http::Method::GET | http::Method::DELETE if passes => {
             pass::enter(session, ctx, bridge, &input, None).await
@@ -246,6 +257,7 @@ async fn read(
 /// bridge's; anything else is a 2026 request missing its headers, admitted and checked as the
 /// stages would (`None`: a notification that passes goes on through the pipeline).
 async fn headless(
+    phases: &dyn Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     bridge: &Bridge,
@@ -274,7 +286,9 @@ async fn headless(
         if pass::takes(&ctx.gw, &input) {
             return pass::enter(session, ctx, bridge, &input, Some(body)).await;
         }
-        return post(session, ctx, bridge, input, &body).await.map(Some);
+        return post(phases, session, ctx, bridge, input, &body)
+            .await
+            .map(Some);
     }
     ctx.method = None;
     crate::gateway::journey::steps::settle_read(session, ctx, body).await
@@ -283,6 +297,7 @@ async fn headless(
 /// A POSTed JSON-RPC message of the 2025 era: `initialize`, or a request, notification or
 /// response of a session.
 async fn post(
+    phases: &dyn Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     bridge: &Bridge,
@@ -336,6 +351,7 @@ async fn post(
             Some(result) => reply(session, &id, &result).await,
             None => {
                 call::run(
+                    phases,
                     session,
                     ctx,
                     bridge,

@@ -10,6 +10,15 @@ use pingora::proxy::Session;
 use crate::gateway::stages::answer::respond;
 use crate::mcp::{sse, sse_event};
 
+/// The head of the client's event stream.
+pub(super) fn stream_head() -> Result<ResponseHeader> {
+    let mut resp = ResponseHeader::build(200, Some(4))?;
+    resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
+    resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    Ok(resp)
+}
+
 /// How the answer to the client is going: nothing written yet, or an open event stream.
 pub(super) struct Out<'a> {
     pub(super) session: &'a mut Session,
@@ -22,12 +31,8 @@ impl Out<'_> {
         if self.streaming {
             return Ok(());
         }
-        let mut resp = ResponseHeader::build(200, Some(4))?;
-        resp.insert_header(http::header::CONTENT_TYPE, sse::CONTENT_TYPE)?;
-        resp.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-        resp.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
         self.session
-            .write_response_header(Box::new(resp), false)
+            .write_response_header(Box::new(stream_head()?), false)
             .await?;
         self.streaming = true;
         Ok(())

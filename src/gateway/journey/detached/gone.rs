@@ -29,6 +29,20 @@ pub(crate) struct Gone {
 }
 
 impl Gone {
+    /// A session that stands for none: what holds a client's place for the instant its session
+    /// is swapped (`journey::bridge::stand_in`).
+    pub(crate) fn vacant() -> Gone {
+        Gone {
+            req: RequestHeader::build("GET", b"/", Some(0)).expect("a fixed head builds"),
+            resp: None,
+            client: None,
+            server: None,
+            read_timeout: None,
+            write_timeout: None,
+            drain_timeout: None,
+        }
+    }
+
     pub(crate) fn new(from: &ServerSession) -> Gone {
         Gone {
             req: from.req_header().clone(),

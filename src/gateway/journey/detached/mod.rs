@@ -25,6 +25,7 @@
 //! the stream inside the pipeline as before.
 
 mod gone;
+pub(crate) use gone::Gone;
 
 use bytes::{Bytes, BytesMut};
 use pingora::apps::{HttpPersistentSettings, ReusedHttpStream};
