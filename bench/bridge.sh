@@ -20,14 +20,18 @@
 # and wakes again for each of its answers. `slow2026` is the same 2026 call to a reference
 # backend that answers SLOW later (4 ms by default, about the legacy server's time under this
 # load), through a second gateway of its own at CONNS connections: the closest 2026 twin of
-# server2025.
+# server2025. `native~1ms` and `client2025~1ms` are the native call and the bridged one at
+# CONNS connections that each pause 1 ms after every answer: the same connections, the same
+# pacing and about the same rate, so the same wake-ups per request (the paced rows reach a fast
+# row's rate only with more connections than it has).
 #
 # With the TypeScript SDK v2 peers (target/peers), a third gateway passes 2025-era clients
 # through to a server of both eras (`legacy_clients: pass`, tests/peers/ts_dual_server.mjs):
 #   pass2025    a 2025-era tools/call `whoami` on a pinned session     (passed through as it is)
 #   dual2026    the same call as a 2026 request to the same server     (pass2025's reference)
 #
-# Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SLOW=4ms)
+# Usage: bench/bridge.sh [--edge-bin PATH]   (env: DURATION=10 WARMUP=2 CONNS=16 SLOW=4ms;
+#        QUICK=1: only the rows of a 2025-era client's call and their native references)
 # Needs node and the legacy peers (bash .ci/run installs them into target/peers-legacy) for the
 # server2025 row; skips it loudly without them. Every process it starts is stopped on exit.
 set -euo pipefail
@@ -148,7 +152,7 @@ SID=${PASSED:-}
 LUA_pass2025=$(lua pass2025 tools/call whoami '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' legacy)
 LUA_dual2026=$(lua dual2026 tools/call whoami "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"whoami\",\"arguments\":{},$META}}")
 SID=$BRIDGED
-if [ $HAVE_OLD = 1 ]; then
+if [ $HAVE_OLD = 1 ] && [ -z "${QUICK:-}" ]; then
   ROWS+=(server2025)
   LUA_server2025=$(lua server2025 tools/call add "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2},$META}}")
 fi
@@ -181,11 +185,22 @@ paced() {
 }
 : >"$OUT/summary.txt"
 printf '%-18s %10s %10s %14s\n' row "req/s" "non-2xx" "gateway us/req"
+# evenly NAME LUA: the row at CONNS connections, each pausing 1 ms after each answer: the
+# bridged call and its native twin at the same connections and the same pacing (so at about
+# the same rate, with the same wake-ups per request).
+evenly() {
+  cp "$2" "$OUT/$1.lua"
+  echo 'function delay() return 1 end' >>"$OUT/$1.lua"
+  run "$1" "$OUT/$1.lua" "$CONNS"
+}
 for row in "${ROWS[@]}"; do
   var="LUA_$row"
   run "$row" "${!var}"
   [ "$row" = native ] || paced "native@$row" "$RPS"
 done
+evenly "native~1ms" "$LUA_native"
+evenly "client2025~1ms" "$LUA_client2025"
+[ -n "${QUICK:-}" ] && { echo "raw outputs: $OUT"; exit 0; }
 run "slow2026" "$LUA_native" "$CONNS" "$GW2" "$MCP2"
 if [ $HAVE_DUAL = 1 ]; then
   run "pass2025" "$LUA_pass2025" "$CONNS" "$GW3" "$MCP3"

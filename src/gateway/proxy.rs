@@ -74,9 +74,12 @@ impl ProxyHttp for Proxy {
 
         // A client of the 2025 era: the protocol bridge answers it whole, carrying its requests
         // through this pipeline as 2026 requests (`journey::bridge`): eras are translated at
-        // the edge, so no stage below sees one.
-        if let Some(answered) = bridge::front(self, session, ctx).await? {
-            return Ok(answered);
+        // the edge, so no stage below sees one. (Boxed: the bridge's state, the largest of any
+        // step's, is then no part of every other request's.)
+        if bridge::may_be_legacy(session) {
+            if let Some(answered) = Box::pin(bridge::front(self, session, ctx)).await? {
+                return Ok(answered);
+            }
         }
 
         // The stages, in the order of the one list (`stages::pipeline::STAGES`): on the head,
@@ -98,7 +101,7 @@ impl ProxyHttp for Proxy {
         // A pool of 2025-era servers: over the gateway's session with an instance, its mid-call
         // questions turned into `input_required` (`journey::bridge::back`).
         if let Some(version) = bridge::back::takes(ctx) {
-            return bridge::back::forward(self, session, ctx, version).await;
+            return Box::pin(bridge::back::forward(self, session, ctx, version)).await;
         }
 
         // A body in hand, for a plain HTTP/1.1 pool: forwarded here, on the direct leg.

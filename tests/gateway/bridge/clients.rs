@@ -82,10 +82,10 @@ fn the_typescript_and_python_v1_clients_complete_every_mrtr_tool_through_the_bri
         8.0 * n
     );
     assert_eq!(sample(&m, "mcp_edge_legacy_calls_waiting", &[]), 0.0);
-    // The fleet is plain HTTP/1.1 on the direct leg: every leg of a call ran on the client's
-    // own session (each session's `initialize` asked `server/discover` in a subrequest).
-    assert!(legs(&m, "inline") >= 11.0 * n, "{m}");
-    assert_eq!(legs(&m, "inside"), n, "{m}");
+    // The fleet is plain HTTP/1.1 on the direct leg: every leg of a call (and each session's
+    // `server/discover`) ran on the client's own session, none as a subrequest.
+    assert!(legs(&m, "inline") >= 13.0 * n, "{m}");
+    assert_eq!(legs(&m, "inside"), 0.0, "{m}");
 }
 
 /// How many legs went inside the process `how`: on the client's own session (`inline`) or as a
@@ -114,7 +114,7 @@ fn with_pingoras_pipe_to_the_fleet_the_legs_go_as_subrequests_and_complete_as_we
     assert_completed(Client::TypeScriptV1, &out);
     let m = scrape(&gw);
     assert_eq!(legs(&m, "inline"), 0.0, "{m}");
-    assert!(legs(&m, "inside") >= 12.0, "{m}");
+    assert!(legs(&m, "inside") >= 13.0, "{m}");
     assert_eq!(
         sample(&m, "mcp_edge_legacy_flows_total", &["completed"]),
         5.0
@@ -220,11 +220,7 @@ fn a_gateway_whose_only_listener_is_tls_bridges_the_v1_clients() {
         assert_completed(*c, &out);
     }
     let m = scrape(&gw);
-    let inside = &["leg=\"hop\"", "connection=\"inside\""];
-    assert!(
-        sample(&m, "mcp_edge_legacy_connections_total", inside) > 0.0,
-        "{m}"
-    );
+    assert!(legs(&m, "inline") > 0.0, "{m}");
     assert_eq!(
         sample(&m, "mcp_edge_legacy_flows_total", &["completed"]),
         5.0 * clients.len() as f64

@@ -16,8 +16,8 @@ use pingora::proxy::Session;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::hop::{self, Answer};
-use super::legs::{carried, hop_failed, leg_timeout, open, start_inside, unless_gone};
+use super::hop::Answer;
+use super::legs::{carried, carry_leg};
 use super::out::Out;
 use super::session::LegacySession;
 use super::{Bridge, Input};
@@ -107,7 +107,8 @@ pub(super) async fn run(
             // The fleet wants an `Mcp-Param-*` header of a tool not seen in a list yet: read
             // the list, as a 2026 client would, and send the call once more.
             refreshed = true;
-            super::marks::learn_tools((bridge, out.session), ctx, input, s).await;
+            let via = (phases, bridge, &*ctx, input);
+            super::marks::learn_tools(via, out.session, s).await?;
             leg -= 1;
             continue;
         }
@@ -164,30 +165,8 @@ async fn send_leg(
         super::marks::param_headers(bridge, input, call, name),
     );
     let to = (&call.method[..], name);
-    let ans = if super::inline::takes(&ctx.gw, body.len()) {
-        let head = match super::inside::head(out.session, &input.path, to, &carry, body.len()) {
-            Ok(h) => h,
-            Err(e) => return Ok(Err(hop_failed(e.to_string()))),
-        };
-        let deadline = tokio::time::Instant::now() + leg_timeout(&ctx.gw.config);
-        let counted = &ctx.gw.metrics.bridge.connections;
-        counted.with_label_values(&["hop", "inline"]).inc();
-        let leg = (head, Bytes::from(body));
-        super::inline::run(phases, out.session, leg, &mut out.streaming, deadline).await?
-    } else {
-        let started = match start_inside(out.session, input, to, &carry, &body) {
-            Ok(s) => s,
-            Err(rej) => return Ok(Err(rej)),
-        };
-        let leg = open((bridge, started), ctx, input, to, &body, carry);
-        match unless_gone(out.session, leg).await? {
-            Ok(leg) if leg.is_stream() => relay_notes(out, leg).await?,
-            Ok(leg) => unless_gone(out.session, leg.rest())
-                .await?
-                .map_err(hop_failed),
-            Err(rej) => Err(rej),
-        }
-    };
+    let via = (phases, bridge, ctx, input);
+    let ans = carry_leg(via, out, to, (body, carry), true).await?;
     if let Ok(ans) = &ans {
         if call.method == methods::TOOLS_LIST {
             let (response, _) = split(ans.messages());
@@ -197,39 +176,6 @@ async fn send_leg(
         }
     }
     Ok(ans)
-}
-
-/// Read an event stream leg: each notification is written to the client as it arrives; the
-/// response ends the leg and is returned as a JSON answer.
-async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answer, Rejection>> {
-    let (status, pass) = (leg.status(), leg.pass());
-    loop {
-        let m = match unless_gone(out.session, leg.next_message()).await? {
-            Ok(Some(m)) => m,
-            Ok(None) => break,
-            Err(e) => return Ok(Err(hop_failed(e))),
-        };
-        if m.get("result").is_some() || m.get("error").is_some() {
-            let body = serde_json::to_vec(&m).expect("a JSON value serializes");
-            let content_type = Some("application/json".to_owned());
-            return Ok(Ok(Answer {
-                status,
-                pass,
-                content_type,
-                body,
-            }));
-        }
-        if m.get("method").is_some() && m.get("id").is_none() {
-            out.event(m.to_string().as_bytes()).await?;
-        }
-    }
-    let content_type = Some(sse::CONTENT_TYPE.to_owned());
-    Ok(Ok(Answer {
-        status,
-        pass,
-        content_type,
-        body: Vec::new(),
-    }))
 }
 
 /// The answer as the client's, when it is one JSON-RPC response with a `complete` result (most

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::legs::send;
 use super::session::LegacySession;
 use super::{Bridge, Input};
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
 use crate::gateway::stages::answer::respond;
@@ -21,6 +22,7 @@ use crate::mcp::{codes, result_body, Rejection};
 
 /// Answer `msg`, an `initialize` with `id`.
 pub(super) async fn run(
+    phases: &dyn Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
     bridge: &Bridge,
@@ -51,7 +53,8 @@ pub(super) async fn run(
         .and_then(|p| p.get("clientInfo"))
         .cloned()
         .unwrap_or(Value::Null);
-    let discover = match discover(session, ctx, bridge, input, (&capabilities, &info), &id).await? {
+    let via = (phases, bridge, input);
+    let discover = match discover(via, session, ctx, (&capabilities, &info), &id).await? {
         Ok(d) => d,
         Err(answered) => return Ok(answered),
     };
@@ -88,15 +91,15 @@ pub(super) async fn run(
 /// The fleet's `server/discover` result, asked through the pipeline as this client;
 /// `Err(answered)`: the fleet refused (auth, a limit) and the client got that answer.
 async fn discover(
+    (phases, bridge, input): (&dyn Phases, &Bridge, &Input),
     session: &mut Session,
     ctx: &mut RequestCtx,
-    bridge: &Bridge,
-    input: &Input,
     (capabilities, info): (&Value, &Value),
     id: &RawValue,
 ) -> Result<std::result::Result<Value, bool>> {
     let body = legacy::to_modern(DISCOVER, None, 1, capabilities, info, None);
-    let ans = match send((bridge, Some(session)), ctx, input, (DISCOVER, None), &body).await {
+    let via = (phases, bridge, &*ctx, input);
+    let ans = match send(via, session, (DISCOVER, None), body).await? {
         Ok(a) => a,
         Err(rej) => {
             return refuse(session, ctx, rej, Some(id.to_owned()))

@@ -34,20 +34,24 @@ pub(super) fn takes(gw: &Gateway, body_len: usize) -> bool {
         && gw.peers.iter().all(|p| p.is_plain_h1())
 }
 
-/// Run the leg (`head`, `body`) on `session`, the client's (`streaming`: the client's event
-/// stream is open, and is on return if the leg's notifications opened it). `Err`: the client
-/// went away; `Ok(Err)`: the leg could not be carried.
+/// Run the leg (`head`, `body`) on `session`, the client's. With `streaming` (whether the
+/// client's event stream is open; it is on return if the leg's notifications opened it), the
+/// leg's notifications are relayed as they arrive; without, the answer is kept whole. `Err`:
+/// the client went away; `Ok(Err)`: the leg could not be carried.
 pub(super) async fn run(
     phases: &dyn Phases,
     session: &mut Session,
     (head, body): (RequestHeader, Bytes),
-    streaming: &mut bool,
+    streaming: Option<&mut bool>,
     deadline: tokio::time::Instant,
 ) -> Result<Result<Answer, Rejection>> {
-    let back = stand_in::lend(session, (head, body), *streaming, deadline);
+    let relay = streaming.as_deref().copied();
+    let back = stand_in::lend(session, (head, body), relay, deadline);
     drive(phases, session).await;
     let (written, open) = stand_in::take_back(session, &back);
-    *streaming = open;
+    if let Some(s) = streaming {
+        *s = open;
+    }
     match written.end {
         End::ClientLeft => {
             let e = Error::explain(ErrorType::ConnectionClosed, "the client went away");

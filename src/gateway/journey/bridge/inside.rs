@@ -43,9 +43,7 @@ struct Head(Option<RequestHeader>);
 /// Whether this request may start legs inside: a client's request that is no leg itself and
 /// may be a 2025-era client's (the only requests that start any).
 pub(crate) fn may_spawn(session: &Session) -> bool {
-    let req = session.req_header();
-    session.subrequest_ctx.is_none()
-        && crate::mcp::legacy::era_of(&req.method, &req.headers) != crate::mcp::legacy::Era::Modern
+    session.subrequest_ctx.is_none() && super::may_be_legacy(session)
 }
 
 /// The pipeline's first phase, on a leg carried inside: its own 2026 head replaces the copy of

@@ -1,12 +1,12 @@
 //! How a 2025-era session's requests enter the gateway's own pipeline as 2026 requests, inside
 //! the process when the client's request is at hand:
 //!
-//! - a call's leg on the client's own session ([`super::inline`]), when its whole journey stays
-//!   in `request_filter` (a plain HTTP/1.1 fleet on the direct leg), else as a subrequest of the
-//!   client's request ([`super::inside`]);
-//! - the session's side requests (the `server/discover` behind `initialize`, a `tools/list`
-//!   read to learn marks) as subrequests ([`send`]);
-//! - a standalone stream's listen on the loopback hop ([`super::hop`]);
+//! - a call's leg, and a side request of the session (the `server/discover` behind
+//!   `initialize`, a `tools/list` read to learn marks: [`send`]), on the client's own session
+//!   ([`super::inline`]) when its whole journey stays in `request_filter` (a plain HTTP/1.1
+//!   fleet on the direct leg), else as a subrequest of the client's request
+//!   ([`super::inside`]): [`carry_leg`];
+//! - a standalone stream's listen on the loopback hop ([`open`] with nothing started);
 //!
 //! and a leg given up when the client goes away ([`unless_gone`]).
 
@@ -15,27 +15,102 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 
 use super::hop::{self, Answer};
+use super::out::Out;
 use super::{Bridge, Input};
+use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
-use crate::mcp::{codes, Rejection};
+use crate::mcp::{codes, sse, Rejection};
 
-/// Send one 2026 request through the pipeline as the session's client; its whole answer: inside
-/// the client's own pipeline when its `session` is at hand, else on the loopback hop.
+/// A side request of the session (`initialize`'s `server/discover`, a `tools/list` read to
+/// learn marks) through the pipeline as the session's client, inside the process: its whole
+/// answer. `Err`: the client went away.
 pub(super) async fn send(
-    (bridge, session): (&Bridge, Option<&Session>),
-    ctx: &RequestCtx,
-    input: &Input,
-    (method, name): (&str, Option<&str>),
-    body: &[u8],
-) -> Result<Answer, Rejection> {
-    let carry = carried(input, Vec::new());
-    let to = (method, name);
-    let started = match session {
-        Some(s) => start_inside(s, input, to, &carry, body)?,
-        None => None,
+    via: Via<'_>,
+    session: &mut Session,
+    to: (&str, Option<&str>),
+    body: Vec<u8>,
+) -> Result<Result<Answer, Rejection>> {
+    let carry = carried(via.3, Vec::new());
+    let mut out = Out {
+        session,
+        streaming: false,
     };
-    let leg = open((bridge, started), ctx, input, to, body, carry).await?;
-    leg.rest().await.map_err(hop_failed)
+    carry_leg(via, &mut out, to, (body, carry), false).await
+}
+
+/// What a leg goes through: the proxy's phases, the bridge, the client's request's context and
+/// what the bridge read of its head.
+pub(super) type Via<'a> = (&'a dyn Phases, &'a Bridge, &'a RequestCtx, &'a Input);
+
+/// Carry one 2026 request of the session's client (`body`, with the `carry` headers) through
+/// the pipeline, inside the process: on the client's own session when [`super::inline`] takes
+/// it, else as a subrequest of the client's request. `relay`: the leg's notifications reach the
+/// client as they arrive, on its event stream (a call's leg), else the answer is read whole (a
+/// side request). `Err`: the client went away.
+pub(super) async fn carry_leg(
+    (phases, bridge, ctx, input): Via<'_>,
+    out: &mut Out<'_>,
+    to: (&str, Option<&str>),
+    (body, carry): (Vec<u8>, Vec<(String, String)>),
+    relay: bool,
+) -> Result<Result<Answer, Rejection>> {
+    if super::inline::takes(&ctx.gw, body.len()) {
+        let head = match super::inside::head(out.session, &input.path, to, &carry, body.len()) {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(hop_failed(e.to_string()))),
+        };
+        let deadline = tokio::time::Instant::now() + leg_timeout(&ctx.gw.config);
+        let counted = &ctx.gw.metrics.bridge.connections;
+        counted.with_label_values(&["hop", "inline"]).inc();
+        let leg = (head, Bytes::from(body));
+        let streaming = relay.then_some(&mut out.streaming);
+        return super::inline::run(phases, out.session, leg, streaming, deadline).await;
+    }
+    let started = match start_inside(out.session, input, to, &carry, &body) {
+        Ok(s) => s,
+        Err(rej) => return Ok(Err(rej)),
+    };
+    let leg = open((bridge, started), ctx, input, to, &body, carry);
+    match unless_gone(out.session, leg).await? {
+        Ok(leg) if relay && leg.is_stream() => relay_notes(out, leg).await,
+        Ok(leg) => Ok(unless_gone(out.session, leg.rest())
+            .await?
+            .map_err(hop_failed)),
+        Err(rej) => Ok(Err(rej)),
+    }
+}
+
+/// Read an event stream leg: each notification is written to the client as it arrives; the
+/// response ends the leg and is returned as a JSON answer.
+async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answer, Rejection>> {
+    let (status, pass) = (leg.status(), leg.pass());
+    loop {
+        let m = match unless_gone(out.session, leg.next_message()).await? {
+            Ok(Some(m)) => m,
+            Ok(None) => break,
+            Err(e) => return Ok(Err(hop_failed(e))),
+        };
+        if m.get("result").is_some() || m.get("error").is_some() {
+            let body = serde_json::to_vec(&m).expect("a JSON value serializes");
+            let content_type = Some("application/json".to_owned());
+            return Ok(Ok(Answer {
+                status,
+                pass,
+                content_type,
+                body,
+            }));
+        }
+        if m.get("method").is_some() && m.get("id").is_none() {
+            out.event(m.to_string().as_bytes()).await?;
+        }
+    }
+    let content_type = Some(sse::CONTENT_TYPE.to_owned());
+    Ok(Ok(Answer {
+        status,
+        pass,
+        content_type,
+        body: Vec::new(),
+    }))
 }
 
 /// The headers a request carries as they are: `carry`, and the client's `Authorization`.
@@ -99,7 +174,7 @@ pub(super) fn leg_timeout(config: &crate::config::Config) -> std::time::Duration
 
 /// A call's leg started inside the client's own pipeline (`None`: this request cannot start
 /// one; the loopback hop carries it).
-pub(super) fn start_inside(
+fn start_inside(
     session: &Session,
     input: &Input,
     (method, name): (&str, Option<&str>),

@@ -6,10 +6,9 @@
 use serde_json::{json, Value};
 
 use super::call::{split, Call};
-use super::legs::send;
+use super::legs::{send, Via};
 use super::session::LegacySession;
 use super::{Bridge, Input};
-use crate::gateway::journey::request::RequestCtx;
 use crate::mcp::{codes, legacy, methods};
 use pingora::proxy::Session;
 
@@ -51,11 +50,11 @@ pub(super) fn needs_marks(
 
 /// Read the endpoint's whole `tools/list` (at most 20 pages) as this client, learning marks.
 pub(super) async fn learn_tools(
-    (bridge, session): (&Bridge, &Session),
-    ctx: &RequestCtx,
-    input: &Input,
+    via: Via<'_>,
+    session: &mut Session,
     s: &LegacySession,
-) {
+) -> pingora::Result<()> {
+    let (bridge, input) = (via.1, via.3);
     let mut cursor: Option<Value> = None;
     for page in 0..20u64 {
         let params = cursor.take().map(|c| json!({"cursor": c}));
@@ -67,25 +66,19 @@ pub(super) async fn learn_tools(
             &s.client_info,
             None,
         );
-        let Ok(ans) = send(
-            (bridge, Some(session)),
-            ctx,
-            input,
-            (methods::TOOLS_LIST, None),
-            &body,
-        )
-        .await
-        else {
-            return;
+        let to = (methods::TOOLS_LIST, None);
+        let Ok(ans) = send(via, session, to, body).await? else {
+            return Ok(());
         };
         let (response, _) = split(ans.messages());
         let Some(result) = response.and_then(|mut r| r.get_mut("result").map(Value::take)) else {
-            return;
+            return Ok(());
         };
         bridge.params.learn(&input.path, &result);
         match result.get("nextCursor") {
             Some(c) if !c.is_null() => cursor = Some(c.clone()),
-            _ => return,
+            _ => return Ok(()),
         }
     }
+    Ok(())
 }

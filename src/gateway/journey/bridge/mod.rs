@@ -67,6 +67,13 @@ pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
 pub(crate) use input::{Input, HOPPED};
 use session::LegacySession;
 
+/// Whether the request may be a 2025-era client's (its head says so, or leaves it open): the
+/// only requests [`front`] takes.
+pub(crate) fn may_be_legacy(session: &Session) -> bool {
+    let req = session.req_header();
+    legacy::era_of(&req.method, &req.headers) != Era::Modern
+}
+
 /// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
 /// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
 /// as a 2026-only server does).
@@ -327,7 +334,7 @@ async fn post(
         .and_then(|i| to_raw_value(i).ok());
     ctx.method = method.clone().or(Some("legacy-response".into()));
     if method.as_deref() == Some(crate::mcp::methods::INITIALIZE) {
-        return initialize::run(session, ctx, bridge, &input, &msg, id).await;
+        return initialize::run(phases, session, ctx, bridge, &input, &msg, id).await;
     }
     let s = match verify(bridge, &input) {
         Ok(s) => s,

@@ -78,12 +78,14 @@ pub(super) enum End {
 /// Where the stand-in leaves the client's session when it is dropped.
 pub(super) struct Back(Arc<Mutex<Option<Lent>>>);
 
-/// Lend the client's session to a stand-in for a leg of `head` and `body` (`streaming`: the
-/// client's event stream is already open); what comes back is read with [`take_back`].
+/// Lend the client's session to a stand-in for a leg of `head` and `body`. With `relay`
+/// (whether the client's event stream is already open), an event-stream answer's
+/// notifications go to the client as they arrive; without, the answer is kept whole. What
+/// comes back is read with [`take_back`].
 pub(super) fn lend(
     session: &mut Session,
     (head, body): (RequestHeader, Bytes),
-    streaming: bool,
+    relay: Option<bool>,
     deadline: Instant,
 ) -> Back {
     let back = Arc::new(Mutex::new(None));
@@ -95,7 +97,8 @@ pub(super) fn lend(
         body: Some(body),
         read: 0,
         client: Some(client),
-        streaming,
+        relay: relay.is_some(),
+        streaming: relay.unwrap_or(false),
         events: None,
         written: Written::default(),
         sent: 0,
@@ -131,8 +134,10 @@ struct StandIn {
     body_len: usize,
     read: usize,
     client: Option<ServerSession>,
+    /// An event-stream answer's notifications go to the client as they arrive.
+    relay: bool,
     streaming: bool,
-    /// The answer is an event stream: its parser.
+    /// The answer is an event stream whose notifications are relayed: its parser.
     events: Option<sse::Parser>,
     written: Written,
     sent: usize,
@@ -244,7 +249,7 @@ impl CustomSession for StandIn {
     async fn write_response_header(&mut self, resp: Box<ResponseHeader>, _: bool) -> Result<()> {
         if self.written.head.is_none() {
             let ct = resp.headers.get(http::header::CONTENT_TYPE);
-            if ct.is_some_and(|c| sse::is_event_stream(c.as_bytes())) {
+            if self.relay && ct.is_some_and(|c| sse::is_event_stream(c.as_bytes())) {
                 self.events = Some(sse::Parser::new());
             }
             self.written.head = Some(*resp);
