@@ -1,12 +1,13 @@
 //! What the bridge reads of a 2025-era request's head: the path, the session id, the
 //! `Authorization` and who it names (with auth on, the token's issuer and subject), the
 //! client's address, and whether another replica sent
-//! the request on.
+//! the request on; and the checks its head must pass before its body ([`head_ok`]).
 
 use super::session::{caller_of, caller_of_subject};
 use crate::auth::answer::Refusal;
 use crate::auth::Auth;
 use crate::mcp::legacy::SESSION_ID;
+use crate::mcp::{codes, Rejection};
 
 /// What the bridge reads of a legacy request's head.
 #[derive(Clone)]
@@ -58,4 +59,38 @@ impl Input {
             hopped: headers.contains_key(HOPPED),
         })
     }
+}
+
+/// The head checks a legacy request needs before its body: an allowed `Origin`, and one
+/// `Authorization` and one session id (two copies could be read differently behind us).
+pub(super) fn head_ok(
+    req: &pingora::http::RequestHeader,
+    config: &crate::config::Config,
+) -> Result<(), Rejection> {
+    if let Some(origin) = req.headers.get(http::header::ORIGIN) {
+        if !config.origins.allows(origin.as_bytes()) {
+            let msg = format!(
+                "Origin {:?} is not allowed to call this gateway; add it to origins.allow",
+                origin.to_str().unwrap_or("")
+            );
+            return Err(Rejection::new(
+                403,
+                codes::INVALID_REQUEST,
+                "origin-refused",
+                msg,
+            ));
+        }
+    }
+    for name in ["authorization", SESSION_ID] {
+        if req.headers.get_all(name).iter().count() > 1 {
+            let msg = format!("The request carries {name} twice; send it once");
+            return Err(Rejection::new(
+                400,
+                codes::INVALID_REQUEST,
+                "header-repeated",
+                msg,
+            ));
+        }
+    }
+    Ok(())
 }

@@ -38,7 +38,7 @@ use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::{invite_body, refuse};
 use crate::gateway::stages::answer::respond;
 use crate::gateway::stages::{admission, inspect};
-use crate::mcp::legacy::{self, Era, SESSION_ID};
+use crate::mcp::legacy::{self, Era};
 use crate::mcp::{codes, Rejection};
 
 mod answers;
@@ -94,7 +94,7 @@ pub(crate) async fn front(
         return Ok(None);
     }
     ctx.method = Some("legacy".into());
-    if let Err(rej) = head_ok(req, &gw.config) {
+    if let Err(rej) = input::head_ok(req, &gw.config) {
         return refuse(session, ctx, rej, None).await.map(Some);
     }
     // With auth on, a token auth refuses is answered here, as the pipeline would (its
@@ -161,37 +161,6 @@ pub(crate) fn addressed(config: &Config, path: &str) -> bool {
             .iter()
             .flat_map(|f| &f.endpoints)
             .any(|e| e.path == path)
-}
-
-/// The head checks a legacy request needs before its body: an allowed `Origin`, and one
-/// `Authorization` and one session id (two copies could be read differently behind us).
-fn head_ok(req: &pingora::http::RequestHeader, config: &Config) -> Result<(), Rejection> {
-    if let Some(origin) = req.headers.get(http::header::ORIGIN) {
-        if !config.origins.allows(origin.as_bytes()) {
-            let msg = format!(
-                "Origin {:?} is not allowed to call this gateway; add it to origins.allow",
-                origin.to_str().unwrap_or("")
-            );
-            return Err(Rejection::new(
-                403,
-                codes::INVALID_REQUEST,
-                "origin-refused",
-                msg,
-            ));
-        }
-    }
-    for name in ["authorization", SESSION_ID] {
-        if req.headers.get_all(name).iter().count() > 1 {
-            let msg = format!("The request carries {name} twice; send it once");
-            return Err(Rejection::new(
-                400,
-                codes::INVALID_REQUEST,
-                "header-repeated",
-                msg,
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The session the request presents, verified; the legacy server's answers otherwise.
