@@ -66,16 +66,36 @@ pub(crate) enum Phase {
 
 /// What a chunk of bytes read in `Head` does to the phase. Pure, for unit tests.
 pub(crate) fn scan_head(after_newline: bool, bytes: &[u8]) -> Phase {
+    // From line end to line end (memchr), not byte by byte: a `\r` changes nothing, a `\n` after
+    // a `\n` ends the head, any other byte starts a line.
+    let mut rest = bytes;
     let mut nl = after_newline;
-    for &b in bytes {
-        match b {
-            b'\n' if nl => return Phase::Busy,
-            b'\n' => nl = true,
-            b'\r' => {}
-            _ => nl = false,
+    loop {
+        if nl {
+            let cr = rest.iter().take_while(|&&b| b == b'\r').count();
+            rest = &rest[cr..];
+            match rest.first() {
+                None => {
+                    return Phase::Head {
+                        after_newline: true,
+                    }
+                }
+                Some(b'\n') => return Phase::Busy,
+                Some(_) => {}
+            }
+        }
+        match memchr::memchr(b'\n', rest) {
+            Some(k) => {
+                rest = &rest[k + 1..];
+                nl = true;
+            }
+            None => {
+                return Phase::Head {
+                    after_newline: false,
+                }
+            }
         }
     }
-    Phase::Head { after_newline: nl }
 }
 
 /// Whether a write starts a final (non-1xx) HTTP/1 response header.

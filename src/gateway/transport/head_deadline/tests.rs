@@ -38,6 +38,46 @@ fn the_end_of_a_head_is_found_across_reads() {
     }
 }
 
+/// The scanner read byte by byte, as it was written first: the reference the line-end scanner
+/// must agree with.
+fn scan_bytewise(after_newline: bool, bytes: &[u8]) -> Phase {
+    let mut nl = after_newline;
+    for &b in bytes {
+        match b {
+            b'\n' if nl => return Phase::Busy,
+            b'\n' => nl = true,
+            b'\r' => {}
+            _ => nl = false,
+        }
+    }
+    Phase::Head { after_newline: nl }
+}
+
+#[test]
+fn the_line_end_scanner_reads_as_the_bytewise_one() {
+    let alphabet = [b'\r', b'\n', b'a'];
+    // Every string of up to 7 bytes over CR, LF and a letter, from either state.
+    for len in 0..=7u32 {
+        for code in 0..3usize.pow(len) {
+            let mut c = code;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    let b = alphabet[c % 3];
+                    c /= 3;
+                    b
+                })
+                .collect();
+            for start in [false, true] {
+                assert_eq!(
+                    scan_head(start, &bytes),
+                    scan_bytewise(start, &bytes),
+                    "{bytes:?} from {start}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn only_a_final_response_ends_a_request() {
     assert!(starts_final_response(b"HTTP/1.1 200 OK\r\n"));
