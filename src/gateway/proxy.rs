@@ -76,8 +76,8 @@ impl ProxyHttp for Proxy {
         // through this pipeline as 2026 requests (`journey::bridge`): eras are translated at
         // the edge, so no stage below sees one. (Boxed: the bridge's state, the largest of any
         // step's, is then no part of every other request's.)
-        if bridge::may_be_legacy(session) {
-            if let Some(answered) = Box::pin(bridge::front(self, session, ctx)).await? {
+        if let Some(era) = bridge::legacy_era(session) {
+            if let Some(answered) = Box::pin(bridge::front(self, session, ctx, era)).await? {
                 return Ok(answered);
             }
         }

@@ -41,6 +41,7 @@ pub mod hex;
 pub(crate) mod jcs;
 pub(crate) mod jcs_exact;
 mod json_scan;
+pub(crate) mod json_spans;
 pub mod legacy;
 pub(crate) mod lists;
 pub(crate) mod media;

@@ -19,6 +19,15 @@ pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub(crate) const METHOD: &str = "mcp-method";
 /// `Mcp-Name`, on tools/call, prompts/get (params.name) and resources/read (params.uri).
 pub(crate) const NAME: &str = "mcp-name";
+/// The MCP header names above as typed names: a lookup by one hashes it, with no parse of the
+/// name on each request.
+pub(crate) mod typed {
+    use http::HeaderName;
+    pub(crate) const PROTOCOL_VERSION: HeaderName =
+        HeaderName::from_static(super::PROTOCOL_VERSION);
+    pub(crate) const METHOD: HeaderName = HeaderName::from_static(super::METHOD);
+    pub(crate) const NAME: HeaderName = HeaderName::from_static(super::NAME);
+}
 /// Prefix of the headers that mirror tool arguments marked `x-mcp-header`.
 pub const PARAM_PREFIX: &str = "mcp-param-";
 /// W3C trace context headers (OpenTelemetry propagation); the gateway continues and forwards them.

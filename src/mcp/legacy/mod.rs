@@ -14,7 +14,9 @@ use super::meta;
 use super::methods::{self, name_field, NameField};
 use super::PROTOCOL_VERSION;
 
+mod raw;
 mod wire;
+pub use raw::{envelope, name_of_raw, session_meta, to_modern_raw, Envelope, Params};
 pub use wire::legacy_result;
 
 /// The 2025-era revisions the gateway speaks to legacy clients, newest first.
@@ -25,6 +27,8 @@ pub const LATEST: &str = VERSIONS[0];
 
 /// `Mcp-Session-Id`: the 2025 era's session header (2026-07-28 has no session).
 pub const SESSION_ID: &str = "mcp-session-id";
+/// [`SESSION_ID`] as a typed name.
+pub(crate) const SESSION_ID_NAME: http::HeaderName = http::HeaderName::from_static(SESSION_ID);
 
 /// Which era a request head belongs to, before its body is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +46,7 @@ pub enum Era {
 /// The era of a request head (`method`: the HTTP method).
 pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
     let version = headers
-        .get(super::header::PROTOCOL_VERSION)
+        .get(super::header::typed::PROTOCOL_VERSION)
         .map(|v| v.as_bytes().trim_ascii());
     // A request that says it speaks a 2025 revision is one, whatever else it carries (some
     // 2025-era clients also send `Mcp-Method`).
@@ -56,14 +60,14 @@ pub fn era_of(method: &http::Method, headers: &http::HeaderMap) -> Era {
     // Claimed with a 2026 version, it is a 2026 client's, answered as a 2026 server answers a
     // removed method (404, -32601).
     let post = method == http::Method::POST;
-    if let Some(m) = headers.get(super::header::METHOD).filter(|_| post) {
+    if let Some(m) = headers.get(super::header::typed::METHOD).filter(|_| post) {
         let initialize = m.as_bytes().trim_ascii() == super::methods::INITIALIZE.as_bytes();
         return match initialize && version.is_none() {
             true => Era::Legacy,
             false => Era::Modern,
         };
     }
-    if headers.contains_key(SESSION_ID) {
+    if headers.contains_key(SESSION_ID_NAME) {
         return Era::Legacy;
     }
     match version {

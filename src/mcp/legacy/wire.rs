@@ -27,7 +27,7 @@ pub(super) struct ModernBody<'a> {
 }
 
 /// The members the gateway writes into `_meta`.
-const OURS: [&str; 4] = [
+pub(super) const OURS: [&str; 4] = [
     meta::PROTOCOL_VERSION,
     meta::CLIENT_CAPABILITIES,
     meta::CLIENT_INFO,
@@ -100,22 +100,15 @@ const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
 /// legacy client's answer: its `id`, the result without the 2026-only members. `None` for
 /// anything else (not a result, a question, a body that is not one JSON-RPC response).
 pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
-    #[derive(serde::Deserialize)]
-    struct Response<'a> {
-        #[serde(borrow)]
-        result: Option<&'a RawValue>,
-        #[serde(borrow)]
-        error: Option<&'a RawValue>,
-        #[serde(borrow)]
-        method: Option<&'a RawValue>,
-    }
-    let r: Response = serde_json::from_slice(body).ok()?;
-    if r.error.is_some() || r.method.is_some() {
+    use crate::mcp::json_spans::{get, members, unique};
+    let absent = |v: Option<&[u8]>| v.is_none_or(|v| v == b"null");
+    let top = members(body).filter(|m| unique(m))?;
+    if !absent(get(&top, "error")) || !absent(get(&top, "method")) {
         return None;
     }
-    let members: Members = serde_json::from_str(r.result?.get()).ok()?;
-    let kind = members.0.iter().find(|(k, _)| *k == "resultType");
-    if kind.is_some_and(|(_, v)| v.get() != COMPLETE) {
+    let result = get(&top, "result").filter(|r| r.starts_with(b"{"))?;
+    let members = members(result).filter(|m| unique(m))?;
+    if get(&members, "resultType").is_some_and(|v| v != COMPLETE.as_bytes()) {
         return None;
     }
     let mut out = Vec::with_capacity(body.len() + id.get().len());
@@ -123,44 +116,18 @@ pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
     out.extend_from_slice(id.get().as_bytes());
     out.extend_from_slice(b",\"result\":{");
     let mut first = true;
-    for (k, v) in members.0.iter().filter(|(k, _)| !MODERN_ONLY.contains(k)) {
+    for (k, v) in members.iter().filter(|(k, _)| !MODERN_ONLY.contains(k)) {
         if !first {
             out.push(b',');
         }
         first = false;
-        serde_json::to_writer(&mut out, k).ok()?;
-        out.push(b':');
-        out.extend_from_slice(v.get().as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(v);
     }
     out.extend_from_slice(b"}}");
     Some(out)
-}
-
-/// A JSON object's members in order, each value as its raw JSON (a key written with an escape
-/// cannot be borrowed: the object is then refused, and the caller takes the value path).
-struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
-
-impl<'de> serde::Deserialize<'de> for Members<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(a.size_hint().unwrap_or(4));
-                while let Some((k, v)) = a.next_entry::<&'de str, &'de RawValue>()? {
-                    out.push((k, v));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(Visit)
-    }
 }
 
 #[cfg(test)]

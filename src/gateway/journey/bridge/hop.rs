@@ -321,8 +321,12 @@ impl Leg {
 /// `Retry-After`).
 pub(crate) fn pass_of(head: &pingora::http::ResponseHeader) -> Vec<(&'static str, String)> {
     let mut pass = Vec::new();
-    for k in ["www-authenticate", "retry-after"] {
-        if let Some(v) = head.headers.get(k).and_then(|v| v.to_str().ok()) {
+    use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
+    for (k, name) in [
+        ("www-authenticate", WWW_AUTHENTICATE),
+        ("retry-after", RETRY_AFTER),
+    ] {
+        if let Some(v) = head.headers.get(name).and_then(|v| v.to_str().ok()) {
             pass.push((k, v.to_owned()));
         }
     }

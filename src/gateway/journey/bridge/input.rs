@@ -6,7 +6,7 @@
 use super::session::{caller_of, caller_of_subject};
 use crate::auth::answer::Refusal;
 use crate::auth::Auth;
-use crate::mcp::legacy::SESSION_ID;
+use crate::mcp::legacy::{SESSION_ID, SESSION_ID_NAME};
 use crate::mcp::{codes, Rejection};
 
 /// What the bridge reads of a legacy request's head.
@@ -35,13 +35,13 @@ impl Input {
         client_ip: Option<std::net::IpAddr>,
         auth: Option<&Auth>,
     ) -> Result<Input, Refusal> {
-        let get = |n: &str| {
+        let get = |n: http::HeaderName| {
             headers
                 .get(n)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let authorization = get("authorization");
+        let authorization = get(http::header::AUTHORIZATION);
         let mut caller = caller_of(authorization.as_deref().map(str::as_bytes));
         if let Some(id) = match auth {
             Some(a) => a.identify(headers).await?,
@@ -52,7 +52,7 @@ impl Input {
         }
         Ok(Input {
             path: path.to_owned(),
-            session_id: get(SESSION_ID),
+            session_id: get(SESSION_ID_NAME),
             caller,
             authorization,
             client_ip,
@@ -81,8 +81,11 @@ pub(super) fn head_ok(
             ));
         }
     }
-    for name in ["authorization", SESSION_ID] {
-        if req.headers.get_all(name).iter().count() > 1 {
+    for (name, typed) in [
+        ("authorization", http::header::AUTHORIZATION),
+        (SESSION_ID, SESSION_ID_NAME),
+    ] {
+        if req.headers.get_all(typed).iter().count() > 1 {
             let msg = format!("The request carries {name} twice; send it once");
             return Err(Rejection::new(
                 400,

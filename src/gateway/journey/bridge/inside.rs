@@ -31,7 +31,7 @@ use pingora::proxy::Session;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-use crate::gateway::transport::upstream_h1::oneshot::mcp_post_headers;
+use crate::gateway::transport::upstream_h1::oneshot::MCP_POST_CONSTANT;
 use crate::mcp::header;
 
 /// The longest the rest of a stream is read after the leg was dropped.
@@ -62,9 +62,11 @@ pub(crate) fn adopt(session: &mut Session) {
 }
 
 /// The 2026 head of a leg: what [`crate::gateway::transport::upstream_h1::oneshot::mcp_post`]
-/// writes for the loopback hop (the same [`mcp_post_headers`]), as a parsed head: `Host` as the client sent it (or its
-/// request's authority), the MCP headers of `method` and `name`, the `carry` headers (the
-/// caller's `Authorization`, `Mcp-Param-*` marks) and the body's length.
+/// writes for the loopback hop (the same [`MCP_POST_CONSTANT`]), as a parsed head: `Host` as the
+/// client sent it (or its request's authority), the MCP headers of `method` and `name`, the
+/// `carry` headers (the caller's `Authorization`, `Mcp-Param-*` marks) and the body's length.
+/// Built as parts, with no case map: the leg is never written as HTTP/1.1 text by this head's
+/// case, and each name is typed once rather than parsed.
 pub(crate) fn head(
     session: &Session,
     path: &str,
@@ -72,26 +74,38 @@ pub(crate) fn head(
     carry: &[(String, String)],
     body_len: usize,
 ) -> pingora::Result<RequestHeader> {
-    let mut h = RequestHeader::build("POST", path.as_bytes(), Some(8 + carry.len()))?;
+    use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
+    let invalid = |what: &str| {
+        let msg = format!("a bridged leg's {what} is no valid header");
+        pingora::Error::explain(pingora::ErrorType::InvalidHTTPHeader, msg)
+    };
+    let (mut parts, ()) = http::Request::new(()).into_parts();
+    parts.method = http::Method::POST;
+    parts.uri = http::Uri::try_from(path).map_err(|_| invalid("path"))?;
+    let h = &mut parts.headers;
+    h.reserve(8 + carry.len());
     let req = session.req_header();
-    match req.headers.get(http::header::HOST) {
-        Some(host) => h.insert_header(http::header::HOST, host.clone())?,
-        None => {
-            let authority = req.uri.authority().map_or("localhost", |a| a.as_str());
-            h.insert_header(http::header::HOST, authority)?
-        }
+    let host = match req.headers.get(HOST) {
+        Some(host) => host.clone(),
+        None => HeaderValue::from_str(req.uri.authority().map_or("localhost", |a| a.as_str()))
+            .map_err(|_| invalid("host"))?,
+    };
+    h.insert(HOST, host);
+    for (k, v) in MCP_POST_CONSTANT {
+        h.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
     }
-    for (k, v) in mcp_post_headers(method) {
-        h.insert_header(k, v)?;
-    }
+    let m = HeaderValue::from_str(method).map_err(|_| invalid("method"))?;
+    h.insert(header::typed::METHOD, m);
     if let Some(n) = name {
-        h.insert_header(header::NAME, &*header::encode_value(n))?;
+        let v = HeaderValue::from_str(&header::encode_value(n)).map_err(|_| invalid("name"))?;
+        h.insert(header::typed::NAME, v);
     }
     for (k, v) in carry {
-        h.append_header(k.clone(), v.as_str())?;
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid(k))?;
+        h.append(name, HeaderValue::from_str(v).map_err(|_| invalid(k))?);
     }
-    h.insert_header(http::header::CONTENT_LENGTH, body_len.to_string())?;
-    Ok(h)
+    h.insert(CONTENT_LENGTH, HeaderValue::from(body_len));
+    Ok(RequestHeader::from(parts))
 }
 
 /// An answer of a leg carried inside: its head, then its body as the pipeline writes it.

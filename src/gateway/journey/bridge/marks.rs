@@ -21,7 +21,7 @@ pub(super) fn param_headers(
 ) -> Vec<(String, String)> {
     match (call.method.as_str(), name) {
         (methods::TOOLS_CALL, Some(n)) => {
-            let args = call.params.as_ref().and_then(|p| p.get("arguments"));
+            let args = || call.params().and_then(|p| p.get("arguments"));
             bridge.params.headers(&input.path, n, args)
         }
         _ => Vec::new(),
@@ -39,8 +39,7 @@ pub(super) fn needs_marks(
         .and_then(|r| r.pointer("/error/code"))
         .and_then(Value::as_i64);
     let name = call
-        .params
-        .as_ref()
+        .params()
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str);
     call.method == methods::TOOLS_CALL

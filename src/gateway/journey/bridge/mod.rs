@@ -70,22 +70,29 @@ use session::LegacySession;
 /// Whether the request may be a 2025-era client's (its head says so, or leaves it open): the
 /// only requests [`front`] takes.
 pub(crate) fn may_be_legacy(session: &Session) -> bool {
-    let req = session.req_header();
-    legacy::era_of(&req.method, &req.headers) != Era::Modern
+    legacy_era(session).is_some()
 }
 
-/// The bridge's turn, first in `request_filter`: `Some` when it answered a 2025-era request
-/// (whole), `None` for a 2026 request (or legacy clients refused here: the stages then answer
-/// as a 2026-only server does).
+/// The era of a request that may be a 2025-era client's ([`Era::Legacy`], or
+/// [`Era::Unsure`]: its body tells); `None` for a 2026 request.
+pub(crate) fn legacy_era(session: &Session) -> Option<Era> {
+    let req = session.req_header();
+    let era = legacy::era_of(&req.method, &req.headers);
+    (era != Era::Modern).then_some(era)
+}
+
+/// The bridge's turn, first in `request_filter`, for a request of `era` ([`legacy_era`]):
+/// `Some` when it answered a 2025-era request (whole), `None` for a 2026 request (or legacy
+/// clients refused here: the stages then answer as a 2026-only server does).
 pub(crate) async fn front(
     phases: &dyn Phases,
     session: &mut Session,
     ctx: &mut RequestCtx,
+    era: Era,
 ) -> Result<Option<bool>> {
     let gw = ctx.gw.clone();
     let bridge = &gw.bridge;
     let req = session.req_header();
-    let era = legacy::era_of(&req.method, &req.headers);
     if era == Era::Modern {
         return Ok(None);
     }
@@ -280,6 +287,14 @@ async fn post(
     input: Input,
     body: &[u8],
 ) -> Result<bool> {
+    if let Some(call) = call::Call::carried(body) {
+        ctx.method = Some(call.method.clone());
+        let s = match verify(bridge, &input) {
+            Ok(s) => s,
+            Err(rej) => return refuse(session, ctx, rej, Some(call.id)).await,
+        };
+        return call::run(phases, session, ctx, bridge, &input, &s, call).await;
+    }
     let msg: Value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(Value::Array(_)) => {

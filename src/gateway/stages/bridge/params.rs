@@ -56,16 +56,20 @@ impl ParamHeaders {
     }
 
     /// The headers a call of `name` with `arguments` carries.
-    pub(crate) fn headers(
+    pub(crate) fn headers<'v>(
         &self,
         path: &str,
         name: &str,
-        arguments: Option<&Value>,
+        arguments: impl FnOnce() -> Option<&'v Value>,
     ) -> Vec<(String, String)> {
         let map = self.tools.lock().expect("params lock");
         let Some(marks) = map.get(&(path.to_owned(), name.to_owned())) else {
             return Vec::new();
         };
+        if marks.is_empty() {
+            return Vec::new();
+        }
+        let arguments = arguments();
         marks
             .iter()
             .filter_map(|(arg, header)| {
@@ -95,11 +99,8 @@ mod tests {
         p.learn("/mcp", &list);
         assert!(p.knows("/mcp", "deploy"));
         assert!(!p.knows("/fed", "deploy"));
-        let mut h = p.headers(
-            "/mcp",
-            "deploy",
-            Some(&json!({"environment": "staging", "replicas": 3, "service": "x"})),
-        );
+        let args = json!({"environment": "staging", "replicas": 3, "service": "x"});
+        let mut h = p.headers("/mcp", "deploy", || Some(&args));
         h.sort();
         assert_eq!(
             h,
@@ -108,8 +109,7 @@ mod tests {
                 ("mcp-param-replicas".into(), "3".into())
             ]
         );
-        assert!(p
-            .headers("/mcp", "deploy", Some(&json!({"environment": null})))
-            .is_empty());
+        let args = json!({"environment": null});
+        assert!(p.headers("/mcp", "deploy", || Some(&args)).is_empty());
     }
 }

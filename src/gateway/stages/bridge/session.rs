@@ -44,6 +44,21 @@ pub(crate) struct LegacySession {
     /// Expiry, milliseconds since the Unix epoch.
     #[serde(rename = "e")]
     pub expires_at_ms: u64,
+    /// The `_meta` members each of its requests carries to the fleet, written when first
+    /// needed ([`LegacySession::meta`]); not sealed.
+    #[serde(skip)]
+    pub(crate) meta: MetaText,
+}
+
+/// A session's `_meta` members as JSON text, written once. Part of no comparison: it says
+/// nothing the sealed members do not.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MetaText(std::sync::OnceLock<String>);
+
+impl PartialEq for MetaText {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Why a presented session id was refused.
@@ -144,7 +159,17 @@ impl LegacySession {
             path: path.to_owned(),
             nonce: hex::encode(&rand::random::<[u8; 16]>()),
             expires_at_ms: now_ms().saturating_add(ttl_ms),
+            meta: MetaText::default(),
         }
+    }
+
+    /// The `_meta` members its requests carry to the fleet ([`crate::mcp::legacy::session_meta`]),
+    /// as JSON text.
+    pub(crate) fn meta(&self) -> &str {
+        let (caps, info) = (&self.capabilities, &self.client_info);
+        self.meta
+            .0
+            .get_or_init(|| crate::mcp::legacy::session_meta(caps, info))
     }
 
     /// The session id: `None` when it would be longer than [`MAX_LEN`].

@@ -13,17 +13,22 @@ use std::time::Duration;
 use super::wire::{decode, parse_head, Decoded, Framing, Head};
 use super::Pool;
 
-/// The JSON and MCP headers of a 2026 POST of `method` the gateway sends on its own, in order:
-/// one list for the bytes [`mcp_post`] writes and the parsed head of a bridged leg
-/// (`journey::bridge::inside`).
+/// The JSON and MCP headers of every 2026 POST the gateway sends on its own, but `Mcp-Method`
+/// (which [`mcp_post_headers`] adds): one list for the bytes [`mcp_post`] writes and the parsed
+/// head of a bridged leg (`journey::bridge::inside`).
+pub(crate) const MCP_POST_CONSTANT: [(&str, &str); 3] = [
+    ("content-type", "application/json"),
+    ("accept", "application/json, text/event-stream"),
+    (
+        crate::mcp::header::PROTOCOL_VERSION,
+        crate::mcp::PROTOCOL_VERSION,
+    ),
+];
+
+/// The JSON and MCP headers of a 2026 POST of `method` the gateway sends on its own, in order.
 pub(crate) fn mcp_post_headers(method: &str) -> [(&'static str, &str); 4] {
-    use crate::mcp::{header, PROTOCOL_VERSION};
-    [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        (header::PROTOCOL_VERSION, PROTOCOL_VERSION),
-        (header::METHOD, method),
-    ]
+    let [a, b, c] = MCP_POST_CONSTANT;
+    [a, b, c, (crate::mcp::header::METHOD, method)]
 }
 
 /// A whole MCP POST the gateway sends on its own (a health check, a catalog page, a bridged

@@ -1,0 +1,268 @@
+//! A JSON object's members as spans of its bytes: the bridge reads a 2025-era request and a
+//! 2026 result this way and copies members as they were written, with no value tree. The
+//! object is checked as it is read (strings, escapes, numbers, literals, nesting: RFC 8259's
+//! grammar), so what is taken is JSON, and nothing follows it but whitespace.
+//!
+//! What two parsers could read differently is refused (`None`), so the caller takes its value
+//! path: a key written with an escape (`"n\u0061me"` is `name` to a JSON parser, not to a
+//! comparison of bytes), nesting deeper than [`MAX_DEPTH`] and, with [`unique`], a key named
+//! twice (a value tree keeps the last, a copy of the members would keep both).
+
+/// One member: its key (as written: no escape in it) and its value's bytes.
+pub type Member<'a> = (&'a str, &'a [u8]);
+
+/// The deepest nesting read (deeper: refused; serde_json's own limit is 128).
+pub const MAX_DEPTH: usize = 100;
+
+/// The members of the object `text` is (whitespace around it allowed, nothing else), in order,
+/// when its keys carry no escape.
+pub fn members(text: &[u8]) -> Option<Vec<Member<'_>>> {
+    let mut out = Vec::with_capacity(4);
+    let mut plain = true;
+    let end = object(
+        text,
+        skip_ws(text, 0),
+        0,
+        &mut |k: &[u8], v| match std::str::from_utf8(k) {
+            Ok(k) if !k.contains('\\') => out.push((k, v)),
+            _ => plain = false,
+        },
+    )?;
+    (plain && skip_ws(text, end) == text.len()).then_some(out)
+}
+
+/// Whether no key is named twice (asked of at most 32 members; more are refused).
+pub fn unique(members: &[Member]) -> bool {
+    let m = members;
+    m.len() <= 32 && (1..m.len()).all(|i| m[..i].iter().all(|(k, _)| *k != m[i].0))
+}
+
+/// The value of member `key`, if any.
+pub fn get<'a>(members: &[Member<'a>], key: &str) -> Option<&'a [u8]> {
+    members.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+}
+
+/// The string a JSON string value says (`None`: no string), unescaped only when it must be.
+pub fn string(value: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    let inner = value.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.contains(&b'\\') {
+        return serde_json::from_slice::<String>(value).ok().map(Into::into);
+    }
+    std::str::from_utf8(inner).ok().map(Into::into)
+}
+
+fn skip_ws(s: &[u8], i: usize) -> usize {
+    let rest = s.get(i..).unwrap_or_default();
+    let ws = rest
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    i + ws.unwrap_or(rest.len())
+}
+
+/// The object at `i`, each member handed to `each` (its key's bytes between the quotes, its
+/// value's bytes); where it ends (`None`: no object).
+fn object<'a, F: FnMut(&'a [u8], &'a [u8])>(
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+    each: &mut F,
+) -> Option<usize> {
+    if s.get(i) != Some(&b'{') || depth >= MAX_DEPTH {
+        return None;
+    }
+    let mut i = skip_ws(s, i + 1);
+    if s.get(i) == Some(&b'}') {
+        return Some(i + 1);
+    }
+    loop {
+        let key_end = string_end(s, i)?;
+        let key = &s[i + 1..key_end - 1];
+        i = skip_ws(s, key_end);
+        if s.get(i) != Some(&b':') {
+            return None;
+        }
+        let from = skip_ws(s, i + 1);
+        let to = value_end(s, from, depth + 1)?;
+        each(key, &s[from..to]);
+        i = skip_ws(s, to);
+        match s.get(i)? {
+            b',' => i = skip_ws(s, i + 1),
+            b'}' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the value at `i` ends (one past its last byte), when it is one.
+fn value_end(s: &[u8], i: usize, depth: usize) -> Option<usize> {
+    match *s.get(i)? {
+        b'"' => string_end(s, i),
+        b'{' => object(s, i, depth, &mut |_, _| {}),
+        b'[' => array_end(s, i, depth),
+        b't' => literal_end(s, i, b"true"),
+        b'f' => literal_end(s, i, b"false"),
+        b'n' => literal_end(s, i, b"null"),
+        _ => number_end(s, i),
+    }
+}
+
+fn array_end(s: &[u8], i: usize, depth: usize) -> Option<usize> {
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let mut i = skip_ws(s, i + 1);
+    if s.get(i) == Some(&b']') {
+        return Some(i + 1);
+    }
+    loop {
+        i = skip_ws(s, value_end(s, i, depth + 1)?);
+        match s.get(i)? {
+            b',' => i = skip_ws(s, i + 1),
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+fn literal_end(s: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    s.get(i..)?.starts_with(word).then_some(i + word.len())
+}
+
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+fn number_end(s: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |i: usize| {
+        let rest = s.get(i..).unwrap_or_default();
+        rest.iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len())
+    };
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match (s.get(i)?, digits(i)) {
+        (_, 0) => return None,
+        (b'0', n) if n > 1 => return None,
+        (_, n) => i += n,
+    }
+    if s.get(i) == Some(&b'.') {
+        let n = digits(i + 1);
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(i);
+        if n == 0 {
+            return None;
+        }
+        i += n;
+    }
+    Some(i)
+}
+
+/// One past the closing quote of the string opening at `i`: no raw control character in it,
+/// each escape one JSON knows. (A loop over bytes: the strings of a request are short, shorter
+/// than a vector search pays for.)
+fn string_end(s: &[u8], i: usize) -> Option<usize> {
+    if s.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    while let Some(&b) = s.get(j) {
+        j += match b {
+            b'"' => return Some(j + 1),
+            0..=0x1f => return None,
+            b'\\' => match *s.get(j + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
+                b'u' if s.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
+                _ => return None,
+            },
+            _ => 1,
+        };
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, Value};
+
+    /// The members as a value tree reads them.
+    fn by_value(text: &str) -> Vec<(String, Value)> {
+        let m: Map<String, Value> = serde_json::from_str(text).unwrap();
+        m.into_iter().collect()
+    }
+
+    #[test]
+    fn members_are_the_members_a_json_parser_reads() {
+        let cases = [
+            r#"{}"#,
+            r#" { } "#,
+            r#"{"a":1}"#,
+            r#"{ "a" : -1.5e3 , "b":[1,{"c":"]}\"{"}],"d":{"e":[[]]},"f":true,"g":null,"h":"x\\\"y"}"#,
+            "{\"s\":\"\u{e9}\\u00e9\\n\",\n\"t\":\t[ ]\r}",
+        ];
+        for c in cases {
+            let got: Vec<(String, Value)> = members(c.as_bytes())
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), serde_json::from_slice(v).unwrap()))
+                .collect();
+            let mut want = by_value(c);
+            let mut got_sorted = got.clone();
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            got_sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(got_sorted, want, "{c}");
+        }
+    }
+
+    #[test]
+    fn what_a_byte_comparison_would_misread_is_refused() {
+        // A key with an escape; an array; a string; a key named twice (unique).
+        for c in [r#"{"n\u0061me":1}"#, r#"[1]"#, r#""a""#] {
+            assert!(members(c.as_bytes()).is_none(), "{c}");
+        }
+        let twice = members(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert!(!unique(&twice));
+        assert!(unique(&members(br#"{"a":1,"b":2}"#).unwrap()));
+        // Not JSON: each is refused, as a JSON parser refuses it.
+        for c in [
+            r#"{"a":1} {"#,
+            r#"{"a":01}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":[1,}"#,
+            r#"{"a":[1}"#,
+            r#"{"a":"\q"}"#,
+            r#"{"a":"\u12"}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":-}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":1e}"#,
+            r#"{a:1}"#,
+            r#"{"a":1"#,
+        ] {
+            assert!(serde_json::from_str::<Value>(c).is_err(), "{c}");
+            assert!(members(c.as_bytes()).is_none(), "{c}");
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(members(deep.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn a_string_value_is_read_unescaped() {
+        assert_eq!(string(br#""plain""#).as_deref(), Some("plain"));
+        assert_eq!(string(br#""t\"q\u00e9""#).as_deref(), Some("t\"q\u{e9}"));
+        assert_eq!(string(b"7"), None);
+        let m = members(br#"{"name":"echo","n":7}"#).unwrap();
+        assert_eq!(get(&m, "name"), Some(&br#""echo""#[..]));
+        assert_eq!(get(&m, "x"), None);
+    }
+}
