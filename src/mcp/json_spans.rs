@@ -8,8 +8,9 @@
 //! comparison of bytes), nesting deeper than [`MAX_DEPTH`] and, with [`unique`], a key named
 //! twice (a value tree keeps the last, a copy of the members would keep both).
 
-/// One member: its key (as written: no escape in it) and its value's bytes.
-pub type Member<'a> = (&'a str, &'a [u8]);
+/// One member: its key's bytes (as written between the quotes: no escape in it) and its
+/// value's bytes.
+pub type Member<'a> = (&'a [u8], &'a [u8]);
 
 /// The deepest nesting read (deeper: refused; serde_json's own limit is 128).
 pub const MAX_DEPTH: usize = 100;
@@ -17,18 +18,38 @@ pub const MAX_DEPTH: usize = 100;
 /// The members of the object `text` is (whitespace around it allowed, nothing else), in order,
 /// when its keys carry no escape.
 pub fn members(text: &[u8]) -> Option<Vec<Member<'_>>> {
+    Some(members_and(text, b"")?.0)
+}
+
+/// [`members`], and in the same pass the members of the object that member `inner` holds, if
+/// it holds one (read once, where it stands).
+pub fn members_and<'a>(
+    text: &'a [u8],
+    inner: &[u8],
+) -> Option<(Vec<Member<'a>>, Option<Vec<Member<'a>>>)> {
     let mut out = Vec::with_capacity(4);
+    let mut nested = None;
     let mut plain = true;
-    let end = object(
-        text,
-        skip_ws(text, 0),
-        0,
-        &mut |k: &[u8], v| match std::str::from_utf8(k) {
-            Ok(k) if !k.contains('\\') => out.push((k, v)),
-            _ => plain = false,
-        },
-    )?;
-    (plain && skip_ws(text, end) == text.len()).then_some(out)
+    let end = object(text, skip_ws(text, 0), 0, &mut |k: &'a [u8], from| {
+        plain &= !k.contains(&b'\\');
+        let to = match (k == inner && !inner.is_empty(), text.get(from)) {
+            (true, Some(b'{')) => {
+                let mut m = Vec::with_capacity(4);
+                let to = object(text, from, 1, &mut |k: &'a [u8], from| {
+                    plain &= !k.contains(&b'\\');
+                    let to = value_end(text, from, 2)?;
+                    m.push((k, &text[from..to]));
+                    Some(to)
+                })?;
+                nested = Some(m);
+                to
+            }
+            _ => value_end(text, from, 1)?,
+        };
+        out.push((k, &text[from..to]));
+        Some(to)
+    })?;
+    (plain && skip_ws(text, end) == text.len()).then_some((out, nested))
 }
 
 /// Whether no key is named twice (asked of at most 32 members; more are refused).
@@ -39,6 +60,7 @@ pub fn unique(members: &[Member]) -> bool {
 
 /// The value of member `key`, if any.
 pub fn get<'a>(members: &[Member<'a>], key: &str) -> Option<&'a [u8]> {
+    let key = key.as_bytes();
     members.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 
@@ -59,9 +81,10 @@ fn skip_ws(s: &[u8], i: usize) -> usize {
     i + ws.unwrap_or(rest.len())
 }
 
-/// The object at `i`, each member handed to `each` (its key's bytes between the quotes, its
-/// value's bytes); where it ends (`None`: no object).
-fn object<'a, F: FnMut(&'a [u8], &'a [u8])>(
+/// The object at `i`, each member's key (its bytes between the quotes) and where its value
+/// starts handed to `each`, which reads the value and says where it ends; where the object ends
+/// (`None`: no object).
+fn object<'a, F: FnMut(&'a [u8], usize) -> Option<usize>>(
     s: &'a [u8],
     i: usize,
     depth: usize,
@@ -81,9 +104,7 @@ fn object<'a, F: FnMut(&'a [u8], &'a [u8])>(
         if s.get(i) != Some(&b':') {
             return None;
         }
-        let from = skip_ws(s, i + 1);
-        let to = value_end(s, from, depth + 1)?;
-        each(key, &s[from..to]);
+        let to = each(key, skip_ws(s, i + 1))?;
         i = skip_ws(s, to);
         match s.get(i)? {
             b',' => i = skip_ws(s, i + 1),
@@ -97,7 +118,7 @@ fn object<'a, F: FnMut(&'a [u8], &'a [u8])>(
 fn value_end(s: &[u8], i: usize, depth: usize) -> Option<usize> {
     match *s.get(i)? {
         b'"' => string_end(s, i),
-        b'{' => object(s, i, depth, &mut |_, _| {}),
+        b'{' => object(s, i, depth, &mut |_, from| value_end(s, from, depth + 1)),
         b'[' => array_end(s, i, depth),
         b't' => literal_end(s, i, b"true"),
         b'f' => literal_end(s, i, b"false"),
@@ -212,7 +233,12 @@ mod tests {
             let got: Vec<(String, Value)> = members(c.as_bytes())
                 .unwrap()
                 .into_iter()
-                .map(|(k, v)| (k.to_owned(), serde_json::from_slice(v).unwrap()))
+                .map(|(k, v)| {
+                    (
+                        String::from_utf8(k.to_vec()).unwrap(),
+                        serde_json::from_slice(v).unwrap(),
+                    )
+                })
                 .collect();
             let mut want = by_value(c);
             let mut got_sorted = got.clone();
@@ -254,6 +280,25 @@ mod tests {
         }
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
         assert!(members(deep.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn a_named_object_is_read_in_the_same_pass_as_it_reads_alone() {
+        let text = br#"{"id":1,"result":{"a":[1,{"b":2}],"c":"d"},"x":{"y":1}}"#;
+        let (top, inner) = members_and(text, b"result").unwrap();
+        assert_eq!(top, members(text).unwrap());
+        assert_eq!(
+            inner.unwrap(),
+            members(get(&top, "result").unwrap()).unwrap()
+        );
+        // Not an object there, or not there: no inner members.
+        assert!(members_and(br#"{"result":[1]}"#, b"result")
+            .unwrap()
+            .1
+            .is_none());
+        assert!(members_and(br#"{"id":1}"#, b"result").unwrap().1.is_none());
+        // An escaped key inside is refused, as at the top.
+        assert!(members_and(br#"{"result":{"k\u0065y":1}}"#, b"result").is_none());
     }
 
     #[test]

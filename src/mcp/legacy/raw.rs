@@ -116,13 +116,13 @@ pub fn to_modern_raw(
     out.extend_from_slice(b",\"method\":");
     serde_json::to_writer(&mut out, method).expect("a string serializes");
     out.extend_from_slice(b",\"params\":{");
-    for (k, v) in members.iter().filter(|(k, _)| *k != "_meta") {
+    for (k, v) in members.iter().filter(|(k, _)| *k != b"_meta") {
         raw_member(&mut out, k, v);
         out.push(b',');
     }
     out.extend_from_slice(b"\"_meta\":{");
     let theirs = theirs.iter().flat_map(|t| t.0.iter());
-    for (k, v) in theirs.filter(|(k, _)| !OURS.contains(k)) {
+    for (k, v) in theirs.filter(|(k, _)| !OURS.iter().any(|o| o.as_bytes() == *k)) {
         raw_member(&mut out, k, v);
         out.push(b',');
     }
@@ -137,9 +137,9 @@ pub fn to_modern_raw(
 
 /// `"key":value`, the key plain (no escape: [`Members`] borrows only those) and the value as
 /// it was sent.
-fn raw_member(out: &mut Vec<u8>, k: &str, v: &[u8]) {
+fn raw_member(out: &mut Vec<u8>, k: &[u8], v: &[u8]) {
     out.push(b'"');
-    out.extend_from_slice(k.as_bytes());
+    out.extend_from_slice(k);
     out.extend_from_slice(b"\":");
     out.extend_from_slice(v);
 }

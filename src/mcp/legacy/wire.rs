@@ -100,14 +100,13 @@ const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
 /// legacy client's answer: its `id`, the result without the 2026-only members. `None` for
 /// anything else (not a result, a question, a body that is not one JSON-RPC response).
 pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
-    use crate::mcp::json_spans::{get, members, unique};
+    use crate::mcp::json_spans::{get, members_and, unique};
     let absent = |v: Option<&[u8]>| v.is_none_or(|v| v == b"null");
-    let top = members(body).filter(|m| unique(m))?;
-    if !absent(get(&top, "error")) || !absent(get(&top, "method")) {
+    let (top, result) = members_and(body, b"result")?;
+    if !unique(&top) || !absent(get(&top, "error")) || !absent(get(&top, "method")) {
         return None;
     }
-    let result = get(&top, "result").filter(|r| r.starts_with(b"{"))?;
-    let members = members(result).filter(|m| unique(m))?;
+    let members = result.filter(|m| unique(m))?;
     if get(&members, "resultType").is_some_and(|v| v != COMPLETE.as_bytes()) {
         return None;
     }
@@ -116,13 +115,16 @@ pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
     out.extend_from_slice(id.get().as_bytes());
     out.extend_from_slice(b",\"result\":{");
     let mut first = true;
-    for (k, v) in members.iter().filter(|(k, _)| !MODERN_ONLY.contains(k)) {
+    for (k, v) in members
+        .iter()
+        .filter(|(k, _)| !MODERN_ONLY.iter().any(|m| m.as_bytes() == *k))
+    {
         if !first {
             out.push(b',');
         }
         first = false;
         out.push(b'"');
-        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(k);
         out.extend_from_slice(b"\":");
         out.extend_from_slice(v);
     }
