@@ -1,8 +1,9 @@
 //! A 2025-era request read from its bytes without a value tree, and written as a 2026 request's
-//! body the same way: the envelope ([`envelope`]: `method`, `id` and `params` borrowed, the
-//! values raw), the params' members ([`Params`]), and the 2026 body ([`to_modern_raw`]: the
-//! client's members copied as they were sent, the session's `_meta` members written once per
-//! session, [`session_meta`]). This is the path of nearly every bridged call.
+//! body the same way: the envelope ([`envelope`]: `method`, and `id` and `params` as the JSON
+//! text they are), the params' members ([`Params`]), both as checked spans of the bytes
+//! ([`crate::mcp::json_spans`]), and the 2026 body ([`to_modern_raw`]: the client's members
+//! copied as they were sent, the session's `_meta` members written once per session,
+//! [`session_meta`]). This is the path of nearly every bridged call.
 //!
 //! What it does not take, the value path of [`super`] reads as before: a message that is no
 //! JSON object, a member named twice (a value tree keeps the last; copying both would hand the

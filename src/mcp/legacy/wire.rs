@@ -1,9 +1,10 @@
 //! The bridge's translations written straight to bytes, for the two that every bridged call
-//! makes: a legacy request's body as a 2026 request ([`ModernBody`]: the params as they are,
-//! `_meta` merged in, no copy of the params tree), and a 2026 `complete` result as a legacy
-//! client expects it ([`legacy_result`]: the result's members copied as raw JSON, the 2026-only
-//! ones left out, no parse into a value tree). Anything else takes the value path of
-//! [`super`] (a question, an error, an event stream).
+//! makes: a legacy request's body as a 2026 request from a value ([`ModernBody`]: the params as
+//! they are, `_meta` merged in, no copy of the params tree; the value path, which
+//! [`super::raw`] writes byte for byte from the bytes), and a 2026 `complete` result as a
+//! legacy client expects it ([`legacy_result`]: the result's members copied as the spans of
+//! the answer they are, [`crate::mcp::json_spans`], the 2026-only ones left out). Anything
+//! else takes the value path of [`super`] (a question, an error, an event stream).
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
