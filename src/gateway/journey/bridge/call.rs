@@ -15,7 +15,6 @@ use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 
 use super::hop::Answer;
 use super::legs::{carried, carry_leg};
@@ -30,117 +29,7 @@ use crate::mcp::{codes, legacy, methods, result_type, sse, Rejection};
 /// Most rounds of questions one call may take.
 const MAX_ROUNDS: usize = 16;
 
-/// The client's request being carried.
-pub(super) struct Call {
-    pub(super) method: String,
-    params: Params,
-    /// The `Mcp-Name` of its 2026 request.
-    name: Option<String>,
-    pub(super) id: Box<RawValue>,
-}
-
-/// A call's params: as the client sent them, when the raw path takes them
-/// ([`legacy::Params`]; read as a value only if a round or the marks need it), else as a value.
-enum Params {
-    Raw(Option<Box<[u8]>>, OnceLock<Option<Value>>),
-    Value(Option<Value>),
-}
-
-impl Call {
-    /// A call read as a value (`msg`: the whole message).
-    pub(super) fn new(method: String, mut msg: Value, id: Box<RawValue>) -> Call {
-        let params = msg.get_mut("params").map(Value::take);
-        let name = legacy::name_of(&method, params.as_ref());
-        let params = Params::Value(params);
-        Call {
-            method,
-            params,
-            name,
-            id,
-        }
-    }
-
-    /// The message `body` when it is a request the fleet answers (no `initialize`, nothing
-    /// the bridge answers itself), read from its envelope without a value tree; `None`:
-    /// anything else, which the bridge reads as a value.
-    pub(super) fn carried(body: &[u8]) -> Option<Call> {
-        let env = legacy::envelope(body)?;
-        let (method, id) = (env.method?, env.id?);
-        let kept_here = method == methods::INITIALIZE
-            || legacy::subscribes(&method).is_some()
-            || legacy::answered_at_edge(&method).is_some();
-        if kept_here {
-            return None;
-        }
-        Call::raw(method.into_owned(), env.params, id)
-    }
-
-    /// A call read from its envelope (`params` and `id` as JSON text), its params kept as sent
-    /// when the raw path takes them, else read as a value.
-    fn raw(method: String, params: Option<&[u8]>, id: &str) -> Option<Call> {
-        let id = RawValue::from_string(id.to_owned()).ok()?;
-        let (params, name) = match legacy::Params::read(params) {
-            Some(p) => {
-                let name = legacy::name_of_raw(&method, &p);
-                (Params::Raw(params.map(Box::from), OnceLock::new()), name)
-            }
-            None => {
-                let value = params.map(serde_json::from_slice).transpose().ok()?;
-                let name = legacy::name_of(&method, value.as_ref());
-                (Params::Value(value), name)
-            }
-        };
-        Some(Call {
-            method,
-            params,
-            name,
-            id,
-        })
-    }
-
-    /// The params as a value.
-    pub(super) fn params(&self) -> Option<&Value> {
-        match &self.params {
-            Params::Value(v) => v.as_ref(),
-            Params::Raw(raw, value) => value
-                .get_or_init(|| raw.as_ref().and_then(|r| serde_json::from_slice(r).ok()))
-                .as_ref(),
-        }
-    }
-
-    /// The body of leg `leg` as a 2026 request, with the previous round's answers (`extra`).
-    fn to_modern(
-        &self,
-        s: &LegacySession,
-        extra: &Map<String, Value>,
-        leg: u64,
-        level: Option<&str>,
-    ) -> Vec<u8> {
-        if let (Params::Raw(raw, _), true) = (&self.params, extra.is_empty()) {
-            let written = legacy::Params::read(raw.as_deref())
-                .and_then(|p| legacy::to_modern_raw(&self.method, &p, leg, s.meta(), level));
-            if let Some(body) = written {
-                return body;
-            }
-        }
-        let params = self.params_with(extra);
-        let (caps, info) = (&s.capabilities, &s.client_info);
-        legacy::to_modern(&self.method, params.as_ref(), leg, caps, info, level)
-    }
-
-    /// The params of the next leg: the original ones plus the previous round's answers.
-    fn params_with(&self, extra: &Map<String, Value>) -> Option<Value> {
-        if extra.is_empty() {
-            return self.params().cloned();
-        }
-        let mut p = match self.params() {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
-        };
-        p.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Some(Value::Object(p))
-    }
-}
+pub(super) use super::carried::Call;
 
 /// The JSON-RPC response among an answer's messages, and the notifications before it.
 pub(super) fn split(messages: Vec<Value>) -> (Option<Value>, Vec<Value>) {
@@ -235,7 +124,10 @@ async fn send_leg(
     leg: u64,
 ) -> Result<Result<Answer, Rejection>> {
     let level = bridge.levels.get(s);
-    let body = call.to_modern(s, extra, leg, level.as_deref());
+    let body = match call.to_modern(s, extra, leg, level.as_deref()) {
+        Ok(body) => body,
+        Err(rej) => return Ok(Err(rej)),
+    };
     let name = ctx.name.as_deref();
     let carry = carried(
         input,

@@ -48,6 +48,7 @@ mod back_listen;
 mod back_resume;
 mod back_target;
 mod call;
+mod carried;
 mod hop;
 mod initialize;
 mod inline;
