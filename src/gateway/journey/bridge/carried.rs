@@ -106,7 +106,7 @@ impl Call {
             }
         }
         if matches!(&self.params, Params::Raw(Some(_), _)) && self.params().is_none() {
-            let msg = "The call's params hold JSON the gateway cannot carry into a retry with the answers (a number out of range, a lone surrogate)";
+            let msg = "The call's params hold JSON the gateway cannot carry into a retry with the answers (a number out of range, a lone surrogate): send numbers a 64-bit float holds and strings without lone surrogates, then call again";
             return Err(Rejection::new(
                 400,
                 codes::INVALID_PARAMS,

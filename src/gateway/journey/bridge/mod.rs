@@ -82,7 +82,8 @@ pub(crate) fn legacy_era(session: &Session) -> Option<Era> {
     (era != Era::Modern).then_some(era)
 }
 
-/// The bridge's turn, first in `request_filter`, for a request of `era` ([`legacy_era`]):
+/// The bridge's turn, first in `request_filter`, for a request of `era` ([`legacy_era`]: never
+/// [`Era::Modern`]):
 /// `Some` when it answered a 2025-era request (whole), `None` for a 2026 request (or legacy
 /// clients refused here: the stages then answer as a 2026-only server does).
 pub(crate) async fn front(
@@ -94,9 +95,6 @@ pub(crate) async fn front(
     let gw = ctx.gw.clone();
     let bridge = &gw.bridge;
     let req = session.req_header();
-    if era == Era::Modern {
-        return Ok(None);
-    }
     let path = req.uri.path().to_owned();
     if !addressed(&gw.config, &path) || !gw.config.legacy.bridges(&path) {
         return Ok(None);
