@@ -16,7 +16,7 @@ use super::PROTOCOL_VERSION;
 
 mod raw;
 mod wire;
-pub use raw::{envelope, name_of_raw, session_meta, to_modern_raw, Envelope, Params};
+pub use raw::{envelope, name_of_raw, session_meta, to_modern_raw, Envelope, Params, Spans};
 pub use wire::legacy_result;
 
 /// The 2025-era revisions the gateway speaks to legacy clients, newest first.

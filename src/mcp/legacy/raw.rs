@@ -13,6 +13,7 @@
 use serde_json::Value;
 use std::borrow::Cow;
 use std::io::Write;
+use std::ops::Range;
 
 use super::super::json_spans::{self, Member};
 use super::super::meta;
@@ -27,12 +28,18 @@ pub struct Envelope<'a> {
     pub id: Option<&'a str>,
     /// The params' JSON text; `None` when absent or `null`.
     pub params: Option<&'a [u8]>,
+    /// The params' members, read in the envelope's pass (`None`: the params are no object).
+    params_members: Option<Vec<Member<'a>>>,
 }
 
 /// The envelope of `body`, when it is one JSON object naming each member once, with a string
-/// method if any (`None`: the value path reads it).
+/// method if any (`None`: the value path reads it). The params' members are read in the same
+/// pass ([`Envelope::raw_params`]).
 pub fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
-    let top = json_spans::members(body).filter(|m| json_spans::unique(m))?;
+    let (top, params_members) = json_spans::members_and(body, b"params")?;
+    if !json_spans::unique(&top) {
+        return None;
+    }
     let given = |k| json_spans::get(&top, k).filter(|v| *v != b"null");
     let method = match given("method") {
         Some(m) => Some(json_spans::string(m)?),
@@ -43,12 +50,36 @@ pub fn envelope(body: &[u8]) -> Option<Envelope<'_>> {
         None => None,
     };
     let params = given("params");
-    Some(Envelope { method, id, params })
+    Some(Envelope {
+        method,
+        id,
+        params,
+        params_members,
+    })
+}
+
+impl<'a> Envelope<'a> {
+    /// The params for the raw path, as read in the envelope's pass ([`Params::read`] of
+    /// [`Envelope::params`] without a second pass); `None` when the raw path cannot take them.
+    pub fn raw_params(&mut self) -> Option<Params<'a>> {
+        match self.params {
+            None => Some(Params(Vec::new())),
+            Some(_) => self
+                .params_members
+                .take()
+                .filter(|m| json_spans::unique(m))
+                .map(Params),
+        }
+    }
 }
 
 /// A request's params read for the raw path: an object's members, each named once with a plain
 /// key (no params: no members).
 pub struct Params<'a>(Vec<Member<'a>>);
+
+/// [`Params`] apart from the text they borrow: each member's key and value as byte ranges of
+/// it, kept by a call for each of its legs ([`Params::at`]) so that the text is read once.
+pub struct Spans(Vec<(Range<usize>, Range<usize>)>);
 
 impl<'a> Params<'a> {
     /// The params `raw` (`None`: the request has none), or `None` when the raw path cannot
@@ -60,6 +91,26 @@ impl<'a> Params<'a> {
         json_spans::members(raw)
             .filter(|m| json_spans::unique(m))
             .map(Params)
+    }
+
+    /// Where each member stands in `text`, the params' text these were read from.
+    pub fn spans(&self, text: &[u8]) -> Spans {
+        let base = text.as_ptr() as usize;
+        let range = |part: &[u8]| {
+            let from = part.as_ptr() as usize - base;
+            debug_assert!(from + part.len() <= text.len(), "a member of this text");
+            from..from + part.len()
+        };
+        Spans(self.0.iter().map(|(k, v)| (range(k), range(v))).collect())
+    }
+
+    /// The params [`Params::spans`] located in `text` (`None`: they do not fit it).
+    pub fn at(text: &'a [u8], spans: &Spans) -> Option<Params<'a>> {
+        let members = spans.0.iter().map(|(k, v)| {
+            let k = text.get(k.clone())?;
+            Some((k, text.get(v.clone())?))
+        });
+        members.collect::<Option<Vec<_>>>().map(Params)
     }
 }
 

@@ -3,6 +3,7 @@
 //! raw path takes them ([`crate::mcp::legacy::raw`]) and read into a value only when a round's
 //! answers or the marks need one. Each leg's 2026 body is written from it ([`Call::to_modern`]).
 
+use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
@@ -22,7 +23,9 @@ pub(super) struct Call {
 /// A call's params: as the client sent them, when the raw path takes them
 /// ([`legacy::Params`]; read as a value only if a round or the marks need it), else as a value.
 enum Params {
-    Raw(Option<Box<[u8]>>, OnceLock<Option<Value>>),
+    /// The params' text (a slice of the client's body, no copy) and its members' places in it,
+    /// read once, in the envelope's pass.
+    Raw(Option<(Bytes, legacy::Spans)>, OnceLock<Option<Value>>),
     Value(Option<Value>),
 }
 
@@ -41,31 +44,27 @@ impl Call {
     }
 
     /// The message `body` when it is a request the fleet answers (no `initialize`, nothing
-    /// the bridge answers itself), read from its envelope without a value tree; `None`:
-    /// anything else, which the bridge reads as a value.
-    pub(super) fn carried(body: &[u8]) -> Option<Call> {
-        let env = legacy::envelope(body)?;
-        let (method, id) = (env.method?, env.id?);
+    /// the bridge answers itself), read from its envelope without a value tree (its params'
+    /// members in the same pass); `None`: anything else, which the bridge reads as a value.
+    pub(super) fn carried(body: &Bytes) -> Option<Call> {
+        let mut env = legacy::envelope(body)?;
+        let (method, id) = (env.method.take()?, env.id?);
         let kept_here = method == methods::INITIALIZE
             || legacy::subscribes(&method).is_some()
             || legacy::answered_at_edge(&method).is_some();
         if kept_here {
             return None;
         }
-        Call::raw(method.into_owned(), env.params, id)
-    }
-
-    /// A call read from its envelope (`params` and `id` as JSON text), its params kept as sent
-    /// when the raw path takes them, else read as a value.
-    fn raw(method: String, params: Option<&[u8]>, id: &str) -> Option<Call> {
         let id = RawValue::from_string(id.to_owned()).ok()?;
-        let (params, name) = match legacy::Params::read(params) {
+        let method = method.into_owned();
+        let (params, name) = match env.raw_params() {
             Some(p) => {
                 let name = legacy::name_of_raw(&method, &p);
-                (Params::Raw(params.map(Box::from), OnceLock::new()), name)
+                let kept = env.params.map(|t| (body.slice_ref(t), p.spans(t)));
+                (Params::Raw(kept, OnceLock::new()), name)
             }
             None => {
-                let value = params.map(serde_json::from_slice).transpose().ok()?;
+                let value = env.params.map(serde_json::from_slice).transpose().ok()?;
                 let name = legacy::name_of(&method, value.as_ref());
                 (Params::Value(value), name)
             }
@@ -83,7 +82,10 @@ impl Call {
         match &self.params {
             Params::Value(v) => v.as_ref(),
             Params::Raw(raw, value) => value
-                .get_or_init(|| raw.as_ref().and_then(|r| serde_json::from_slice(r).ok()))
+                .get_or_init(|| {
+                    let text = raw.as_ref().map(|(text, _)| text)?;
+                    serde_json::from_slice(text).ok()
+                })
                 .as_ref(),
         }
     }
@@ -99,8 +101,12 @@ impl Call {
         level: Option<&str>,
     ) -> Result<Vec<u8>, Rejection> {
         if let (Params::Raw(raw, _), true) = (&self.params, extra.is_empty()) {
-            let written = legacy::Params::read(raw.as_deref())
-                .and_then(|p| legacy::to_modern_raw(&self.method, &p, leg, s.meta(), level));
+            let params = match raw {
+                Some((text, spans)) => legacy::Params::at(text, spans),
+                None => legacy::Params::read(None),
+            };
+            let written =
+                params.and_then(|p| legacy::to_modern_raw(&self.method, &p, leg, s.meta(), level));
             if let Some(body) = written {
                 return Ok(body);
             }
@@ -160,7 +166,7 @@ mod tests {
     fn params_a_value_tree_cannot_hold_go_raw_but_cannot_carry_a_rounds_answers() {
         let body =
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","n":1e400}}"#;
-        let call = Call::carried(body).expect("a carried call");
+        let call = Call::carried(&Bytes::from_static(body)).expect("a carried call");
         assert_eq!((call.name.as_deref(), call.id.get()), (Some("t"), "7"));
         let s = session();
         let first = call.to_modern(&s, &Map::new(), 1, None).unwrap();
@@ -170,9 +176,9 @@ mod tests {
         let refused = call.to_modern(&s, &extra, 2, None).unwrap_err();
         assert_eq!(refused.reason, "params-unheld");
         // Params a value holds carry the answers.
-        let ok = Call::carried(
+        let ok = Call::carried(&Bytes::from_static(
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}"#,
-        )
+        ))
         .unwrap();
         let second: Value =
             serde_json::from_slice(&ok.to_modern(&s, &extra, 2, None).unwrap()).unwrap();
@@ -189,12 +195,11 @@ mod tests {
             "resources/subscribe",
         ] {
             let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{m}","params":{{}}}}"#);
-            assert!(Call::carried(body.as_bytes()).is_none(), "{m}");
+            assert!(Call::carried(&Bytes::from(body)).is_none(), "{m}");
         }
         // A response, a notification: no call either.
-        assert!(Call::carried(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_none());
-        assert!(
-            Call::carried(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#).is_none()
-        );
+        let carried = |b: &'static [u8]| Call::carried(&Bytes::from_static(b));
+        assert!(carried(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).is_none());
+        assert!(carried(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#).is_none());
     }
 }

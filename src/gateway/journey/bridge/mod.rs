@@ -284,7 +284,7 @@ async fn post(
     ctx: &mut RequestCtx,
     bridge: &Bridge,
     input: Input,
-    body: &[u8],
+    body: &bytes::Bytes,
 ) -> Result<bool> {
     if let Some(call) = call::Call::carried(body) {
         ctx.method = Some(call.method.clone());
