@@ -48,7 +48,7 @@ pub(super) async fn run(
     let relay = streaming.as_deref().copied();
     let back = stand_in::lend(session, (head, body), relay, deadline);
     drive(phases, session).await;
-    let (written, open) = stand_in::take_back(session, &back);
+    let (written, open) = stand_in::take_back(session, back);
     if let Some(s) = streaming {
         *s = open;
     }

@@ -81,18 +81,23 @@ pub(crate) fn head(
     };
     let (mut parts, ()) = http::Request::new(()).into_parts();
     parts.method = http::Method::POST;
-    parts.uri = http::Uri::try_from(path).map_err(|_| invalid("path"))?;
+    let req = session.req_header();
+    // The client's own target when it is `path` alone (the common case: no parse).
+    let own = req.uri.authority().is_none() && req.uri.query().is_none();
+    parts.uri = match own && req.uri.path() == path {
+        true => req.uri.clone(),
+        false => http::Uri::try_from(path).map_err(|_| invalid("path"))?,
+    };
     let h = &mut parts.headers;
     h.reserve(8 + carry.len());
-    let req = session.req_header();
     let host = match req.headers.get(HOST) {
         Some(host) => host.clone(),
         None => HeaderValue::from_str(req.uri.authority().map_or("localhost", |a| a.as_str()))
             .map_err(|_| invalid("host"))?,
     };
     h.insert(HOST, host);
-    for (k, v) in MCP_POST_CONSTANT {
-        h.insert(HeaderName::from_static(k), HeaderValue::from_static(v));
+    for (k, v) in CONSTANT_HEADERS {
+        h.insert(k, v);
     }
     let m = HeaderValue::from_str(method).map_err(|_| invalid("method"))?;
     h.insert(header::typed::METHOD, m);
@@ -107,6 +112,17 @@ pub(crate) fn head(
     h.insert(CONTENT_LENGTH, HeaderValue::from(body_len));
     Ok(RequestHeader::from(parts))
 }
+
+/// [`MCP_POST_CONSTANT`] typed once, at compile time.
+const CONSTANT_HEADERS: [(http::HeaderName, http::HeaderValue); 3] = {
+    use http::{HeaderName as N, HeaderValue as V};
+    let [(a, av), (b, bv), (c, cv)] = MCP_POST_CONSTANT;
+    [
+        (N::from_static(a), V::from_static(av)),
+        (N::from_static(b), V::from_static(bv)),
+        (N::from_static(c), V::from_static(cv)),
+    ]
+};
 
 /// An answer of a leg carried inside: its head, then its body as the pipeline writes it.
 pub(crate) struct Answer {

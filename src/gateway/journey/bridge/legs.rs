@@ -60,8 +60,7 @@ pub(super) async fn carry_leg(
             Err(e) => return Ok(Err(hop_failed(e.to_string()))),
         };
         let deadline = tokio::time::Instant::now() + leg_timeout(&ctx.gw.config);
-        let counted = &ctx.gw.metrics.bridge.connections;
-        counted.with_label_values(&["hop", "inline"]).inc();
+        ctx.gw.metrics.bridge.inline_hop();
         let leg = (head, Bytes::from(body));
         let streaming = relay.then_some(&mut out.streaming);
         return super::inline::run(phases, out.session, leg, streaming, deadline).await;

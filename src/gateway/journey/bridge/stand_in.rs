@@ -43,7 +43,8 @@ const DRAIN: Duration = Duration::from_secs(1);
 
 /// What a leg left: the client's session, and the answer as the pipeline wrote it.
 struct Lent {
-    client: ServerSession,
+    /// Boxed as pingora keeps it: only the pointer moves, never the session (680 bytes).
+    client: Box<ServerSession>,
     /// The client's event stream is open (by this leg's notifications, or before it).
     streaming: bool,
     answer: Written,
@@ -81,7 +82,8 @@ pub(super) struct Back(Arc<Mutex<Option<Lent>>>);
 /// Lend the client's session to a stand-in for a leg of `head` and `body`. With `relay`
 /// (whether the client's event stream is already open), an event-stream answer's
 /// notifications go to the client as they arrive; without, the answer is kept whole. What
-/// comes back is read with [`take_back`].
+/// comes back is read with [`take_back`]. The client's session stays where pingora boxed it:
+/// the boxes are swapped.
 pub(super) fn lend(
     session: &mut Session,
     (head, body): (RequestHeader, Bytes),
@@ -89,8 +91,8 @@ pub(super) fn lend(
     deadline: Instant,
 ) -> Back {
     let back = Arc::new(Mutex::new(None));
-    let vacant = ServerSession::Custom(Box::new(Gone::vacant()));
-    let client = std::mem::replace(&mut *session.downstream_session, vacant);
+    let vacant = Box::new(ServerSession::Custom(Box::new(Gone::vacant())));
+    let client = std::mem::replace(&mut session.downstream_session, vacant);
     let stand_in = StandIn {
         req: head,
         body_len: body.len(),
@@ -113,7 +115,7 @@ pub(super) fn lend(
 
 /// The client's session back in its place; what the leg left, and whether the client's event
 /// stream is open now.
-pub(super) fn take_back(session: &mut Session, back: &Back) -> (Written, bool) {
+pub(super) fn take_back(session: &mut Session, back: Back) -> (Written, bool) {
     // Dropping the stand-in leaves the client's session in `back`.
     *session.downstream_session = ServerSession::Custom(Box::new(Gone::vacant()));
     let lent = back
@@ -122,7 +124,7 @@ pub(super) fn take_back(session: &mut Session, back: &Back) -> (Written, bool) {
         .unwrap_or_else(|e| e.into_inner())
         .take()
         .expect("a dropped stand-in leaves the client's session");
-    *session.downstream_session = lent.client;
+    session.downstream_session = lent.client;
     (lent.answer, lent.streaming)
 }
 
@@ -133,7 +135,7 @@ struct StandIn {
     body: Option<Bytes>,
     body_len: usize,
     read: usize,
-    client: Option<ServerSession>,
+    client: Option<Box<ServerSession>>,
     /// An event-stream answer's notifications go to the client as they arrive.
     relay: bool,
     streaming: bool,

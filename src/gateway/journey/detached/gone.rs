@@ -33,7 +33,8 @@ impl Gone {
     /// is swapped (`journey::bridge::stand_in`).
     pub(crate) fn vacant() -> Gone {
         Gone {
-            req: RequestHeader::build("GET", b"/", Some(0)).expect("a fixed head builds"),
+            // `GET /` with no header: nothing parsed, nothing allocated.
+            req: RequestHeader::from(http::Request::new(()).into_parts().0),
             resp: None,
             client: None,
             server: None,

@@ -36,9 +36,18 @@ pub struct BridgeMetrics {
     /// 2025-era clients' `resources/subscribe` and `resources/unsubscribe`, by change
     /// (`subscribe`, `unsubscribe`, `refused`).
     pub subscriptions: prometheus::IntCounterVec,
+    /// `connections{leg="hop",connection="inline"}`, looked up once (each bridged call counts it).
+    inline_hops: std::sync::OnceLock<prometheus::IntCounter>,
 }
 
 impl BridgeMetrics {
+    /// Count a leg carried on the client's own session (`leg="hop"`, `connection="inline"`).
+    pub(crate) fn inline_hop(&self) {
+        self.inline_hops
+            .get_or_init(|| self.connections.with_label_values(&["hop", "inline"]))
+            .inc();
+    }
+
     pub(crate) fn register(r: &prometheus::Registry) -> prometheus::Result<BridgeMetrics> {
         use prometheus::{IntCounterVec, IntGauge, Opts};
         let counter = |n: &str, h: &str, l: &[&str]| -> prometheus::Result<IntCounterVec> {
@@ -76,6 +85,7 @@ impl BridgeMetrics {
             passed: counter("legacy_passed_total", "Messages of 2025-era clients passed through to a pool whose instances serve both eras (legacy_clients: pass), by pool and kind: initialize, request, notification, answer (to the instance's question), stream (the standalone GET), end (DELETE), gone (the session's instance is gone: the client got 404 and opens a new session).", &["pool", "kind"])?,
             cancels: counter("legacy_cancels_total", "2025-era clients' notifications/cancelled by where they ended calls: local (a call waiting on this replica), sent (no call here: sent on to the other replicas of legacy.replicas), unheld (no call here and none to send it to).", &["path"])?,
             subscriptions: counter("legacy_subscriptions_total", "2025-era clients' resources/subscribe and resources/unsubscribe, by change: subscribe, unsubscribe, refused (no URI, too long, too many for the session, or this replica follows the most sessions it may).", &["change"])?,
+            inline_hops: std::sync::OnceLock::new(),
             server_sessions: counter("legacy_server_sessions_total", "Sessions the gateway opened with 2025-era servers, by result: opened, reopened (the server had dropped the previous one: the request was sent again once) or failed.", &["result"])?,
         })
     }
