@@ -3,6 +3,7 @@
 //! checked on each request ([`super::session::check_bound`]).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::session::{check_bound, LegacySession, Refused};
@@ -18,7 +19,35 @@ const MAX_OPENED: usize = 4096;
 /// bounded: when full, it starts again empty.
 #[derive(Default)]
 pub(crate) struct Opened {
-    by_id: Mutex<HashMap<String, Arc<LegacySession>>>,
+    by_id: Mutex<HashMap<String, Arc<LegacySession>, ByTail>>,
+}
+
+/// How many of a session id's last bytes its hash reads.
+const TAIL: usize = 32;
+
+/// Hashes a session id by its last [`TAIL`] bytes (with a random key), not its every byte: a
+/// sealed id ends in ciphertext no one can choose, so its tail tells ids apart as well as the
+/// whole does, and an id of some 300 bytes costs a tenth as much to hash. Keys are still
+/// compared whole; an id forged to share a held id's tail only lands by it, and fails there.
+#[derive(Default)]
+struct ByTail(RandomState);
+
+struct TailHasher(std::hash::DefaultHasher);
+
+impl Hasher for TailHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(&bytes[bytes.len().saturating_sub(TAIL)..]);
+    }
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+}
+
+impl BuildHasher for ByTail {
+    type Hasher = TailHasher;
+    fn build_hasher(&self) -> TailHasher {
+        TailHasher(self.0.build_hasher())
+    }
 }
 
 impl Opened {
@@ -43,7 +72,7 @@ impl Opened {
         Ok(s)
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<LegacySession>, ByTail>> {
         self.by_id.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -83,6 +112,13 @@ mod tests {
         let mut altered = id.clone();
         altered.push('A');
         assert!(opened.verify(&sealer, &altered, (&alice, "/mcp")).is_err());
+        // An id that shares a held id's tail (all its hash reads) is still another id.
+        let first = if id.starts_with('A') { "B" } else { "A" };
+        let same_tail = format!("{first}{}", &id[1..]);
+        assert!(same_tail.len() > TAIL);
+        assert!(opened
+            .verify(&no_keys, &same_tail, (&alice, "/mcp"))
+            .is_err());
         // Expiry is checked on the remembered session too.
         let brief = LegacySession {
             expires_at_ms: now_ms() + 30,
