@@ -166,9 +166,10 @@ pub(crate) async fn respond(
     body: Vec<u8>,
     extra: &[(&'static str, String)],
 ) -> Result<()> {
-    let mut resp = ResponseHeader::build(status, Some(4))?;
+    // No case map: the names go out as written here (lower case), with nothing kept twice.
+    let mut resp = ResponseHeader::build_no_case(status, Some(4))?;
     resp.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    resp.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    resp.insert_header(http::header::CONTENT_LENGTH, body.len())?;
     for (k, v) in extra {
         resp.insert_header(*k, v.as_str())?;
     }
