@@ -26,22 +26,20 @@ pub(crate) struct Input {
 pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
 
 impl Input {
-    /// Read a legacy request's `headers` on `path`. With `auth`, the caller is who the token
+    /// Read a legacy request's `headers` on `path` (`once`: its one `Authorization` and
+    /// session id, as [`head_ok`] found them). With `auth`, the caller is who the token
     /// stands for (its issuer and subject), not the token's bytes, so a refreshed token keeps
     /// its session; `Err`: auth refuses the token (the pipeline would too).
     pub(crate) async fn read(
         headers: &http::HeaderMap,
+        once: Once<'_>,
         path: &str,
         client_ip: Option<std::net::IpAddr>,
         auth: Option<&Auth>,
     ) -> Result<Input, Refusal> {
-        let get = |n: http::HeaderName| {
-            headers
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let authorization = get(http::header::AUTHORIZATION);
+        let text =
+            |v: Option<&http::HeaderValue>| v.and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let authorization = text(once.authorization);
         let mut caller = caller_of(authorization.as_deref().map(str::as_bytes));
         if let Some(id) = match auth {
             Some(a) => a.identify(headers).await?,
@@ -52,7 +50,7 @@ impl Input {
         }
         Ok(Input {
             path: path.to_owned(),
-            session_id: get(SESSION_ID_NAME),
+            session_id: text(once.session_id),
             caller,
             authorization,
             client_ip,
@@ -61,12 +59,20 @@ impl Input {
     }
 }
 
+/// A request's one `Authorization` and one session id, each if it has one.
+#[derive(Clone, Copy)]
+pub(crate) struct Once<'a> {
+    authorization: Option<&'a http::HeaderValue>,
+    session_id: Option<&'a http::HeaderValue>,
+}
+
 /// The head checks a legacy request needs before its body: an allowed `Origin`, and one
-/// `Authorization` and one session id (two copies could be read differently behind us).
-pub(super) fn head_ok(
-    req: &pingora::http::RequestHeader,
+/// `Authorization` and one session id (two copies could be read differently behind us), which
+/// it returns.
+pub(super) fn head_ok<'a>(
+    req: &'a pingora::http::RequestHeader,
     config: &crate::config::Config,
-) -> Result<(), Rejection> {
+) -> Result<Once<'a>, Rejection> {
     if let Some(origin) = req.headers.get(http::header::ORIGIN) {
         if !config.origins.allows(origin.as_bytes()) {
             let msg = format!(
@@ -81,19 +87,27 @@ pub(super) fn head_ok(
             ));
         }
     }
-    for (name, typed) in [
-        ("authorization", http::header::AUTHORIZATION),
-        (SESSION_ID, SESSION_ID_NAME),
-    ] {
-        if req.headers.get_all(typed).iter().count() > 1 {
-            let msg = format!("The request carries {name} twice; send it once");
-            return Err(Rejection::new(
-                400,
-                codes::INVALID_REQUEST,
-                "header-repeated",
-                msg,
-            ));
+    once(&req.headers)
+}
+
+/// The one `Authorization` and one session id of `headers`; refused when either comes twice.
+pub(crate) fn once(headers: &http::HeaderMap) -> Result<Once<'_>, Rejection> {
+    let single = |name: &str, typed: http::HeaderName| {
+        let mut all = headers.get_all(typed).iter();
+        let first = all.next();
+        if all.next().is_none() {
+            return Ok(first);
         }
-    }
-    Ok(())
+        let msg = format!("The request carries {name} twice; send it once");
+        Err(Rejection::new(
+            400,
+            codes::INVALID_REQUEST,
+            "header-repeated",
+            msg,
+        ))
+    };
+    Ok(Once {
+        authorization: single("authorization", http::header::AUTHORIZATION)?,
+        session_id: single(SESSION_ID, SESSION_ID_NAME)?,
+    })
 }

@@ -65,7 +65,7 @@ mod stand_in;
 mod subscribe;
 
 pub(crate) use crate::gateway::stages::bridge::{session, waiting, Bridge};
-pub(crate) use input::{Input, HOPPED};
+pub(crate) use input::{once, Input, HOPPED};
 use session::LegacySession;
 
 /// Whether the request may be a 2025-era client's (its head says so, or leaves it open): the
@@ -100,13 +100,14 @@ pub(crate) async fn front(
         return Ok(None);
     }
     ctx.method = Some("legacy".into());
-    if let Err(rej) = input::head_ok(req, &gw.config) {
-        return refuse(session, ctx, rej, None).await.map(Some);
-    }
+    let once = match input::head_ok(req, &gw.config) {
+        Ok(once) => once,
+        Err(rej) => return refuse(session, ctx, rej, None).await.map(Some),
+    };
     // With auth on, a token auth refuses is answered here, as the pipeline would (its
     // challenge included).
     let ip = super::request::client_ip(&gw, session);
-    let input = match Input::read(&req.headers, &path, ip, gw.auth.as_ref()).await {
+    let input = match Input::read(&req.headers, once, &path, ip, gw.auth.as_ref()).await {
         Ok(input) => input,
         Err(refusal) => {
             if let Some(c) = refusal.challenge {

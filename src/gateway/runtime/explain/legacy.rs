@@ -89,7 +89,11 @@ async fn passed(
     use crate::gateway::journey::bridge::pass;
     use crate::gateway::stages::bridge::pass::PassSession;
     let (path, ip) = (parts.uri.path(), q.client_ip);
-    let input = match Input::read(&parts.headers, path, ip, gw.auth.as_ref()).await {
+    let once = match bridge_steps::once(&parts.headers) {
+        Ok(once) => once,
+        Err(rej) => return Some(json!({"refused": rej.message})),
+    };
+    let input = match Input::read(&parts.headers, once, path, ip, gw.auth.as_ref()).await {
         Ok(i) => i,
         Err(refusal) => return Some(json!({"refused": refusal.rejection.message})),
     };
@@ -121,7 +125,8 @@ async fn verify(
     parts: &http::request::Parts,
 ) -> Result<std::sync::Arc<crate::gateway::stages::bridge::session::LegacySession>, Rejection> {
     let (path, ip) = (parts.uri.path(), q.client_ip);
-    let input = Input::read(&parts.headers, path, ip, gw.auth.as_ref())
+    let once = bridge_steps::once(&parts.headers)?;
+    let input = Input::read(&parts.headers, once, path, ip, gw.auth.as_ref())
         .await
         .map_err(|refusal| refusal.rejection)?;
     bridge_steps::verify(&gw.bridge, &input)
