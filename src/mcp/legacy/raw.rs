@@ -12,7 +12,6 @@
 
 use serde_json::Value;
 use std::borrow::Cow;
-use std::io::Write;
 use std::ops::Range;
 
 use super::super::json_spans::{self, Member};
@@ -138,6 +137,18 @@ pub fn session_meta(capabilities: &Value, client_info: &Value) -> String {
     String::from_utf8(out).expect("JSON is UTF-8")
 }
 
+/// `text` as a JSON string, as serde_json writes it: copied between quotes when nothing in it
+/// needs an escape (a method name always), else escaped by serde_json.
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(out, text).expect("a string serializes");
+    }
+}
+
 /// `"key":value`, both written as JSON.
 fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, k: &str, v: &T) {
     serde_json::to_writer(&mut *out, k).expect("a string serializes");
@@ -164,9 +175,9 @@ pub fn to_modern_raw(
     let size: usize = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
     let mut out = Vec::with_capacity(96 + method.len() + size + session_meta.len());
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    write!(out, "{id}").expect("a Vec takes bytes");
+    serde_json::to_writer(&mut out, &id).expect("a number serializes");
     out.extend_from_slice(b",\"method\":");
-    serde_json::to_writer(&mut out, method).expect("a string serializes");
+    json_string(&mut out, method);
     out.extend_from_slice(b",\"params\":{");
     for (k, v) in members.iter().filter(|(k, _)| *k != b"_meta") {
         raw_member(&mut out, k, v);
@@ -283,6 +294,25 @@ mod tests {
             let r = raw(&p);
             let params = Params::read(Some(&r)).unwrap();
             assert_eq!(name_of_raw(m, &params), name_of(m, Some(&p)), "{m} {p}");
+        }
+    }
+
+    #[test]
+    fn a_string_is_written_as_serde_json_writes_it() {
+        for t in [
+            "tools/call",
+            "",
+            "a\"b",
+            "a\\b",
+            "tab\there",
+            "\u{1}",
+            "\u{7f}",
+            "é ☃ 😀",
+            "</script>",
+        ] {
+            let mut out = Vec::new();
+            json_string(&mut out, t);
+            assert_eq!(out, serde_json::to_vec(t).unwrap(), "{t:?}");
         }
     }
 }

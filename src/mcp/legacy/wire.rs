@@ -111,15 +111,20 @@ pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
     if get(&members, "resultType").is_some_and(|v| v != COMPLETE.as_bytes()) {
         return None;
     }
-    let mut out = Vec::with_capacity(body.len() + id.get().len());
+    let kept = || {
+        let modern = |k: &[u8]| MODERN_ONLY.iter().any(|m| m.as_bytes() == k);
+        members.iter().filter(move |(k, _)| !modern(k))
+    };
+    // Sized exactly (each member `"k":v` and a comma): the answer becomes `Bytes` with no
+    // second allocation.
+    const AROUND: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":,\"result\":{}}";
+    let size: usize = kept().map(|(k, v)| k.len() + v.len() + 4).sum();
+    let mut out = Vec::with_capacity(AROUND.len() + id.get().len() + size.saturating_sub(1));
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id.get().as_bytes());
     out.extend_from_slice(b",\"result\":{");
     let mut first = true;
-    for (k, v) in members
-        .iter()
-        .filter(|(k, _)| !MODERN_ONLY.iter().any(|m| m.as_bytes() == *k))
-    {
+    for (k, v) in kept() {
         if !first {
             out.push(b',');
         }
@@ -130,6 +135,7 @@ pub fn legacy_result(body: &[u8], id: &RawValue) -> Option<Vec<u8>> {
         out.extend_from_slice(v);
     }
     out.extend_from_slice(b"}}");
+    debug_assert_eq!(out.len(), out.capacity(), "sized exactly");
     Some(out)
 }
 

@@ -107,18 +107,12 @@ fn answer(w: Written) -> Result<Answer, Rejection> {
         return Err(hop_failed("the pipeline ended without an answer".into()));
     };
     let pass = super::hop::pass_of(&head);
-    let stream = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|c| sse::is_event_stream(c.as_bytes()));
+    let ct = head.headers.get(http::header::CONTENT_TYPE);
+    let stream = ct.is_some_and(|c| sse::is_event_stream(c.as_bytes()));
     let content_type = match (stream, w.responded) {
         (true, true) => Some("application/json".to_owned()),
         (true, false) => Some(sse::CONTENT_TYPE.to_owned()),
-        (false, _) => head
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
+        (false, _) => ct.and_then(|v| v.to_str().ok()).map(str::to_owned),
     };
     Ok(Answer {
         status: head.status.as_u16(),
