@@ -16,11 +16,9 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::Stream as FutStream;
 use http::HeaderMap;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::custom::server::Session as CustomSession;
-use pingora::protocols::http::custom::CustomMessageWrite;
 use pingora::protocols::http::{HttpTask, ServerSession};
 use pingora::protocols::l4::socket::SocketAddr;
 use pingora::protocols::Digest;
@@ -31,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::gateway::journey::detached::Gone;
+use crate::gateway::journey::detached::{stand_in_session_basics, Gone};
 use crate::gateway::stages::bridge::messages::is_response;
 use crate::mcp::{sse, sse_event};
 
@@ -106,6 +104,7 @@ pub(super) fn lend(
         sent: 0,
         deadline,
         responded_at: None,
+        timer: None,
         timeouts: [None; 3],
         back: back.clone(),
     };
@@ -145,6 +144,8 @@ struct StandIn {
     sent: usize,
     deadline: Instant,
     responded_at: Option<Instant>,
+    /// The timer [`CustomSession::read_body_or_idle`] waits on (made at its first call).
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     /// Read, write and drain timeouts, as the pipeline set them (kept, not used: the client's
     /// own session keeps its own).
     timeouts: [Option<Duration>; 3],
@@ -229,8 +230,6 @@ impl StandIn {
     }
 }
 
-type Reader = Box<dyn FutStream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>;
-
 #[async_trait]
 impl CustomSession for StandIn {
     fn req_header(&self) -> &RequestHeader {
@@ -287,24 +286,6 @@ impl CustomSession for StandIn {
         }
         Ok(ended)
     }
-    fn set_read_timeout(&mut self, t: Option<Duration>) {
-        self.timeouts[0] = t;
-    }
-    fn get_read_timeout(&self) -> Option<Duration> {
-        self.timeouts[0]
-    }
-    fn set_write_timeout(&mut self, t: Option<Duration>) {
-        self.timeouts[1] = t;
-    }
-    fn get_write_timeout(&self) -> Option<Duration> {
-        self.timeouts[1]
-    }
-    fn set_total_drain_timeout(&mut self, t: Option<Duration>) {
-        self.timeouts[2] = t;
-    }
-    fn get_total_drain_timeout(&self) -> Option<Duration> {
-        self.timeouts[2]
-    }
     fn request_summary(&self) -> String {
         format!("{} {} (a bridged leg)", self.req.method, self.req.uri)
     }
@@ -331,9 +312,17 @@ impl CustomSession for StandIn {
         let drained = self.responded_at.map(|t| t + DRAIN);
         let until = drained.map_or(self.deadline, |d| d.min(self.deadline));
         let client = self.client.as_mut().expect("lent until the drop");
+        // One timer for the leg, kept across the pipeline's calls (set again only when the
+        // drain moves its end): registered with the runtime once, not on every call.
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(until)));
+        if timer.deadline() != until {
+            timer.as_mut().reset(until);
+        }
         let left = tokio::select! {
             _ = client.read_body_or_idle(true) => true,
-            _ = tokio::time::sleep_until(until) => false,
+            _ = timer.as_mut() => false,
         };
         if left {
             self.written.end = End::ClientLeft;
@@ -365,29 +354,8 @@ impl CustomSession for StandIn {
     fn server_addr(&self) -> Option<&SocketAddr> {
         self.client.as_ref()?.server_addr()
     }
-    fn pseudo_raw_h1_request_header(&self) -> Bytes {
-        Bytes::new()
-    }
-    fn enable_retry_buffering(&mut self) {}
-    fn retry_buffer_truncated(&self) -> bool {
-        false
-    }
-    fn get_retry_buffer(&self) -> Option<Bytes> {
-        None
-    }
     async fn finish_custom(&mut self) -> Result<()> {
         Ok(())
     }
-    fn take_custom_message_reader(&mut self) -> Option<Reader> {
-        None
-    }
-    fn restore_custom_message_reader(&mut self, _: Reader) -> Result<()> {
-        Ok(())
-    }
-    fn take_custom_message_writer(&mut self) -> Option<Box<dyn CustomMessageWrite>> {
-        None
-    }
-    fn restore_custom_message_writer(&mut self, _: Box<dyn CustomMessageWrite>) -> Result<()> {
-        Ok(())
-    }
+    stand_in_session_basics!();
 }

@@ -9,23 +9,82 @@ use futures::Stream as FutStream;
 use http::HeaderMap;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::protocols::http::custom::server::Session as CustomSession;
-use pingora::protocols::http::custom::CustomMessageWrite;
 use pingora::protocols::http::{HttpTask, ServerSession};
 use pingora::protocols::l4::socket::SocketAddr;
 use pingora::protocols::Digest;
 use pingora::{Error, ErrorType, Result};
 use std::time::Duration;
 
-type Reader = Box<dyn FutStream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>;
+/// A custom session's message reader (none here).
+pub(crate) type Reader = Box<dyn FutStream<Item = Result<Bytes>> + Unpin + Send + Sync + 'static>;
+
+/// The `CustomSession` methods of a session that stands for a client without being one (this
+/// module's [`Gone`], the bridge's stand-in): its read, write and drain timeouts kept in
+/// `self.timeouts` (and not used: the real client's session keeps its own), and nothing of a
+/// raw head, a retry buffer or custom messages.
+macro_rules! stand_in_session_basics {
+    () => {
+        fn set_read_timeout(&mut self, t: Option<std::time::Duration>) {
+            self.timeouts[0] = t;
+        }
+        fn get_read_timeout(&self) -> Option<std::time::Duration> {
+            self.timeouts[0]
+        }
+        fn set_write_timeout(&mut self, t: Option<std::time::Duration>) {
+            self.timeouts[1] = t;
+        }
+        fn get_write_timeout(&self) -> Option<std::time::Duration> {
+            self.timeouts[1]
+        }
+        fn set_total_drain_timeout(&mut self, t: Option<std::time::Duration>) {
+            self.timeouts[2] = t;
+        }
+        fn get_total_drain_timeout(&self) -> Option<std::time::Duration> {
+            self.timeouts[2]
+        }
+        fn pseudo_raw_h1_request_header(&self) -> bytes::Bytes {
+            bytes::Bytes::new()
+        }
+        fn enable_retry_buffering(&mut self) {}
+        fn retry_buffer_truncated(&self) -> bool {
+            false
+        }
+        fn get_retry_buffer(&self) -> Option<bytes::Bytes> {
+            None
+        }
+        fn take_custom_message_reader(
+            &mut self,
+        ) -> Option<$crate::gateway::journey::detached::Reader> {
+            None
+        }
+        fn restore_custom_message_reader(
+            &mut self,
+            _: $crate::gateway::journey::detached::Reader,
+        ) -> pingora::Result<()> {
+            Ok(())
+        }
+        fn take_custom_message_writer(
+            &mut self,
+        ) -> Option<Box<dyn pingora::protocols::http::custom::CustomMessageWrite>> {
+            None
+        }
+        fn restore_custom_message_writer(
+            &mut self,
+            _: Box<dyn pingora::protocols::http::custom::CustomMessageWrite>,
+        ) -> pingora::Result<()> {
+            Ok(())
+        }
+    };
+}
+pub(crate) use stand_in_session_basics;
 
 pub(crate) struct Gone {
     req: RequestHeader,
     resp: Option<ResponseHeader>,
     client: Option<SocketAddr>,
     server: Option<SocketAddr>,
-    read_timeout: Option<Duration>,
-    write_timeout: Option<Duration>,
-    drain_timeout: Option<Duration>,
+    /// Read, write and drain timeouts, as the pipeline set them.
+    timeouts: [Option<Duration>; 3],
 }
 
 impl Gone {
@@ -38,9 +97,7 @@ impl Gone {
             resp: None,
             client: None,
             server: None,
-            read_timeout: None,
-            write_timeout: None,
-            drain_timeout: None,
+            timeouts: [None; 3],
         }
     }
 
@@ -50,9 +107,7 @@ impl Gone {
             resp: from.response_written().cloned(),
             client: from.client_addr().cloned(),
             server: from.server_addr().cloned(),
-            read_timeout: None,
-            write_timeout: None,
-            drain_timeout: None,
+            timeouts: [None; 3],
         }
     }
 }
@@ -93,24 +148,6 @@ impl CustomSession for Gone {
     async fn response_duplex_vec(&mut self, _: Vec<HttpTask>) -> Result<bool> {
         handed_over()
     }
-    fn set_read_timeout(&mut self, t: Option<Duration>) {
-        self.read_timeout = t;
-    }
-    fn get_read_timeout(&self) -> Option<Duration> {
-        self.read_timeout
-    }
-    fn set_write_timeout(&mut self, t: Option<Duration>) {
-        self.write_timeout = t;
-    }
-    fn get_write_timeout(&self) -> Option<Duration> {
-        self.write_timeout
-    }
-    fn set_total_drain_timeout(&mut self, t: Option<Duration>) {
-        self.drain_timeout = t;
-    }
-    fn get_total_drain_timeout(&self) -> Option<Duration> {
-        self.drain_timeout
-    }
     fn request_summary(&self) -> String {
         format!("{} {} (streaming on)", self.req.method, self.req.uri)
     }
@@ -148,29 +185,8 @@ impl CustomSession for Gone {
     fn server_addr(&self) -> Option<&SocketAddr> {
         self.server.as_ref()
     }
-    fn pseudo_raw_h1_request_header(&self) -> Bytes {
-        Bytes::new()
-    }
-    fn enable_retry_buffering(&mut self) {}
-    fn retry_buffer_truncated(&self) -> bool {
-        false
-    }
-    fn get_retry_buffer(&self) -> Option<Bytes> {
-        None
-    }
     async fn finish_custom(&mut self) -> Result<()> {
         Ok(())
     }
-    fn take_custom_message_reader(&mut self) -> Option<Reader> {
-        None
-    }
-    fn restore_custom_message_reader(&mut self, _: Reader) -> Result<()> {
-        Ok(())
-    }
-    fn take_custom_message_writer(&mut self) -> Option<Box<dyn CustomMessageWrite>> {
-        None
-    }
-    fn restore_custom_message_writer(&mut self, _: Box<dyn CustomMessageWrite>) -> Result<()> {
-        Ok(())
-    }
+    stand_in_session_basics!();
 }

@@ -25,7 +25,7 @@
 //! the stream inside the pipeline as before.
 
 mod gone;
-pub(crate) use gone::Gone;
+pub(crate) use gone::{stand_in_session_basics, Gone, Reader};
 
 use bytes::{Bytes, BytesMut};
 use pingora::apps::{HttpPersistentSettings, ReusedHttpStream};
