@@ -144,7 +144,10 @@ lua() { # name method mcp-name body [legacy]
   } >"$f"
   echo "$f"
 }
-META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+# The `_meta` a 2026 client sends on each request (clientInfo: the spec's SHOULD), and the very
+# members the bridge writes for the session opened above: the native and the bridged call ask
+# the fleet the same bytes, so their rows compare the gateway's work and nothing else.
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}'
 ROWS=(native client2025)
 LUA_native=$(lua native tools/call echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"},$META}}")
 LUA_client2025=$(lua client2025 tools/call echo '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}' legacy)
