@@ -1,8 +1,9 @@
 //! What the protocol bridge does to each 2025-era call's bytes, both ways, on the path every
 //! plain call takes and on the value path it replaced (`mcp::legacy`, `mcp::json_spans`):
 //!
-//! - `bridge/request raw`: a legacy `tools/call` body read from its envelope and written as the
-//!   2026 body (the session's `_meta` text written once, as a session does);
+//! - `bridge/request raw`: a legacy `tools/call` body read from its envelope (its params'
+//!   members in the same pass) and written as the 2026 body (the session's `_meta` text written
+//!   once, as a session does);
 //! - `bridge/request value`: the same through a `serde_json::Value` and `legacy::to_modern`;
 //! - `bridge/answer raw`: the fleet's `complete` answer written as the legacy client's
 //!   (`legacy_result`: the 2026-only members left out, the client's id);
@@ -26,9 +27,9 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("bridge");
     g.bench_function("request raw", |b| {
         b.iter(|| {
-            let env = legacy::envelope(black_box(REQUEST)).unwrap();
-            let params = legacy::Params::read(env.params).unwrap();
-            let method = env.method.unwrap();
+            let mut env = legacy::envelope(black_box(REQUEST)).unwrap();
+            let params = env.raw_params().unwrap();
+            let method = env.method.take().unwrap();
             let name = legacy::name_of_raw(&method, &params);
             let body = legacy::to_modern_raw(&method, &params, 1, &meta, None).unwrap();
             (name, body)
