@@ -213,19 +213,34 @@ fn scan_string(s: &[u8], i: usize) -> Option<(usize, bool)> {
             }
             j += 8;
         }
-        j += match *s.get(j)? {
-            b'"' => return Some((j + 1, escaped)),
-            0..=0x1f => return None,
-            b'\\' => {
-                escaped = true;
-                match *s.get(j + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-                    b'u' if s.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
-                    _ => return None,
-                }
-            }
-            _ => 1,
-        };
+        match one_byte(s, j, &mut escaped)? {
+            Ok(n) => j += n,
+            Err(end) => return Some((end, escaped)),
+        }
+    }
+}
+
+/// The string's byte at `j` read alone: `Ok`: how far the string goes on; `Err`: it ends, one
+/// past this closing quote; `None`: no string (a control byte, an unknown escape, the end of
+/// the text). An escape sets `escaped`.
+fn one_byte(s: &[u8], j: usize, escaped: &mut bool) -> Option<Result<usize, usize>> {
+    Some(match *s.get(j)? {
+        b'"' => Err(j + 1),
+        0..=0x1f => return None,
+        b'\\' => {
+            *escaped = true;
+            Ok(escape_len(s, j)?)
+        }
+        _ => Ok(1),
+    })
+}
+
+/// The length of the escape at `j` (its backslash), when it is one JSON knows.
+fn escape_len(s: &[u8], j: usize) -> Option<usize> {
+    match *s.get(j + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(2),
+        b'u' if s.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => Some(6),
+        _ => None,
     }
 }
 
@@ -342,28 +357,19 @@ mod tests {
         assert_eq!(get(&m, "x"), None);
     }
 
-    /// The string scan a byte at a time, as it was before the eight-byte runs.
+    /// The string scan a byte at a time, as it was before the eight-byte runs (each byte read
+    /// by the same [`one_byte`]: what is held to it is the runs).
     fn scan_bytewise(s: &[u8], i: usize) -> Option<(usize, bool)> {
         if s.get(i) != Some(&b'"') {
             return None;
         }
         let (mut j, mut escaped) = (i + 1, false);
-        while let Some(&b) = s.get(j) {
-            j += match b {
-                b'"' => return Some((j + 1, escaped)),
-                0..=0x1f => return None,
-                b'\\' => {
-                    escaped = true;
-                    match *s.get(j + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-                        b'u' if s.get(j + 2..j + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
-                        _ => return None,
-                    }
-                }
-                _ => 1,
-            };
+        loop {
+            match one_byte(s, j, &mut escaped)? {
+                Ok(n) => j += n,
+                Err(end) => return Some((end, escaped)),
+            }
         }
-        None
     }
 
     #[test]
