@@ -194,7 +194,7 @@ fn abandoned_flows_are_counted_after_the_timeout_and_errors_fail_a_flow() {
         answer("github_login", json!({"name": "x"}), &r1["requestState"]),
     );
     assert_eq!(r.code(), Some(-32602), "{}", r.text());
-    let m = settled(&gw, 5.0);
+    let mut m = settled(&gw, 5.0);
     let outcome = |m: &str, o: &str| {
         sample(
             m,
@@ -202,6 +202,17 @@ fn abandoned_flows_are_counted_after_the_timeout_and_errors_fail_a_flow() {
             &[&format!("outcome=\"{o}\"")],
         )
     };
+    // The request is counted before its flow, and the flow's end before the gauge of flows
+    // followed: a scrape may fall between them, so wait for the three to agree.
+    let agreed = eventually(Duration::from_secs(2), || {
+        let tracked = sample(&m, "mcp_edge_mrtr_flows_tracked", &[]);
+        let done = outcome(&m, "failed") == 1.0 && tracked == 3.0;
+        if !done {
+            m = scrape(&gw);
+        }
+        done
+    });
+    assert!(agreed, "{m}");
     assert_eq!(outcome(&m, "failed"), 1.0, "{m}");
     assert_eq!(outcome(&m, "abandoned"), 0.0, "not before the timeout");
     assert_eq!(sample(&m, "mcp_edge_mrtr_flows_tracked", &[]), 3.0);
