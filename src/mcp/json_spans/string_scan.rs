@@ -24,6 +24,10 @@ pub(super) fn scan_string(s: &[u8], i: usize) -> Option<(usize, bool)> {
             if at != 0 {
                 // The lowest flag is exact (a borrow only carries upward, past a true one).
                 j += (at.trailing_zeros() / 8) as usize;
+                // The common stop, the closing quote, ends it here.
+                if eight[(at.trailing_zeros() / 8) as usize] == b'"' {
+                    return Some((j + 1, escaped));
+                }
                 break;
             }
             j += 8;
