@@ -166,13 +166,22 @@ pub(crate) async fn respond(
     body: Vec<u8>,
     extra: &[(&'static str, String)],
 ) -> Result<()> {
-    // No case map: the names go out as written here (lower case), with nothing kept twice.
-    let mut resp = ResponseHeader::build_no_case(status, Some(4))?;
-    resp.insert_header(http::header::CONTENT_TYPE, "application/json")?;
-    resp.insert_header(http::header::CONTENT_LENGTH, body.len())?;
+    // Built as parts, with no case map: the names go out as written here (lower case), each
+    // typed once.
+    let (mut parts, ()) = http::Response::new(()).into_parts();
+    parts.status = http::StatusCode::from_u16(status)
+        .map_err(|_| Error::explain(ErrorType::InternalError, "no HTTP status"))?;
+    let h = &mut parts.headers;
+    h.reserve(4 + extra.len());
+    let json = http::HeaderValue::from_static(crate::mcp::media::JSON);
+    h.insert(http::header::CONTENT_TYPE, json);
+    h.insert(http::header::CONTENT_LENGTH, body.len().into());
+    let invalid = || Error::explain(ErrorType::InvalidHTTPHeader, "an answer's header");
     for (k, v) in extra {
-        resp.insert_header(*k, v.as_str())?;
+        let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid())?;
+        h.insert(name, http::HeaderValue::from_str(v).map_err(|_| invalid())?);
     }
+    let resp = ResponseHeader::from(parts);
     session.write_response_header(Box::new(resp), false).await?;
     session
         .write_response_body(Some(Bytes::from(body)), true)
