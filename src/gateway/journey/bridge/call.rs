@@ -53,9 +53,10 @@ pub(super) async fn run(
     bridge: &Bridge,
     input: &Input,
     s: &LegacySession,
-    call: Call,
+    mut call: Call,
 ) -> Result<bool> {
-    ctx.name = call.name.clone();
+    // The call's `Mcp-Name` is the request's name from here on (read there by each leg).
+    ctx.name = call.name.take();
     let mut out = Out {
         session,
         streaming: false,
@@ -239,7 +240,7 @@ async fn pass_through(
     }
     let mut resp = ResponseHeader::build(ans.status, Some(4))?;
     if let Some(ct) = &ans.content_type {
-        resp.insert_header(http::header::CONTENT_TYPE, ct.as_str())?;
+        resp.insert_header(http::header::CONTENT_TYPE, &**ct)?;
     }
     resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
     for (k, v) in &ans.pass {

@@ -15,7 +15,7 @@ use crate::mcp::{codes, legacy, methods, Rejection};
 pub(super) struct Call {
     pub(super) method: String,
     params: Params,
-    /// The `Mcp-Name` of its 2026 request.
+    /// The `Mcp-Name` of its 2026 request (taken into the request's context when it is run).
     pub(super) name: Option<String>,
     pub(super) id: Box<RawValue>,
 }

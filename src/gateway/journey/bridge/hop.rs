@@ -19,7 +19,8 @@ use crate::gateway::stages::bridge::hops::{Hop, Hops};
 use crate::gateway::stages::bridge::messages::is_response;
 
 use crate::gateway::transport::upstream_h1::{oneshot, Pool};
-use crate::mcp::{header, sse};
+use crate::mcp::{header, media, sse};
+use std::borrow::Cow;
 
 /// The largest answer the bridge reads from its hop.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
@@ -30,8 +31,16 @@ pub(crate) struct Answer {
     pub status: u16,
     /// Headers a legacy client needs to see as they are (`WWW-Authenticate`, `Retry-After`).
     pub pass: Vec<(&'static str, String)>,
-    pub content_type: Option<String>,
+    pub content_type: Option<Cow<'static, str>>,
     pub body: Vec<u8>,
+}
+
+/// A `Content-Type` as an answer keeps it (JSON's, the common one, with no copy).
+pub(crate) fn content_type_of(v: &http::HeaderValue) -> Option<Cow<'static, str>> {
+    match v.as_bytes() == media::JSON.as_bytes() {
+        true => Some(Cow::Borrowed(media::JSON)),
+        false => v.to_str().ok().map(|t| Cow::Owned(t.to_owned())),
+    }
 }
 
 impl Answer {
@@ -293,16 +302,11 @@ impl Leg {
             body.extend_from_slice(&p);
         }
         let head = self.body.head();
-        let get = |name: &str| {
-            head.headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
+        let ct = head.headers.get(http::header::CONTENT_TYPE);
         Ok(Answer {
             status: head.status.as_u16(),
             pass: self.pass(),
-            content_type: get("content-type"),
+            content_type: ct.and_then(content_type_of),
             body,
         })
     }
@@ -319,15 +323,20 @@ impl Leg {
 
 /// The headers of an answer a legacy client needs to see as they are (`WWW-Authenticate`,
 /// `Retry-After`).
+/// The first of each is taken, in one pass over the head (no lookup by name).
 pub(crate) fn pass_of(head: &pingora::http::ResponseHeader) -> Vec<(&'static str, String)> {
-    let mut pass = Vec::new();
     use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
-    for (k, name) in [
-        ("www-authenticate", WWW_AUTHENTICATE),
-        ("retry-after", RETRY_AFTER),
-    ] {
-        if let Some(v) = head.headers.get(name).and_then(|v| v.to_str().ok()) {
-            pass.push((k, v.to_owned()));
+    let mut pass: Vec<(&'static str, String)> = Vec::new();
+    for (name, v) in &head.headers {
+        let k = match name {
+            n if *n == WWW_AUTHENTICATE => "www-authenticate",
+            n if *n == RETRY_AFTER => "retry-after",
+            _ => continue,
+        };
+        if pass.iter().all(|(seen, _)| *seen != k) {
+            if let Ok(v) = v.to_str() {
+                pass.push((k, v.to_owned()));
+            }
         }
     }
     pass

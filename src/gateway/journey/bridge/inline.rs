@@ -24,7 +24,8 @@ use crate::config::UpstreamLeg;
 use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::state::Gateway;
 use crate::gateway::stages::inspect::PREREAD_MAX;
-use crate::mcp::{sse, Rejection};
+use crate::mcp::{media, sse, Rejection};
+use std::borrow::Cow;
 
 /// Whether a leg of `body_len` bytes may run on the client's session: its journey cannot leave
 /// `request_filter` (every pool plain HTTP/1.1 on the direct leg, a body read whole).
@@ -107,12 +108,10 @@ fn answer(w: Written) -> Result<Answer, Rejection> {
         return Err(hop_failed("the pipeline ended without an answer".into()));
     };
     let pass = super::hop::pass_of(&head);
-    let ct = head.headers.get(http::header::CONTENT_TYPE);
-    let stream = ct.is_some_and(|c| sse::is_event_stream(c.as_bytes()));
-    let content_type = match (stream, w.responded) {
-        (true, true) => Some("application/json".to_owned()),
-        (true, false) => Some(sse::CONTENT_TYPE.to_owned()),
-        (false, _) => ct.and_then(|v| v.to_str().ok()).map(str::to_owned),
+    let content_type = match (w.stream, w.responded) {
+        (true, true) => Some(Cow::Borrowed(media::JSON)),
+        (true, false) => Some(Cow::Borrowed(sse::CONTENT_TYPE)),
+        (false, _) => w.content_type,
     };
     Ok(Answer {
         status: head.status.as_u16(),

@@ -24,6 +24,7 @@ pub(crate) struct Input {
 
 /// The header a replica sets on an answer it sends on to the replica holding the call.
 pub(crate) const HOPPED: &str = "mcp-edge-answer-hop";
+const HOPPED_NAME: http::HeaderName = http::HeaderName::from_static(HOPPED);
 
 impl Input {
     /// Read a legacy request's `headers` on `path` (`once`: its one `Authorization` and
@@ -54,7 +55,7 @@ impl Input {
             caller,
             authorization,
             client_ip,
-            hopped: headers.contains_key(HOPPED),
+            hopped: headers.contains_key(HOPPED_NAME),
         })
     }
 }

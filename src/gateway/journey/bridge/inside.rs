@@ -31,9 +31,6 @@ use pingora::proxy::Session;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-use crate::gateway::transport::upstream_h1::oneshot::MCP_POST_CONSTANT;
-use crate::mcp::header;
-
 /// The longest the rest of a stream is read after the leg was dropped.
 const DRAIN: Duration = Duration::from_secs(1);
 
@@ -60,69 +57,6 @@ pub(crate) fn adopt(session: &mut Session) {
         *session.req_header_mut() = head;
     }
 }
-
-/// The 2026 head of a leg: what [`crate::gateway::transport::upstream_h1::oneshot::mcp_post`]
-/// writes for the loopback hop (the same [`MCP_POST_CONSTANT`]), as a parsed head: `Host` as the
-/// client sent it (or its request's authority), the MCP headers of `method` and `name`, the
-/// `carry` headers (the caller's `Authorization`, `Mcp-Param-*` marks) and the body's length.
-/// Built as parts, with no case map: the leg is never written as HTTP/1.1 text by this head's
-/// case, and each name is typed once rather than parsed.
-pub(crate) fn head(
-    session: &Session,
-    path: &str,
-    (method, name): (&str, Option<&str>),
-    carry: &[(String, String)],
-    body_len: usize,
-) -> pingora::Result<RequestHeader> {
-    use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST};
-    let invalid = |what: &str| {
-        let msg = format!("a bridged leg's {what} is no valid header");
-        pingora::Error::explain(pingora::ErrorType::InvalidHTTPHeader, msg)
-    };
-    let (mut parts, ()) = http::Request::new(()).into_parts();
-    parts.method = http::Method::POST;
-    let req = session.req_header();
-    // The client's own target when it is `path` alone (the common case: no parse).
-    let own = req.uri.authority().is_none() && req.uri.query().is_none();
-    parts.uri = match own && req.uri.path() == path {
-        true => req.uri.clone(),
-        false => http::Uri::try_from(path).map_err(|_| invalid("path"))?,
-    };
-    let h = &mut parts.headers;
-    h.reserve(8 + carry.len());
-    let host = match req.headers.get(HOST) {
-        Some(host) => host.clone(),
-        None => HeaderValue::from_str(req.uri.authority().map_or("localhost", |a| a.as_str()))
-            .map_err(|_| invalid("host"))?,
-    };
-    h.insert(HOST, host);
-    for (k, v) in CONSTANT_HEADERS {
-        h.insert(k, v);
-    }
-    let m = HeaderValue::from_str(method).map_err(|_| invalid("method"))?;
-    h.insert(header::typed::METHOD, m);
-    if let Some(n) = name {
-        let v = HeaderValue::from_str(&header::encode_value(n)).map_err(|_| invalid("name"))?;
-        h.insert(header::typed::NAME, v);
-    }
-    for (k, v) in carry {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid(k))?;
-        h.append(name, HeaderValue::from_str(v).map_err(|_| invalid(k))?);
-    }
-    h.insert(CONTENT_LENGTH, HeaderValue::from(body_len));
-    Ok(RequestHeader::from(parts))
-}
-
-/// [`MCP_POST_CONSTANT`] typed once, at compile time.
-const CONSTANT_HEADERS: [(http::HeaderName, http::HeaderValue); 3] = {
-    use http::{HeaderName as N, HeaderValue as V};
-    let [(a, av), (b, bv), (c, cv)] = MCP_POST_CONSTANT;
-    [
-        (N::from_static(a), V::from_static(av)),
-        (N::from_static(b), V::from_static(bv)),
-        (N::from_static(c), V::from_static(cv)),
-    ]
-};
 
 /// An answer of a leg carried inside: its head, then its body as the pipeline writes it.
 pub(crate) struct Answer {

@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use pingora::prelude::*;
 use pingora::proxy::Session;
+use std::borrow::Cow;
 
 use super::hop::{self, Answer};
 use super::out::Out;
@@ -55,7 +56,13 @@ pub(super) async fn carry_leg(
     relay: bool,
 ) -> Result<Result<Answer, Rejection>> {
     if super::inline::takes(&ctx.gw, body.len()) {
-        let head = match super::inside::head(out.session, &input.path, to, &carry, body.len()) {
+        let head = match super::leg_head::head(
+            out.session.req_header(),
+            &input.path,
+            to,
+            &carry,
+            body.len(),
+        ) {
             Ok(h) => h,
             Err(e) => return Ok(Err(hop_failed(e.to_string()))),
         };
@@ -91,7 +98,7 @@ async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answ
         };
         if m.get("result").is_some() || m.get("error").is_some() {
             let body = serde_json::to_vec(&m).expect("a JSON value serializes");
-            let content_type = Some("application/json".to_owned());
+            let content_type = Some(Cow::Borrowed(crate::mcp::media::JSON));
             return Ok(Ok(Answer {
                 status,
                 pass,
@@ -103,7 +110,7 @@ async fn relay_notes(out: &mut Out<'_>, mut leg: hop::Leg) -> Result<Result<Answ
             out.event(m.to_string().as_bytes()).await?;
         }
     }
-    let content_type = Some(sse::CONTENT_TYPE.to_owned());
+    let content_type = Some(Cow::Borrowed(sse::CONTENT_TYPE));
     Ok(Ok(Answer {
         status,
         pass,
@@ -180,8 +187,14 @@ fn start_inside(
     carry: &[(String, String)],
     body: &[u8],
 ) -> Result<Option<super::inside::Started>, Rejection> {
-    let head = super::inside::head(session, &input.path, (method, name), carry, body.len())
-        .map_err(|e| hop_failed(e.to_string()))?;
+    let head = super::leg_head::head(
+        session.req_header(),
+        &input.path,
+        (method, name),
+        carry,
+        body.len(),
+    )
+    .map_err(|e| hop_failed(e.to_string()))?;
     let body = Bytes::copy_from_slice(body);
     Ok(super::inside::start(session, head, body))
 }

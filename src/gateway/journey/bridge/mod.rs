@@ -54,6 +54,7 @@ mod initialize;
 mod inline;
 mod input;
 pub(crate) mod inside;
+mod leg_head;
 mod legs;
 mod listen;
 mod marks;
@@ -95,8 +96,8 @@ pub(crate) async fn front(
     let gw = ctx.gw.clone();
     let bridge = &gw.bridge;
     let req = session.req_header();
-    let path = req.uri.path().to_owned();
-    if !addressed(&gw.config, &path) || !gw.config.legacy.bridges(&path) {
+    let path = req.uri.path();
+    if !addressed(&gw.config, path) || !gw.config.legacy.bridges(path) {
         return Ok(None);
     }
     ctx.method = Some("legacy".into());
@@ -107,7 +108,7 @@ pub(crate) async fn front(
     // With auth on, a token auth refuses is answered here, as the pipeline would (its
     // challenge included).
     let ip = super::request::client_ip(&gw, session);
-    let input = match Input::read(&req.headers, once, &path, ip, gw.auth.as_ref()).await {
+    let input = match Input::read(&req.headers, once, path, ip, gw.auth.as_ref()).await {
         Ok(input) => input,
         Err(refusal) => {
             if let Some(c) = refusal.challenge {
@@ -125,7 +126,7 @@ pub(crate) async fn front(
             headless(phases, session, ctx, bridge, input).await
         }
         http::Method::POST => {
-            let body = match read(session, ctx).await? {
+            let body = match read(session, ctx, passes).await? {
                 Ok(b) => b,
                 Err(answered) => return Ok(Some(answered)),
             };
@@ -214,9 +215,13 @@ async fn on_session(
 }
 
 /// Read the body whole (bounded), after `100 Continue` when asked; `Err(answered)`: refused.
+/// With `replay`, pingora's retry buffer keeps it too: a request that may go on through
+/// pingora's pipe (to a pool passed through, or a headless request settled as a 2026 one)
+/// needs it there; a call the bridge carries hands its body to each leg itself.
 async fn read(
     session: &mut Session,
     ctx: &mut RequestCtx,
+    replay: bool,
 ) -> Result<std::result::Result<bytes::Bytes, bool>> {
     ctx.expects_continue = session
         .req_header()
@@ -224,7 +229,9 @@ async fn read(
         .get(http::header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     invite_body(session, ctx).await?;
-    session.enable_retry_buffering();
+    if replay {
+        session.enable_retry_buffering();
+    }
     let max = ctx.gw.config.limits.max_body_bytes;
     match inspect::read_whole(session, max).await {
         Ok(b) => {
@@ -253,7 +260,7 @@ async fn headless(
     if let Err(rej) = admitted {
         return refuse(session, ctx, rej, None).await.map(Some);
     }
-    let body = match read(session, ctx).await? {
+    let body = match read(session, ctx, true).await? {
         Ok(b) => b,
         Err(answered) => return Ok(Some(answered)),
     };

@@ -52,6 +52,10 @@ struct Lent {
 #[derive(Default)]
 pub(super) struct Written {
     pub head: Option<ResponseHeader>,
+    /// The head's `Content-Type` (read once, as the head came), and whether it is an event
+    /// stream's.
+    pub content_type: Option<std::borrow::Cow<'static, str>>,
+    pub stream: bool,
     /// A JSON answer whole, or an event stream's JSON-RPC response.
     pub body: Vec<u8>,
     /// The answer was an event stream and its response came (`body` holds it).
@@ -250,9 +254,11 @@ impl CustomSession for StandIn {
     async fn write_response_header(&mut self, resp: Box<ResponseHeader>, _: bool) -> Result<()> {
         if self.written.head.is_none() {
             let ct = resp.headers.get(http::header::CONTENT_TYPE);
-            if self.relay && ct.is_some_and(|c| sse::is_event_stream(c.as_bytes())) {
+            self.written.stream = ct.is_some_and(|c| sse::is_event_stream(c.as_bytes()));
+            if self.relay && self.written.stream {
                 self.events = Some(sse::Parser::new());
             }
+            self.written.content_type = ct.and_then(super::hop::content_type_of);
             self.written.head = Some(*resp);
         }
         Ok(())
