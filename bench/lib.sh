@@ -27,9 +27,9 @@ bench_tools() {
 
 bench_edge_bin() {
   if [ -z "$EDGE_BIN" ]; then
-    if [ "$SMOKE" = 1 ] && [ -x target/release/mcp-edge ]; then
+    if [ "${SMOKE:-0}" = 1 ] && [ -x target/release/mcp-edge ]; then
       EDGE_BIN=target/release/mcp-edge
-    elif [ "$SMOKE" = 1 ] && [ -x target/debug/mcp-edge ]; then
+    elif [ "${SMOKE:-0}" = 1 ] && [ -x target/debug/mcp-edge ]; then
       EDGE_BIN=target/debug/mcp-edge
     else
       echo "== cargo build --release (fat LTO: several minutes on 2 cores when not up to date)"
