@@ -89,6 +89,9 @@ fn set(h: &mut http::HeaderMap, name: HeaderName, value: HeaderValue) {
 /// method, the length and (when `named`) the name.
 fn template(path: &str, host: HeaderValue, named: bool) -> pingora::Result<Template> {
     let uri = http::Uri::try_from(path).map_err(|_| invalid("path"))?;
+    // A copy of its own: a parsed client's value shares that client's whole read buffer, which
+    // the thread would otherwise keep for as long as it keeps the template.
+    let host = HeaderValue::from_bytes(host.as_bytes()).map_err(|_| invalid("host"))?;
     let mut headers = http::HeaderMap::with_capacity(CONSTANT_HEADERS.len() + 4);
     headers.insert(HOST, host.clone());
     for (k, v) in CONSTANT_HEADERS {
