@@ -10,9 +10,13 @@ use std::collections::HashSet;
 /// phase, just after the response went out, so a scrape can overtake the last request).
 fn settled(gw: &mcp_edge::gateway::RunningGateway, expected: f64) -> String {
     let mut text = String::new();
+    // A request is counted, then timed, then its sizes observed: a scrape between those saw 8
+    // requests of `lookup` counted and 7 timed once in CI. Settled is when the last of them,
+    // the response's size, has every request too.
     let done = eventually(std::time::Duration::from_secs(3), || {
         text = scrape(gw);
-        sample(&text, "mcp_edge_requests_total", &[]) >= expected
+        let all = |name| sample(&text, name, &[]) >= expected;
+        all("mcp_edge_requests_total") && all("mcp_edge_response_body_bytes_count")
     });
     assert!(done, "expected {expected} requests recorded:\n{text}");
     text
