@@ -166,17 +166,34 @@ pub(crate) async fn respond(
     body: Vec<u8>,
     extra: &[(&'static str, String)],
 ) -> Result<()> {
-    // Built as parts, with no case map: the names go out as written here (lower case), each
-    // typed once.
+    respond_as(session, status, Some(crate::mcp::media::JSON), body, extra).await
+}
+
+/// Write a complete response: `status`, its `content_type` (`None`: no `Content-Type`), the
+/// `extra` headers, and `body` with its length. Built as parts, with no case map: the names go
+/// out as written here (lower case), each typed once; JSON's type is a static value.
+pub(crate) async fn respond_as(
+    session: &mut Session,
+    status: u16,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+    extra: &[(&'static str, String)],
+) -> Result<()> {
     let (mut parts, ()) = http::Response::new(()).into_parts();
     parts.status = http::StatusCode::from_u16(status)
         .map_err(|_| Error::explain(ErrorType::InternalError, "no HTTP status"))?;
+    let invalid = || Error::explain(ErrorType::InvalidHTTPHeader, "an answer's header");
     let h = &mut parts.headers;
     h.reserve(4 + extra.len());
-    let json = http::HeaderValue::from_static(crate::mcp::media::JSON);
-    h.insert(http::header::CONTENT_TYPE, json);
+    if let Some(ct) = content_type {
+        let json = crate::mcp::media::JSON;
+        let value = match ct == json {
+            true => http::HeaderValue::from_static(json),
+            false => http::HeaderValue::from_str(ct).map_err(|_| invalid())?,
+        };
+        h.insert(http::header::CONTENT_TYPE, value);
+    }
     h.insert(http::header::CONTENT_LENGTH, body.len().into());
-    let invalid = || Error::explain(ErrorType::InvalidHTTPHeader, "an answer's header");
     for (k, v) in extra {
         let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid())?;
         h.insert(name, http::HeaderValue::from_str(v).map_err(|_| invalid())?);

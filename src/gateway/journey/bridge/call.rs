@@ -9,8 +9,6 @@
 //!
 //! The answer is plain JSON when nothing needed streaming, an event stream otherwise.
 
-use bytes::Bytes;
-use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::Session;
 use serde_json::value::RawValue;
@@ -24,6 +22,7 @@ use super::{Bridge, Input};
 use crate::gateway::journey::phases::Phases;
 use crate::gateway::journey::request::RequestCtx;
 use crate::gateway::journey::steps::refuse;
+use crate::gateway::stages::answer::respond_as;
 use crate::mcp::{codes, legacy, methods, result_type, sse, Rejection};
 
 /// Most rounds of questions one call may take.
@@ -238,20 +237,8 @@ async fn pass_through(
         );
         return fail(out, ctx, rej, id).await;
     }
-    let mut resp = ResponseHeader::build(ans.status, Some(4))?;
-    if let Some(ct) = &ans.content_type {
-        resp.insert_header(http::header::CONTENT_TYPE, &**ct)?;
-    }
-    resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
-    for (k, v) in &ans.pass {
-        resp.insert_header(*k, v.as_str())?;
-    }
-    out.session
-        .write_response_header(Box::new(resp), false)
-        .await?;
-    out.session
-        .write_response_body(Some(Bytes::from(ans.body.clone())), true)
-        .await?;
+    let (ct, body) = (ans.content_type.as_deref(), ans.body.clone());
+    respond_as(out.session, ans.status, ct, body, &ans.pass).await?;
     Ok(true)
 }
 

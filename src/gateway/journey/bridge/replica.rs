@@ -2,6 +2,7 @@
 //! replica holds, sent as it came plus a marker header that stops it going further; and a
 //! message every other replica of `legacy.replicas` is told of ([`tell_others`]).
 
+use crate::gateway::stages::answer::respond_as;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -29,13 +30,11 @@ pub(crate) async fn send_on<'a>(
         Ok(a) => a,
         Err(e) => return Ok(Err(e)),
     };
-    let ct = ans.content_type.as_deref().unwrap_or("application/json");
-    let mut resp = pingora::http::ResponseHeader::build(ans.status, Some(2))?;
-    resp.insert_header(http::header::CONTENT_TYPE, ct)?;
-    resp.insert_header(http::header::CONTENT_LENGTH, ans.body.len().to_string())?;
-    session.write_response_header(Box::new(resp), false).await?;
-    let body = bytes::Bytes::from(ans.body);
-    session.write_response_body(Some(body), true).await?;
+    let ct = ans
+        .content_type
+        .as_deref()
+        .unwrap_or(crate::mcp::media::JSON);
+    respond_as(session, ans.status, Some(ct), ans.body, &[]).await?;
     Ok(Ok(true))
 }
 
