@@ -23,9 +23,10 @@ pub(super) fn scan_string(s: &[u8], i: usize) -> Option<(usize, bool)> {
             let at = stops(word);
             if at != 0 {
                 // The lowest flag is exact (a borrow only carries upward, past a true one).
-                j += (at.trailing_zeros() / 8) as usize;
+                let stop = (at.trailing_zeros() / 8) as usize;
+                j += stop;
                 // The common stop, the closing quote, ends it here.
-                if eight[(at.trailing_zeros() / 8) as usize] == b'"' {
+                if eight[stop] == b'"' {
                     return Some((j + 1, escaped));
                 }
                 break;

@@ -28,7 +28,7 @@ struct Template {
 }
 
 thread_local! {
-    /// This worker thread's template (the last `Host` and path a leg was built for).
+    /// This worker thread's template (for the last `Host`, path and want of a name a leg had).
     static TEMPLATE: RefCell<Option<Template>> = const { RefCell::new(None) };
 }
 
